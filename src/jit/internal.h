@@ -1,0 +1,166 @@
+/*
+ * internal.h - the objects behind the public handles and the seams between the jit layer's parts:
+ * the ctx (device, cache, last error), the kernel (loaded programs), the validated attention problem
+ * handed to a kernel path's launcher, and error recording.
+ */
+#ifndef FA4_JIT_INTERNAL_H
+#define FA4_JIT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fa4jit.h"
+#include "cu.h"
+#include "mod/mod.h"
+
+struct fa4__cache;
+
+#define FA4__CTX_MAGIC 0x66613463u    /* "fa4c" */
+#define FA4__KERNEL_MAGIC 0x6661346bu /* "fa4k" */
+#define FA4__DEAD_MAGIC 0xdeadfa40u
+
+/* ------------------------------------------------------------------------------------------ ctx */
+struct fa4_ctx {
+    uint32_t magic;
+    pthread_mutex_t lock;        /* guards the error fields, the kernel list and the memory table */
+    int device;                  /* ordinal, or FA4_DEVICE_NONE */
+    const fa4__cu *cu;           /* NULL for a deviceless ctx */
+    CUdevice cu_device;
+    CUcontext cu_context;        /* the device's primary context (shared with the CUDA runtime) */
+    char arch[16];               /* "sm_90a", "" when deviceless */
+    int sm_count;
+    int max_smem_optin;
+    struct fa4__cache *cache;
+    struct fa4_kernel *kernels;  /* every live kernel, for the memory table and destroy */
+    /* last error */
+    fa4_status err;
+    int err_line, err_col;
+    char errmsg[4096];
+    char *compile_log;           /* malloc'd, or NULL */
+};
+
+/* Record an error on ctx (printf-style message) and return the status; FA4_OK clears. */
+fa4_status fa4__set_error(fa4_ctx *ctx, fa4_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+fa4_status fa4__set_error_at(fa4_ctx *ctx, fa4_status st, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Take ownership of a malloc'd compile log. */
+void fa4__set_compile_log(fa4_ctx *ctx, char *log);
+/* Record a failed CUDA call: "<what>: CUDA_ERROR_x: text". */
+fa4_status fa4__cu_error(fa4_ctx *ctx, fa4_status st, CUresult r, const char *what);
+
+/* Handle checks: a live ctx/kernel, or NULL (destroyed handles are found in a registry). */
+int fa4__ctx_alive(const fa4_ctx *ctx);
+int fa4__kernel_alive(const fa4_kernel *k);
+
+/* Push / pop the ctx's CUDA context around driver calls. */
+fa4_status fa4__ctx_push(fa4_ctx *ctx);
+void fa4__ctx_pop(fa4_ctx *ctx);
+
+/* --------------------------------------------------------------------------------------- kernel */
+typedef struct fa4__program {
+    char name[32];               /* "fwd", "bwd_pre", "bwd_main", "bwd_post", "block_mask" */
+    uint8_t *cubin;
+    size_t cubin_size;
+    char *source;                /* generated main source (misses only), for --dump-source */
+    CUmodule module;             /* NULL when not loaded (deviceless, or other arch) */
+    fa4_program_info info;
+} fa4__program;
+
+struct fa4_kernel {
+    uint32_t magic;
+    fa4_ctx *ctx;
+    struct fa4_kernel *next;     /* in ctx->kernels */
+    int refs;                    /* users holding it (memory-table hits share one kernel) */
+    fa4__mod *mod;
+    fa4_kernel_spec spec;        /* copy; source fields point into owned storage below */
+    char *source_copy;
+    char key[33];
+    char *key_inputs;
+    int path;                    /* fa4_path resolved */
+    int num_programs;
+    fa4__program programs[FA4_MAX_PROGRAMS];
+    fa4_kernel_info info;
+    /* aux parameter block layout (libffi) */
+    size_t aux_size, aux_align;
+    size_t aux_offset[3 * FA4__MOD_MAX_AUX];
+    int aux_members;
+};
+
+/* Look up a __global__ function of a program; NULL when not loaded or absent. */
+CUfunction fa4__kernel_function(fa4_kernel *k, const char *program, const char *function);
+
+/* --------------------------------------------------------------------------------------- launch */
+typedef struct fa4__tview {
+    void *data;
+    int64_t sb, sh, ss;          /* strides in elements of batch, head, sequence; the dim stride is 1 */
+} fa4__tview;
+
+/* A validated attention problem, identical for every kernel path. Varlen: batch = num_seqs,
+ * seqlen_* = max_seqlen_*, total_* = packed token counts and batch strides are 0. */
+typedef struct fa4__problem {
+    int is_bwd;
+    fa4_dtype dtype;
+    int batch, hq, hkv, d, dv;
+    int64_t seqlen_q, seqlen_k;
+    int64_t total_q, total_k;
+    fa4__tview q, k, v, o, lse;  /* lse: sb, sh, ss in floats; lse.data may be NULL in the forward */
+    fa4__tview dout, dq, dk, dv;
+    float scale;
+    const int32_t *cu_seqlens_q, *cu_seqlens_k;
+    int has_block_mask;
+    fa4_block_mask bm;
+    int64_t q_offset, kv_offset;
+    const void *aux_block;       /* host copy of struct fa4_aux, laid out by libffi */
+    size_t aux_size;
+    int deterministic;
+    void *workspace;
+    size_t workspace_size;
+    CUstream stream;
+} fa4__problem;
+
+/* One kernel path (sm80, sm90): which programs it compiles and how it launches them. */
+typedef struct fa4__program_desc {
+    const char *name;            /* "fwd" */
+    const char *entry;           /* embedded file that is the program's main source: "sm80/fwd.cu" */
+    uint32_t needs;              /* fa4_compile_flags bit that asks for it */
+    const char *function;        /* main __global__ function, for the resource report */
+} fa4__program_desc;
+
+typedef struct fa4__path_ops {
+    int path;
+    const fa4__program_desc *programs;
+    int num_programs;
+    /* Extra NVRTC options (e.g. "-DFA4_HEAD_DIM=128") for a kernel spec; returns count written. */
+    int (*options)(const fa4_kernel_spec *spec, const char *arch, char opts[][64], int max);
+    /* Dynamic shared memory a program's main function is launched with (for the report). */
+    int (*smem_bytes)(const fa4_kernel_spec *spec, const char *program);
+    fa4_status (*launch_fwd)(fa4_kernel *k, const fa4__problem *p);
+    fa4_status (*bwd_workspace)(fa4_kernel *k, const fa4__problem *p, size_t *bytes);
+    fa4_status (*launch_bwd)(fa4_kernel *k, const fa4__problem *p);
+    fa4_status (*block_mask)(fa4_kernel *k, int batch, int heads, int64_t sq, int64_t skv,
+                             const void *aux_block, size_t aux_size, fa4_block_mask *out,
+                             CUstream stream);
+} fa4__path_ops;
+
+extern const fa4__path_ops fa4__sm80_ops;
+const fa4__path_ops *fa4__path_for(int path);
+
+/* --------------------------------------------------------------------------- embedded sources */
+typedef struct fa4__embedded_file {
+    const char *name;            /* "sm80/fwd.cu", relative to src/kernels */
+    const char *text;
+    size_t size;
+} fa4__embedded_file;
+
+/* The kernel sources (embedded, or read from FA4JIT_KERNEL_DIR / the source tree in developer
+ * builds). Returns the table and its length; NULL with a reason when they cannot be read. */
+const fa4__embedded_file *fa4__kernel_sources(int *count, const char **why);
+const char *fa4__kernel_sources_fingerprint(void);
+
+/* ------------------------------------------------------------------------------------- helpers */
+int fa4__arch_parse(const char *arch, int *major, int *minor, int *suffix_a);
+
+#endif /* FA4_JIT_INTERNAL_H */
