@@ -1,0 +1,56 @@
+/*
+ * params.h - the argument blocks of the kernel programs, shared by the host launchers (C11) and the
+ * kernels (NVRTC, no headers). Host arguments become these structs in one place (the path's launcher);
+ * kernels take them by value as their first parameter, followed by the mod's `struct fa4_aux`.
+ * Only int, long long, float and pointers appear, so C on x86-64 and NVRTC lay them out alike.
+ * Strides are in elements; the last dimension of every tensor has stride 1.
+ */
+#ifndef FA4_COMMON_PARAMS_H
+#define FA4_COMMON_PARAMS_H
+
+/* One tensor as the kernels see it: base pointer and the strides of batch, head, sequence. Under
+ * varlen the batch stride is 0 and sequence b starts at row cu_seqlens[b]. */
+typedef struct fa4_view {
+    void *data;
+    long long sb, sh, ss;
+} fa4_view;
+
+typedef struct fa4_params {
+    fa4_view q, k, v, o, lse;       /* lse: floats, data may be NULL in the forward */
+    fa4_view dout, dq, dk, dv;      /* backward only */
+
+    /* Backward workspace (fp32): rows are (head, token) pairs, token = row_base(b) + i with
+     * row_base = b * seqlen_q (fixed length) or cu_seqlens_q[b] (varlen); ws_rows tokens per head. */
+    float *dpsum;                   /* [hq][ws_rows]       rowsum(dO * O) */
+    float *lse2;                    /* [hq][ws_rows]       LSE in log2 units, +inf for empty rows */
+    float *dq_accum;                /* [slots][hq][ws_rows][d] */
+    long long ws_rows;
+    int dq_slots;                   /* 1, or the number of kv tiles (deterministic mode) */
+
+    int batch, hq, hkv, group;      /* group = hq / hkv */
+    int seqlen_q, seqlen_k;         /* per sequence; the maxima under varlen */
+    int head_dim, head_dim_v;
+    float scale;                    /* softmax scale applied to q.k before score_mod */
+    const int *cu_seqlens_q, *cu_seqlens_k; /* NULL: fixed length */
+    long long q_offset, kv_offset;  /* added to the indices the mods see */
+
+    /* Block-sparse mask (FlexAttention BlockMask); has_block_mask 0 = dense. */
+    int has_block_mask;
+    int bm_batch, bm_heads, bm_q_block, bm_kv_block, bm_nq, bm_nkv;
+    const int *kv_num, *kv_idx, *full_kv_num, *full_kv_idx;
+    const int *q_num, *q_idx, *full_q_num, *full_q_idx;
+
+    int deterministic;
+    int pad_;
+} fa4_params;
+
+/* fa4_block_mask_create: evaluates mask_mod over (q block, kv block) tiles. */
+typedef struct fa4_block_mask_params {
+    int batch, heads;
+    long long seqlen_q, seqlen_k;
+    int q_block, kv_block, nq, nkv;
+    int *kv_num, *kv_idx, *full_kv_num, *full_kv_idx;
+    int *q_num, *q_idx, *full_q_num, *full_q_idx;
+} fa4_block_mask_params;
+
+#endif /* FA4_COMMON_PARAMS_H */

@@ -1,0 +1,43 @@
+/*
+ * bwd_pre.cu - the first backward program: per query row, dpsum = rowsum(dO * O) (fp32) and the LSE
+ * in log2 units (+inf for rows with nothing allowed, so that P = exp2(s - lse2) is 0 there, not NaN),
+ * both into the workspace where the main kernel reads them. A CTA covers 64 rows of one
+ * (batch, head), a warp per row at a time. Supports everything the forward does (varlen, strides).
+ */
+#include "fa4_mod.cuh"
+#include "common/params.h"
+#include "common/ptx.cuh"
+#include "sm80/config.cuh"
+#include "sm80/scheduler.cuh"
+
+extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_params p, const fa4_aux aux)
+{
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const fa4_seq seq = fa4_seq_info(p, b);
+    const int m0 = blockIdx.x * kBwdM;
+    if (m0 >= seq.len_q)
+        return;
+    const fa4_elem *gO = (const fa4_elem *)p.o.data + b * p.o.sb + h * p.o.sh + seq.row_q * p.o.ss;
+    const fa4_elem *gdO = (const fa4_elem *)p.dout.data + b * p.dout.sb + h * p.dout.sh + seq.row_q * p.dout.ss;
+    const float *gL = (const float *)p.lse.data + b * p.lse.sb + h * p.lse.sh + seq.row_q * p.lse.ss;
+    float *dps = p.dpsum + h * p.ws_rows + seq.ws_row;
+    float *l2 = p.lse2 + h * p.ws_rows + seq.ws_row;
+    for (int r = m0 + warp; r < m0 + kBwdM && r < seq.len_q; r += 4) {
+        float acc = 0.f;
+        for (int c = lane * 2; c < kDv; c += 64) {
+            const unsigned o2 = *(const unsigned *)(gO + (long long)r * p.o.ss + c);
+            const unsigned d2 = *(const unsigned *)(gdO + (long long)r * p.dout.ss + c);
+            acc += fa4_to_float((fa4_elem)(o2 & 0xffff)) * fa4_to_float((fa4_elem)(d2 & 0xffff));
+            acc += fa4_to_float((fa4_elem)(o2 >> 16)) * fa4_to_float((fa4_elem)(d2 >> 16));
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            acc += __shfl_xor_sync(0xffffffffu, acc, off);
+        if (lane == 0) {
+            const float lse = gL[(long long)r * p.lse.ss];
+            dps[r] = acc;
+            l2[r] = lse == -FA4_INF ? FA4_INF : lse * FA4_LOG2E;
+        }
+    }
+}

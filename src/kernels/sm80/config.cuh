@@ -1,0 +1,38 @@
+/*
+ * config.cuh - tile geometry of the sm80 path, in one place with the checks that keep it legal.
+ * Forward: 128 query rows x 64 keys per step, 8 warps, each warp owns 16 query rows.
+ * Backward: 64 keys (the stationary block) x 64 queries per step, 8 warps as a 4 x 2 grid.
+ * Shared-memory rows are padded by 8 elements (16 bytes) so ldmatrix rows fall in distinct banks.
+ * The host launcher (src/jit/path_sm80.c) mirrors these numbers; keep both in step.
+ */
+#ifndef FA4_SM80_CONFIG_CUH
+#define FA4_SM80_CONFIG_CUH
+
+#ifndef FA4_HEAD_DIM
+#error "FA4_HEAD_DIM must be defined by the pipeline"
+#endif
+#ifndef FA4_HEAD_DIM_V
+#define FA4_HEAD_DIM_V FA4_HEAD_DIM
+#endif
+
+constexpr int kD = FA4_HEAD_DIM;
+constexpr int kDv = FA4_HEAD_DIM_V;
+constexpr int kPad = 8;
+constexpr int kLdQ = kD + kPad;  /* Q and K rows in shared memory */
+constexpr int kLdV = kDv + kPad; /* V and dO rows */
+
+constexpr int kFwdM = 128, kFwdN = 64, kFwdWarps = 8, kFwdThreads = kFwdWarps * 32;
+constexpr int kBwdM = 64, kBwdN = 64, kBwdWarps = 8, kBwdThreads = kBwdWarps * 32;
+constexpr int kLdP = kBwdN + kPad; /* P and dS tiles of the backward, [q][kv] */
+constexpr int kBwdDqChunk = 16;    /* dQ columns per warp per pass (bounds live registers) */
+
+static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
+static_assert(kD <= 256 && kDv <= 256, "head dims above 256 are not supported");
+static_assert(kFwdM == 16 * kFwdWarps, "one warp per 16 query rows");
+static_assert((kD / 2) % kBwdDqChunk == 0, "dQ chunks must tile the warp's columns");
+
+constexpr int kFwdSmem = (kFwdM * kLdQ + kFwdN * kLdQ + kFwdN * kLdV) * 2;
+constexpr int kBwdSmem =
+    (kBwdN * kLdQ + kBwdN * kLdV + kBwdM * kLdQ + kBwdM * kLdV + 2 * kBwdM * kLdP) * 2 + 2 * kBwdM * 4;
+
+#endif /* FA4_SM80_CONFIG_CUH */

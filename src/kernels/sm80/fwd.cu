@@ -1,0 +1,109 @@
+/*
+ * fwd.cu - the sm80 forward program: O = softmax(score_mod(scale * Q K^T) masked) V and LSE.
+ * FA2-style: a CTA owns 128 query rows of one (batch, head), 8 warps of 16 rows each; K and V tiles
+ * of 64 keys stream through shared memory with cp.async (K(j+1) loads while softmax and P V of tile j
+ * run, V(j+1) while Q K^T of tile j+1 runs); P stays in registers as the A operand of P V.
+ *
+ * Supported: bf16 and fp16; head dims 64/96/128/192/256 with Dv independent; arbitrary batch, head
+ * and sequence strides (BHSD, BSHD; 16-byte aligned rows); GQA/MQA (kv head = h / group); any Sq,
+ * Skv; score_mod and mask_mod with aux; block-sparse masks (partial blocks run mask_mod, full blocks
+ * skip it, absent blocks are never loaded); varlen via cu_seqlens; q/kv offsets; empty rows give
+ * O = 0 and LSE = -inf. Not supported: dropout, softcapping outside score_mod, paged KV.
+ */
+#include "fa4_mod.cuh"
+#include "common/params.h"
+#include "common/ptx.cuh"
+#include "sm80/config.cuh"
+#include "sm80/load.cuh"
+#include "sm80/mma.cuh"
+#include "sm80/scheduler.cuh"
+#include "sm80/mask.cuh"
+#include "sm80/softmax.cuh"
+#include "sm80/epilogue.cuh"
+
+extern "C" __global__ void __launch_bounds__(kFwdThreads, 1)
+    fa4_sm80_fwd(const fa4_params p, const fa4_aux aux)
+{
+    extern __shared__ __attribute__((aligned(128))) unsigned char fa4_smem[];
+    fa4_elem *sQ = (fa4_elem *)fa4_smem;
+    fa4_elem *sK = sQ + kFwdM * kLdQ;
+    fa4_elem *sV = sK + kFwdN * kLdQ;
+
+    const int m_tile = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const fa4_seq seq = fa4_seq_info(p, b);
+    const int m0 = m_tile * kFwdM;
+    if (m0 >= seq.len_q)
+        return;
+    const int hk = h / p.group;
+
+    const fa4_elem *gQ = (const fa4_elem *)p.q.data + b * p.q.sb + h * p.q.sh + (seq.row_q + m0) * p.q.ss;
+    const fa4_elem *gK = (const fa4_elem *)p.k.data + b * p.k.sb + hk * p.k.sh + seq.row_k * p.k.ss;
+    const fa4_elem *gV = (const fa4_elem *)p.v.data + b * p.v.sb + hk * p.v.sh + seq.row_k * p.v.ss;
+    const fa4_tile_list tiles = fa4_kv_tiles(p, b, h, m_tile, kFwdM, kFwdN, seq.len_k);
+    const int n_tiles = tiles.count;
+
+    bool full = false;
+    int n = n_tiles > 0 ? tiles.tile(0, &full) : 0;
+    fa4_load_tile<kFwdM, kD, kFwdThreads>(sQ, kLdQ, gQ, p.q.ss, seq.len_q - m0, p.q.data, tid);
+    if (n_tiles > 0)
+        fa4_load_tile<kFwdN, kD, kFwdThreads>(sK, kLdQ, gK + (long long)n * kFwdN * p.k.ss, p.k.ss,
+                                              seq.len_k - n * kFwdN, p.k.data, tid);
+    fa4_cp_async_commit();
+    if (n_tiles > 0)
+        fa4_load_tile<kFwdN, kDv, kFwdThreads>(sV, kLdV, gV + (long long)n * kFwdN * p.v.ss, p.v.ss,
+                                               seq.len_k - n * kFwdN, p.v.data, tid);
+    fa4_cp_async_commit();
+
+    float acc_o[kDv / 8][4];
+#pragma unroll
+    for (int i = 0; i < kDv / 8; ++i)
+        acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
+    float m[2] = {-FA4_INF, -FA4_INF}, l[2] = {0.f, 0.f};
+    const int row0 = m0 + warp * 16 + (lane >> 2);
+
+    for (int j = 0; j < n_tiles; ++j) {
+        fa4_cp_async_wait<1>();
+        __syncthreads();
+        float s[1][kFwdN / 8][4];
+#pragma unroll
+        for (int i = 0; i < kFwdN / 8; ++i)
+            s[0][i][0] = s[0][i][1] = s[0][i][2] = s[0][i][3] = 0.f;
+        fa4_warp_gemm<16, kFwdN, kD, false, false>(s, sQ + warp * 16 * kLdQ, kLdQ, sK, kLdQ, lane);
+        __syncthreads();
+        const int n_cur = n;
+        const bool full_cur = full;
+        if (j + 1 < n_tiles) {
+            n = tiles.tile(j + 1, &full);
+            fa4_load_tile<kFwdN, kD, kFwdThreads>(sK, kLdQ, gK + (long long)n * kFwdN * p.k.ss, p.k.ss,
+                                                  seq.len_k - n * kFwdN, p.k.data, tid);
+        }
+        fa4_cp_async_commit();
+
+        fa4_scores<kFwdN / 8>(s[0], p, aux, b, h, row0 - 0, n_cur * kFwdN + 2 * (lane & 3), seq.len_q,
+                              seq.len_k, full_cur);
+        float corr[2];
+        fa4_online_softmax<kFwdN / 8>(s[0], m, l, corr);
+#pragma unroll
+        for (int i = 0; i < kDv / 8; ++i) {
+            acc_o[i][0] *= corr[0];
+            acc_o[i][1] *= corr[0];
+            acc_o[i][2] *= corr[1];
+            acc_o[i][3] *= corr[1];
+        }
+
+        fa4_cp_async_wait<1>();
+        __syncthreads();
+        fa4_warp_gemm_rs<kDv, kFwdN>(acc_o, s[0], sV, kLdV, lane);
+        __syncthreads();
+        if (j + 1 < n_tiles)
+            fa4_load_tile<kFwdN, kDv, kFwdThreads>(sV, kLdV, gV + (long long)n * kFwdN * p.v.ss, p.v.ss,
+                                                   seq.len_k - n * kFwdN, p.v.data, tid);
+        fa4_cp_async_commit();
+    }
+    fa4_cp_async_wait<0>();
+
+    fa4_elem *gO = (fa4_elem *)p.o.data + b * p.o.sb + h * p.o.sh + seq.row_q * p.o.ss;
+    float *gL = p.lse.data ? (float *)p.lse.data + b * p.lse.sb + h * p.lse.sh + seq.row_q * p.lse.ss : 0;
+    fa4_fwd_epilogue<kDv / 8>(acc_o, m, l, gO, p.o.ss, gL, p.lse.ss, row0, seq.len_q, lane);
+}
