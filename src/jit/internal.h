@@ -54,6 +54,8 @@ fa4_status fa4__cu_error(fa4_ctx *ctx, fa4_status st, CUresult r, const char *wh
 /* Handle checks: a live ctx/kernel, or NULL (destroyed handles are found in a registry). */
 int fa4__ctx_alive(const fa4_ctx *ctx);
 int fa4__kernel_alive(const fa4_kernel *k);
+int fa4__handle_register(const void *p);
+void fa4__handle_unregister(const void *p);
 
 /* Push / pop the ctx's CUDA context around driver calls. */
 fa4_status fa4__ctx_push(fa4_ctx *ctx);
@@ -91,6 +93,14 @@ struct fa4_kernel {
 
 /* Look up a __global__ function of a program; NULL when not loaded or absent. */
 CUfunction fa4__kernel_function(fa4_kernel *k, const char *program, const char *function);
+/* Release everything a kernel owns (modules unloaded; caller holds the CUDA context). */
+void fa4__kernel_free(fa4_kernel *k);
+
+/* Aux block (aux.c): layout from the mod's declarations; launch values checked and written. */
+#define FA4__AUX_BLOCK_MAX 1024
+fa4_status fa4__aux_layout(fa4_kernel *k);
+fa4_status fa4__aux_fill(fa4_ctx *ctx, const fa4_kernel *k, const fa4_aux_value *aux, int num_aux,
+                         int is_bwd, uint8_t *block, size_t block_cap);
 
 /* --------------------------------------------------------------------------------------- launch */
 typedef struct fa4__tview {
@@ -103,7 +113,7 @@ typedef struct fa4__tview {
 typedef struct fa4__problem {
     int is_bwd;
     fa4_dtype dtype;
-    int batch, hq, hkv, d, dv;
+    int batch, hq, hkv, head_dim, head_dim_v;
     int64_t seqlen_q, seqlen_k;
     int64_t total_q, total_k;
     fa4__tview q, k, v, o, lse;  /* lse: sb, sh, ss in floats; lse.data may be NULL in the forward */

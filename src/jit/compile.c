@@ -1,0 +1,815 @@
+/*
+ * compile.c - fa4_jit_compile, the spine of the library:
+ *
+ *   spec ----------- check (dtype, head dims, arch, flags, path)
+ *    |  mod source -- fa4__mod_parse: lex, parse, check (errors at the user's line:col)
+ *    |  key inputs -- mod token hash + every option + kernel fingerprint + NVRTC version + arch
+ *    v
+ *   memory table --- hit: the same loaded kernel, shared (refcounted)
+ *   disk tiers ----- hit: cubins from the cache (checked, compared key inputs)
+ *   [miss] -------- emit fa4_mod.cuh, assemble programs, NVRTC in parallel threads, cache put
+ *   load ----------- cuModuleLoadData on the ctx's device (a rejected cached cubin: quarantine,
+ *                    compile once more)
+ *   fa4_kernel ----- immutable; launches from any thread
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "internal.h"
+#include "compiler.h"
+#include "hash.h"
+#include "spec.h"
+
+#define KEY_FORMAT "fa4jit-key-v1"
+
+const fa4__path_ops *fa4__path_for(int path)
+{
+    switch (path) {
+    case FA4_PATH_SM80:
+        return &fa4__sm80_ops;
+    default:
+        return NULL;
+    }
+}
+
+void fa4_kernel_spec_init(fa4_kernel_spec *spec)
+{
+    if (!spec)
+        return;
+    memset(spec, 0, sizeof *spec);
+    spec->struct_size = sizeof *spec;
+    spec->dtype = FA4_DTYPE_BF16;
+    spec->head_dim = 128;
+    spec->flags = FA4_COMPILE_ALL;
+}
+
+static int head_dim_ok(int d)
+{
+    return d == 64 || d == 96 || d == 128 || d == 192 || d == 256;
+}
+
+/* A spec with every default resolved, plus the parsed mod. */
+typedef struct resolved {
+    fa4_kernel_spec spec;
+    char arch[16];
+    int arch_major, arch_minor, arch_a;
+    const fa4__path_ops *ops;
+    fa4__mod *mod;
+    const char *source;
+    size_t source_len;
+    const char *source_name;
+} resolved;
+
+/* Check and resolve a spec; on failure the error is recorded on ctx. */
+static fa4_status resolve_spec(fa4_ctx *ctx, const fa4_kernel_spec *in, resolved *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!in)
+        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "spec is NULL");
+    if (in->struct_size != sizeof(fa4_kernel_spec))
+        return fa4__set_error(ctx, FA4_ERR_STRUCT_SIZE,
+                              "fa4_kernel_spec.struct_size is %zu; this library knows %zu (call "
+                              "fa4_kernel_spec_init first)",
+                              in->struct_size, sizeof(fa4_kernel_spec));
+    r->spec = *in;
+    fa4_kernel_spec *s = &r->spec;
+    if (s->dtype != FA4_DTYPE_BF16 && s->dtype != FA4_DTYPE_FP16)
+        return fa4__set_error(ctx, FA4_ERR_DTYPE,
+                              "spec.dtype is %s; attention runs in bf16 or fp16",
+                              fa4_dtype_name((fa4_dtype)s->dtype));
+    if (!head_dim_ok(s->head_dim))
+        return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
+                              "spec.head_dim %d is not supported (64, 96, 128, 192 or 256)",
+                              s->head_dim);
+    if (s->head_dim_v == 0)
+        s->head_dim_v = s->head_dim;
+    if (!head_dim_ok(s->head_dim_v) || s->head_dim_v > s->head_dim)
+        return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
+                              "spec.head_dim_v %d is not supported with head_dim %d (64, 96, 128, "
+                              "192 or 256, at most head_dim)",
+                              s->head_dim_v, s->head_dim);
+    if (s->flags == 0)
+        s->flags = FA4_COMPILE_ALL;
+    if (s->flags & ~(uint32_t)(FA4_COMPILE_ALL | FA4_COMPILE_CHECKED))
+        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "spec.flags has unknown bits 0x%x",
+                              s->flags & ~(uint32_t)(FA4_COMPILE_ALL | FA4_COMPILE_CHECKED));
+    if (!(s->flags & FA4_COMPILE_ALL))
+        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT,
+                              "spec.flags asks for no kernel (FA4_COMPILE_FWD, _BWD or _BLOCK_MASK)");
+    if (s->sw_exp2_percent < 0 || s->sw_exp2_percent > 100)
+        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT,
+                              "spec.sw_exp2_percent %d is outside 0..100", s->sw_exp2_percent);
+    if (s->num_trainable_aux < 0 || (s->num_trainable_aux > 0 && !s->trainable_aux))
+        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT,
+                              "spec.trainable_aux is NULL but num_trainable_aux is %d",
+                              s->num_trainable_aux);
+
+    const char *arch = s->arch && s->arch[0] ? s->arch : ctx->arch;
+    if (!arch[0])
+        return fa4__set_error(ctx, FA4_ERR_ARCH,
+                              "spec.arch is not set and the ctx has no device: give an arch such "
+                              "as \"sm_90a\" or \"sm_80\"");
+    if (fa4__arch_parse(arch, &r->arch_major, &r->arch_minor, &r->arch_a) != 0 ||
+        strlen(arch) >= sizeof r->arch)
+        return fa4__set_error(ctx, FA4_ERR_ARCH,
+                              "arch '%s' is not recognised (expected e.g. sm_80, sm_86, sm_90a)",
+                              arch);
+    if (r->arch_major < 8)
+        return fa4__set_error(ctx, FA4_ERR_ARCH,
+                              "arch '%s' is too old: fa4jit needs sm_80 (Ampere) or newer", arch);
+    snprintf(r->arch, sizeof r->arch, "%s", arch);
+
+    int hopper = r->arch_major == 9 && r->arch_a;
+    if (s->path == FA4_PATH_AUTO)
+        s->path = hopper && fa4__path_for(FA4_PATH_SM90) ? FA4_PATH_SM90 : FA4_PATH_SM80;
+    if (s->path < FA4_PATH_AUTO || s->path > FA4_PATH_SM90)
+        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "spec.path %d is not a fa4_path",
+                              s->path);
+    if (s->path == FA4_PATH_SM90 && !hopper)
+        return fa4__set_error(ctx, FA4_ERR_ARCH, "the Hopper path needs arch sm_90a, not '%s'",
+                              r->arch);
+    r->ops = fa4__path_for(s->path);
+    if (!r->ops)
+        return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
+                              "kernel path %d is not available in this build (the sm80 path is)",
+                              s->path);
+
+    r->source = s->source;
+    r->source_len = s->source ? (s->source_len ? s->source_len : strlen(s->source)) : 0;
+    r->source_name = s->source_name && s->source_name[0] ? s->source_name : "mod";
+    if (r->source_len > 0) {
+        fa4__diag diag;
+        memset(&diag, 0, sizeof diag);
+        fa4_status st = fa4__mod_parse(r->source, r->source_len, r->source_name, &r->mod, &diag);
+        if (st != FA4_OK)
+            return fa4__set_error_at(ctx, st, diag.line, diag.col, "%s",
+                                     diag.rendered[0] ? diag.rendered : diag.message);
+        if (s->num_trainable_aux > 0) {
+            st = fa4__mod_set_trainable(r->mod, s->trainable_aux, s->num_trainable_aux, &diag);
+            if (st != FA4_OK) {
+                fa4__mod_free(r->mod);
+                r->mod = NULL;
+                return fa4__set_error(ctx, st, "%s",
+                                      diag.rendered[0] ? diag.rendered : diag.message);
+            }
+        }
+    } else if (s->num_trainable_aux > 0) {
+        return fa4__set_error(ctx, FA4_ERR_AUX,
+                              "trainable aux '%s' given but there is no mod source",
+                              s->trainable_aux[0] ? s->trainable_aux[0] : "(null)");
+    }
+    return FA4_OK;
+}
+
+fa4_status fa4_spec_check(fa4_ctx *ctx, const fa4_kernel_spec *spec)
+{
+    if (!fa4__ctx_alive(ctx))
+        return FA4_ERR_NULL_HANDLE;
+    resolved r;
+    fa4_status st = resolve_spec(ctx, spec, &r);
+    fa4__mod_free(r.mod);
+    if (st == FA4_OK)
+        fa4__set_error(ctx, FA4_OK, NULL);
+    return st;
+}
+
+/* The text whose hash is the cache key; stored whole in every entry and compared on read. */
+static char *key_inputs(const resolved *r, size_t *len)
+{
+    char modhash[33] = "none";
+    if (r->mod) {
+        uint8_t h[16];
+        fa4__mod_hash(r->mod, h);
+        fa4__hex(h, 16, modhash);
+    }
+    int nv_major = 0, nv_minor = 0;
+    fa4_nvrtc_version(&nv_major, &nv_minor);
+    char *out = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&out, &size);
+    if (!f)
+        return NULL;
+    fprintf(f, "%s\nlibrary=%s\nfingerprint=%s\nnvrtc=%d.%d\narch=%s\npath=%d\n", KEY_FORMAT,
+            FA4_VERSION_STRING, fa4__kernel_sources_fingerprint(), nv_major, nv_minor, r->arch,
+            r->spec.path);
+    fprintf(f, "dtype=%s\nhead_dim=%d\nhead_dim_v=%d\nflags=0x%x\nmod=%s\n",
+            fa4_dtype_name((fa4_dtype)r->spec.dtype), r->spec.head_dim, r->spec.head_dim_v,
+            r->spec.flags, modhash);
+    fprintf(f, "trainable=");
+    for (int i = 0; r->mod && i < fa4__mod_num_aux(r->mod); i++)
+        if (fa4__mod_aux(r->mod, i)->trainable)
+            fprintf(f, "%s;", fa4__mod_aux(r->mod, i)->name);
+    fprintf(f, "\nsw_exp2_percent=%d\nrescale_threshold=%.9g\n", r->spec.sw_exp2_percent,
+            (double)r->spec.rescale_threshold);
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    *len = size;
+    return out;
+}
+
+/* fa4_mod.cuh for plain attention (no mod source). */
+static const char plain_mod_header[] =
+    "/* fa4_mod.cuh: plain attention (no mod source) */\n"
+    "#define FA4_HAS_SCORE_MOD 0\n#define FA4_HAS_MASK_MOD 0\n#define FA4_NUM_AUX 0\n"
+    "#define FA4_HAS_TRAINABLE_AUX 0\n"
+    "struct fa4_aux { int fa4_unused_; };\n"
+    "__device__ __forceinline__ float fa4_score_mod(float score, int, int, int, int, "
+    "const fa4_aux &) { return score; }\n"
+    "__device__ __forceinline__ bool fa4_mask_mod(int, int, int, int, const fa4_aux &) "
+    "{ return true; }\n"
+    "__device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int, int, int, int, "
+    "const fa4_aux &, float *dscore) { *dscore = 1.0f; return score; }\n"
+    "__device__ __forceinline__ void fa4_score_mod_aux_grad(float, int, int, int, int, "
+    "const fa4_aux &, float) {}\n";
+
+static const fa4__embedded_file *find_source(const fa4__embedded_file *files, int n,
+                                             const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(files[i].name, name) == 0)
+            return &files[i];
+    return NULL;
+}
+
+static void free_programs(fa4_kernel *k)
+{
+    for (int i = 0; i < k->num_programs; i++) {
+        free(k->programs[i].cubin);
+        free(k->programs[i].source);
+        k->programs[i].cubin = NULL;
+        k->programs[i].source = NULL;
+    }
+}
+
+/* Compile every program the spec asks for into k->programs. */
+static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *k)
+{
+    fa4_status st = FA4_OK;
+    int nsrc = 0;
+    const char *why = NULL;
+    const fa4__embedded_file *files = fa4__kernel_sources(&nsrc, &why);
+    if (!files)
+        return fa4__set_error(ctx, FA4_ERR_IO, "kernel sources: %s", why);
+
+    char *mod_header = NULL;
+    if (r->mod) {
+        mod_header = fa4__mod_emit_cuda(r->mod, r->source_name,
+                                        (r->spec.flags & FA4_COMPILE_CHECKED) != 0);
+        if (!mod_header)
+            return fa4__set_error(ctx, FA4_ERR_OUT_OF_MEMORY, "out of memory emitting the mod");
+    }
+    const char *mod_text = mod_header ? mod_header : plain_mod_header;
+
+    const char **hsrc = calloc((size_t)nsrc + 1, sizeof *hsrc);
+    const char **hname = calloc((size_t)nsrc + 1, sizeof *hname);
+    fa4__nvrtc_job *jobs = calloc(FA4_MAX_PROGRAMS, sizeof *jobs);
+    char(*path_opts)[64] = calloc(24, 64);
+    char (*common)[64] = calloc(12, 64);
+    if (!hsrc || !hname || !jobs || !path_opts || !common) {
+        st = fa4__set_error(ctx, FA4_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nsrc; i++) {
+        hsrc[i] = files[i].text;
+        hname[i] = files[i].name;
+    }
+    hsrc[nsrc] = mod_text;
+    hname[nsrc] = "fa4_mod.cuh";
+
+    int nc = 0;
+    snprintf(common[nc++], 64, "--gpu-architecture=%s", r->arch);
+    snprintf(common[nc++], 64, "-DFA4_ARCH=%d", r->arch_major * 10 + r->arch_minor);
+    snprintf(common[nc++], 64, "-DFA4_CHECKED=%d", (r->spec.flags & FA4_COMPILE_CHECKED) ? 1 : 0);
+    snprintf(common[nc++], 64, "-DFA4_DTYPE_%s=1",
+             r->spec.dtype == FA4_DTYPE_BF16 ? "BF16" : "FP16");
+    snprintf(common[nc++], 64, "-DFA4_HEAD_DIM=%d", r->spec.head_dim);
+    snprintf(common[nc++], 64, "-DFA4_HEAD_DIM_V=%d", r->spec.head_dim_v);
+    snprintf(common[nc++], 64, "-DFA4_SW_EXP2_PERCENT=%d", r->spec.sw_exp2_percent);
+    snprintf(common[nc++], 64, "-DFA4_RESCALE_THRESHOLD=%.9gf", (double)r->spec.rescale_threshold);
+    int np = r->ops->options ? r->ops->options(&r->spec, r->arch, path_opts, 24) : 0;
+
+    int n = 0;
+    for (int p = 0; p < r->ops->num_programs; p++) {
+        const fa4__program_desc *d = &r->ops->programs[p];
+        if (!(d->needs & r->spec.flags))
+            continue;
+        if (d->needs == FA4_COMPILE_BLOCK_MASK && !(r->mod && fa4__mod_has_mask(r->mod)))
+            continue; /* no mask_mod: nothing to turn into a block mask */
+        const fa4__embedded_file *main = find_source(files, nsrc, d->entry);
+        if (!main) {
+            st = fa4__set_error(ctx, FA4_ERR_INTERNAL, "kernel source '%s' is not in this build",
+                                d->entry);
+            goto out;
+        }
+        if (n >= FA4_MAX_PROGRAMS) {
+            st = fa4__set_error(ctx, FA4_ERR_INTERNAL, "too many programs");
+            goto out;
+        }
+        fa4__nvrtc_job *j = &jobs[n++];
+        j->name = d->name;
+        j->main_name = d->entry;
+        j->main_src = main->text;
+        j->header_src = hsrc;
+        j->header_names = hname;
+        j->num_headers = nsrc + 1;
+        j->function = d->function;
+        j->opts[j->num_opts++] = "-std=c++17";
+        j->opts[j->num_opts++] = "-lineinfo";
+        j->opts[j->num_opts++] = "--ptxas-options=-v";
+        for (int i = 0; i < nc; i++)
+            j->opts[j->num_opts++] = common[i];
+        for (int i = 0; i < np && j->num_opts < FA4__NVRTC_MAX_OPTS; i++)
+            j->opts[j->num_opts++] = path_opts[i];
+    }
+
+    double t0 = fa4__now_ms();
+    st = fa4__nvrtc_run(jobs, n);
+    k->info.compile_ms = fa4__now_ms() - t0;
+
+    /* the whole log of every program, in order, for fa4_ctx_compile_log */
+    {
+        char *log = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&log, &size);
+        if (f) {
+            for (int i = 0; i < n; i++)
+                fprintf(f, "==== program %s (%s) ====\n%s\n", jobs[i].name, jobs[i].main_name,
+                        jobs[i].log ? jobs[i].log : "");
+            if (fclose(f) == 0)
+                fa4__set_compile_log(ctx, log);
+            else
+                free(log);
+        }
+    }
+    if (st != FA4_OK) {
+        for (int i = 0; i < n; i++) {
+            if (jobs[i].status == FA4_OK)
+                continue;
+            st = jobs[i].user_line
+                     ? fa4__set_error_at(ctx, jobs[i].status, jobs[i].user_line, 0, "%s",
+                                         jobs[i].err)
+                     : fa4__set_error(ctx, jobs[i].status, "%s", jobs[i].err);
+            break;
+        }
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        fa4__program *pg = &k->programs[i];
+        snprintf(pg->name, sizeof pg->name, "%s", jobs[i].name);
+        pg->cubin = jobs[i].cubin;
+        pg->cubin_size = jobs[i].cubin_size;
+        jobs[i].cubin = NULL;
+        pg->info = jobs[i].info;
+        if (r->ops->smem_bytes)
+            pg->info.shared_dynamic = r->ops->smem_bytes(&r->spec, pg->name);
+        size_t sl = strlen(mod_text) + strlen(jobs[i].main_src) + 256;
+        pg->source = malloc(sl);
+        if (pg->source)
+            snprintf(pg->source, sl, "// ==== fa4_mod.cuh ====\n%s\n// ==== %s ====\n%s", mod_text,
+                     jobs[i].main_name, jobs[i].main_src);
+    }
+    k->num_programs = n;
+
+    /* out: jobs' buffers, the header arrays and the emitted text are released on every path */
+out:
+    if (jobs)
+        for (int i = 0; i < FA4_MAX_PROGRAMS; i++)
+            fa4__nvrtc_job_release(&jobs[i]);
+    free(jobs);
+    free(hsrc);
+    free(hname);
+    free(path_opts);
+    free(common);
+    free(mod_header);
+    return st;
+}
+
+/* ------------------------------------------------------------------ cache entries <-> kernels */
+static int meta_line(FILE *f, const fa4__program *p)
+{
+    const fa4_program_info *i = &p->info;
+    return fprintf(f, "%s %d %d %d %d %d %d %d %.3f\n", p->name, i->registers, i->spill_stores,
+                   i->spill_loads, i->stack_frame, i->shared_static, i->shared_dynamic,
+                   i->wgmma_serialized, i->compile_ms);
+}
+
+static void cache_store(fa4_ctx *ctx, const resolved *r, fa4_kernel *k)
+{
+    if (!ctx->cache)
+        return;
+    fa4__cache_entry e;
+    memset(&e, 0, sizeof e);
+    size_t spec_len = 0, meta_len = 0;
+    char *spec_text = fa4__spec_serialize(&r->spec, r->arch, &spec_len);
+    char *meta = NULL;
+    FILE *f = open_memstream(&meta, &meta_len);
+    if (f) {
+        for (int i = 0; i < k->num_programs; i++)
+            meta_line(f, &k->programs[i]);
+        if (fclose(f) != 0) {
+            free(meta);
+            meta = NULL;
+        }
+    }
+    if (spec_text && meta) {
+        snprintf(e.blobs[e.num_blobs].name, 32, "spec");
+        e.blobs[e.num_blobs].data = (const uint8_t *)spec_text;
+        e.blobs[e.num_blobs++].size = spec_len;
+        snprintf(e.blobs[e.num_blobs].name, 32, "meta");
+        e.blobs[e.num_blobs].data = (const uint8_t *)meta;
+        e.blobs[e.num_blobs++].size = meta_len;
+        for (int i = 0; i < k->num_programs && e.num_blobs < FA4__CACHE_MAX_BLOBS; i++) {
+            snprintf(e.blobs[e.num_blobs].name, 32, "%s", k->programs[i].name);
+            e.blobs[e.num_blobs].data = k->programs[i].cubin;
+            e.blobs[e.num_blobs++].size = k->programs[i].cubin_size;
+        }
+        fa4__cache_put(ctx->cache, k->key_inputs, strlen(k->key_inputs), &e);
+    }
+    free(spec_text);
+    free(meta);
+}
+
+/* Fill k->programs from a cache entry; 0 on success, -1 when the entry lacks something (a miss). */
+static int from_entry(const fa4__cache_entry *e, fa4_kernel *k)
+{
+    const fa4__cache_blob *meta = NULL;
+    for (int i = 0; i < e->num_blobs; i++)
+        if (!strcmp(e->blobs[i].name, "meta"))
+            meta = &e->blobs[i];
+    if (!meta || meta->size > 65536)
+        return -1;
+    char text[65537];
+    memcpy(text, meta->data, meta->size);
+    text[meta->size] = '\0';
+    int n = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (n >= FA4_MAX_PROGRAMS)
+            return -1;
+        fa4__program *p = &k->programs[n];
+        fa4_program_info *i = &p->info;
+        memset(p, 0, sizeof *p);
+        if (sscanf(line, "%31s %d %d %d %d %d %d %d %lf", p->name, &i->registers, &i->spill_stores,
+                   &i->spill_loads, &i->stack_frame, &i->shared_static, &i->shared_dynamic,
+                   &i->wgmma_serialized, &i->compile_ms) != 9)
+            return -1;
+        snprintf(i->name, sizeof i->name, "%s", p->name);
+        i->compile_ms = 0; /* nothing was compiled for this kernel */
+        const fa4__cache_blob *b = NULL;
+        for (int j = 0; j < e->num_blobs; j++)
+            if (!strcmp(e->blobs[j].name, p->name))
+                b = &e->blobs[j];
+        if (!b || b->size == 0)
+            return -1;
+        p->cubin = malloc(b->size);
+        if (!p->cubin)
+            return -1;
+        memcpy(p->cubin, b->data, b->size);
+        p->cubin_size = b->size;
+        i->cubin_size = b->size;
+        n++;
+        k->num_programs = n;
+    }
+    return n > 0 ? 0 : -1;
+}
+
+/* Load every program on the ctx's device. */
+static fa4_status load_programs(fa4_ctx *ctx, fa4_kernel *k)
+{
+    for (int i = 0; i < k->num_programs; i++) {
+        CUresult cr = ctx->cu->moduleLoadData(&k->programs[i].module, k->programs[i].cubin);
+        if (cr != CUDA_SUCCESS) {
+            k->programs[i].module = NULL;
+            for (int j = 0; j < i; j++) {
+                ctx->cu->moduleUnload(k->programs[j].module);
+                k->programs[j].module = NULL;
+            }
+            char what[96];
+            snprintf(what, sizeof what, "cuModuleLoadData(%s)", k->programs[i].name);
+            return fa4__cu_error(ctx, FA4_ERR_MODULE_LOAD, cr, what);
+        }
+    }
+    return FA4_OK;
+}
+
+void fa4__kernel_free(fa4_kernel *k)
+{
+    if (!k)
+        return;
+    for (int i = 0; i < k->num_programs; i++)
+        if (k->programs[i].module && k->ctx && k->ctx->cu)
+            k->ctx->cu->moduleUnload(k->programs[i].module);
+    free_programs(k);
+    fa4__mod_free(k->mod);
+    free(k->source_copy);
+    free(k->key_inputs);
+    k->magic = FA4__DEAD_MAGIC;
+    free(k);
+}
+
+static void fill_info(fa4_kernel *k, const resolved *r)
+{
+    fa4_kernel_info *in = &k->info;
+    in->struct_size = sizeof *in;
+    memcpy(in->key, k->key, sizeof in->key);
+    snprintf(in->arch, sizeof in->arch, "%s", r->arch);
+    in->path = r->spec.path;
+    in->dtype = r->spec.dtype;
+    in->head_dim = r->spec.head_dim;
+    in->head_dim_v = r->spec.head_dim_v;
+    in->flags = r->spec.flags;
+    in->has_score_mod = k->mod ? fa4__mod_has_score(k->mod) : 0;
+    in->has_mask_mod = k->mod ? fa4__mod_has_mask(k->mod) : 0;
+    in->num_aux = k->mod ? fa4__mod_num_aux(k->mod) : 0;
+    in->num_programs = k->num_programs;
+    for (int i = 0; i < k->num_programs; i++)
+        in->programs[i] = k->programs[i].info;
+}
+
+static fa4_kernel *memory_lookup(fa4_ctx *ctx, const char *key_in)
+{
+    for (fa4_kernel *k = ctx->kernels; k; k = k->next)
+        if (!strcmp(k->key_inputs, key_in))
+            return k;
+    return NULL;
+}
+
+fa4_status fa4_jit_compile(fa4_ctx *ctx, const fa4_kernel_spec *spec, fa4_kernel **out)
+{
+    double t_start = fa4__now_ms();
+    resolved r;
+    fa4_status st;
+    fa4_kernel *k = NULL;
+    char *kin = NULL;
+    size_t kin_len = 0;
+    int pushed = 0, lock = -1;
+
+    if (!fa4__ctx_alive(ctx))
+        return FA4_ERR_NULL_HANDLE;
+    if (!out)
+        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "fa4_jit_compile: out is NULL");
+    *out = NULL;
+    st = resolve_spec(ctx, spec, &r);
+    if (st != FA4_OK)
+        return st;
+    kin = key_inputs(&r, &kin_len);
+    if (!kin) {
+        st = fa4__set_error(ctx, FA4_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    int launchable = ctx->cu_context && strcmp(r.arch, ctx->arch) == 0;
+
+    /* memory table: the same spec compiled before in this ctx */
+    pthread_mutex_lock(&ctx->lock);
+    fa4_kernel *hit = memory_lookup(ctx, kin);
+    if (hit) {
+        hit->refs++;
+        hit->info.cache_result = FA4_CACHE_HIT_MEMORY;
+        hit->info.cache_tier = -1;
+        hit->info.compile_ms = 0;
+        for (int i = 0; i < hit->info.num_programs; i++)
+            hit->info.programs[i].compile_ms = 0;
+        hit->info.lookup_ms = fa4__now_ms() - t_start;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    if (hit) {
+        *out = hit;
+        fa4__set_error(ctx, FA4_OK, NULL);
+        st = FA4_OK;
+        goto out;
+    }
+
+    k = calloc(1, sizeof *k);
+    if (!k) {
+        st = fa4__set_error(ctx, FA4_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    k->magic = FA4__KERNEL_MAGIC;
+    k->ctx = ctx;
+    k->refs = 1;
+    k->mod = r.mod;
+    r.mod = NULL;
+    k->spec = r.spec;
+    k->path = r.spec.path;
+    k->key_inputs = kin;
+    kin = NULL;
+    fa4__cache_key(k->key_inputs, kin_len, k->key);
+    if (r.source_len) {
+        k->source_copy = malloc(r.source_len + 1);
+        if (!k->source_copy) {
+            st = fa4__set_error(ctx, FA4_ERR_OUT_OF_MEMORY, "out of memory");
+            goto out;
+        }
+        memcpy(k->source_copy, r.source, r.source_len);
+        k->source_copy[r.source_len] = '\0';
+    }
+    k->spec.source = k->source_copy;
+    k->spec.source_len = r.source_len;
+    k->spec.source_name = NULL;
+    k->spec.arch = NULL;
+    k->spec.trainable_aux = NULL;
+    st = fa4__aux_layout(k);
+    if (st != FA4_OK) {
+        fa4__set_error(ctx, st, "cannot lay out the aux parameter block");
+        goto out;
+    }
+    k->info.cache_tier = -1;
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        /* disk tiers */
+        int from_disk = 0;
+        fa4__cache_entry e;
+        int tier = -1;
+        if (ctx->cache && attempt == 0) {
+            memset(&e, 0, sizeof e);
+            int got = fa4__cache_get(ctx->cache, k->key_inputs, kin_len, &e, &tier);
+            if (!got) {
+                /* avoid duplicate compiles by concurrent processes, then look once more */
+                lock = fa4__cache_lock(ctx->cache, k->key, 60000);
+                if (lock >= 0)
+                    got = fa4__cache_get(ctx->cache, k->key_inputs, kin_len, &e, &tier);
+            }
+            if (got) {
+                if (from_entry(&e, k) == 0) {
+                    from_disk = 1;
+                    k->info.cache_result = FA4_CACHE_HIT_DISK;
+                    k->info.cache_tier = tier;
+                } else {
+                    free_programs(k);
+                    k->num_programs = 0;
+                }
+                fa4__cache_entry_free(&e);
+            }
+        }
+        if (!from_disk) {
+            st = compile_programs(ctx, &r, k);
+            if (st != FA4_OK)
+                goto out;
+            k->info.cache_result = FA4_CACHE_MISS;
+            k->info.cache_tier = -1;
+            cache_store(ctx, &r, k);
+        }
+        if (lock >= 0) {
+            fa4__cache_unlock(ctx->cache, lock);
+            lock = -1;
+        }
+        if (!launchable)
+            break;
+        if (!pushed) {
+            st = fa4__ctx_push(ctx);
+            if (st != FA4_OK)
+                goto out;
+            pushed = 1;
+        }
+        st = load_programs(ctx, k);
+        if (st == FA4_OK)
+            break;
+        if (!from_disk)
+            goto out;
+        /* G13: the driver rejected a cached cubin: quarantine it and compile once more */
+        fa4__cache_quarantine(ctx->cache, k->key_inputs, kin_len);
+        free_programs(k);
+        k->num_programs = 0;
+    }
+    fill_info(k, &r);
+    k->info.launchable = launchable;
+
+    if (fa4__handle_register(k) != 0) {
+        st = fa4__set_error(ctx, FA4_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    fa4_kernel *again = memory_lookup(ctx, k->key_inputs);
+    if (again) {
+        /* another thread finished the same spec first: share its kernel, drop ours */
+        again->refs++;
+        pthread_mutex_unlock(&ctx->lock);
+        fa4__handle_unregister(k);
+        fa4__kernel_free(k);
+        k = again;
+    } else {
+        k->next = ctx->kernels;
+        ctx->kernels = k;
+        pthread_mutex_unlock(&ctx->lock);
+    }
+    k->info.lookup_ms = fa4__now_ms() - t_start;
+    *out = k;
+    k = NULL;
+    fa4__set_error(ctx, FA4_OK, NULL);
+    st = FA4_OK;
+
+    /* out: a kernel not handed to the caller is freed; the CUDA context popped; the lock released */
+out:
+    if (lock >= 0)
+        fa4__cache_unlock(ctx->cache, lock);
+    if (k)
+        fa4__kernel_free(k);
+    if (pushed)
+        fa4__ctx_pop(ctx);
+    fa4__mod_free(r.mod);
+    free(kin);
+    return st;
+}
+
+void fa4_kernel_destroy(fa4_kernel *k)
+{
+    if (!fa4__kernel_alive(k))
+        return;
+    fa4_ctx *ctx = k->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    if (--k->refs > 0) {
+        pthread_mutex_unlock(&ctx->lock);
+        return;
+    }
+    for (fa4_kernel **pp = &ctx->kernels; *pp; pp = &(*pp)->next) {
+        if (*pp == k) {
+            *pp = k->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    fa4__handle_unregister(k);
+    int pushed = ctx->cu_context && fa4__ctx_push(ctx) == FA4_OK;
+    fa4__kernel_free(k);
+    if (pushed)
+        fa4__ctx_pop(ctx);
+}
+
+/* ---------------------------------------------------------------------------------- queries */
+fa4_status fa4_kernel_get_info(const fa4_kernel *k, fa4_kernel_info *info)
+{
+    if (!fa4__kernel_alive(k))
+        return FA4_ERR_NULL_HANDLE;
+    if (!info)
+        return FA4_ERR_INVALID_ARGUMENT;
+    if (info->struct_size != sizeof *info)
+        return FA4_ERR_STRUCT_SIZE;
+    pthread_mutex_lock(&k->ctx->lock);
+    *info = k->info;
+    pthread_mutex_unlock(&k->ctx->lock);
+    return FA4_OK;
+}
+
+fa4_status fa4_kernel_aux_info(const fa4_kernel *k, int32_t index, fa4_aux_info *info)
+{
+    if (!fa4__kernel_alive(k))
+        return FA4_ERR_NULL_HANDLE;
+    if (!info)
+        return FA4_ERR_INVALID_ARGUMENT;
+    if (info->struct_size != sizeof *info)
+        return FA4_ERR_STRUCT_SIZE;
+    int n = k->mod ? fa4__mod_num_aux(k->mod) : 0;
+    if (index < 0 || index >= n)
+        return FA4_ERR_INVALID_ARGUMENT;
+    const fa4__aux_decl *d = fa4__mod_aux(k->mod, index);
+    snprintf(info->name, sizeof info->name, "%s", d->name);
+    info->is_tensor = d->is_tensor;
+    info->dtype = d->dtype;
+    info->trainable = d->trainable;
+    return FA4_OK;
+}
+
+fa4_status fa4_kernel_get_cubin(const fa4_kernel *k, int32_t index, void *buf, size_t *size)
+{
+    if (!fa4__kernel_alive(k))
+        return FA4_ERR_NULL_HANDLE;
+    if (!size || index < 0 || index >= k->num_programs)
+        return FA4_ERR_INVALID_ARGUMENT;
+    size_t need = k->programs[index].cubin_size;
+    if (buf) {
+        if (*size < need) {
+            *size = need;
+            return FA4_ERR_INVALID_ARGUMENT;
+        }
+        memcpy(buf, k->programs[index].cubin, need);
+    }
+    *size = need;
+    return FA4_OK;
+}
+
+fa4_status fa4_kernel_get_source(const fa4_kernel *k, int32_t index, const char **source)
+{
+    if (!fa4__kernel_alive(k))
+        return FA4_ERR_NULL_HANDLE;
+    if (!source || index < 0 || index >= k->num_programs)
+        return FA4_ERR_INVALID_ARGUMENT;
+    *source = k->programs[index].source;
+    return FA4_OK;
+}
+
+CUfunction fa4__kernel_function(fa4_kernel *k, const char *program, const char *function)
+{
+    for (int i = 0; i < k->num_programs; i++) {
+        if (strcmp(k->programs[i].name, program) != 0 || !k->programs[i].module)
+            continue;
+        CUfunction f = NULL;
+        if (k->ctx->cu->moduleGetFunction(&f, k->programs[i].module, function) != CUDA_SUCCESS)
+            return NULL;
+        return f;
+    }
+    return NULL;
+}

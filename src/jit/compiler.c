@@ -1,0 +1,207 @@
+/*
+ * compiler.c - runs NVRTC on assembled programs. Each program is compiled in its own thread (forward
+ * and backward in parallel), its cubin and log kept; ptxas' verbose report gives the resource
+ * figures; an error that points into the user's mod (via the #line directives of the generated
+ * header) is reported at the user's line and column. NVRTC rejecting generated code is our bug, and
+ * the message says so.
+ */
+#include "compiler.h"
+
+#include <nvrtc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double fa4__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int parse_int_before(const char *p, const char *start)
+{
+    /* the number that ends just before p (skipping spaces), e.g. "12 bytes" -> 12 */
+    while (p > start && p[-1] == ' ')
+        p--;
+    const char *e = p;
+    while (p > start && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return p == e ? 0 : atoi(p);
+}
+
+void fa4__ptxas_parse(const char *log, const char *function, fa4_program_info *info)
+{
+    if (!log)
+        return;
+    char marker[160];
+    snprintf(marker, sizeof marker, "Compiling entry function '%s'", function ? function : "");
+    const char *sec = function ? strstr(log, marker) : NULL;
+    if (!sec)
+        sec = strstr(log, "Compiling entry function");
+    if (sec) {
+        const char *end = strstr(sec + 1, "Compiling entry function");
+        if (!end)
+            end = sec + strlen(sec);
+        for (const char *p = sec; p < end; p++) {
+            if (!strncmp(p, "bytes stack frame", 17))
+                info->stack_frame = parse_int_before(p, sec);
+            else if (!strncmp(p, "bytes spill stores", 18))
+                info->spill_stores = parse_int_before(p, sec);
+            else if (!strncmp(p, "bytes spill loads", 17))
+                info->spill_loads = parse_int_before(p, sec);
+            else if (!strncmp(p, "Used ", 5))
+                info->registers = atoi(p + 5);
+            else if (!strncmp(p, "bytes smem", 10))
+                info->shared_static = parse_int_before(p, sec);
+        }
+    }
+    int serialized = 0;
+    for (const char *p = log; (p = strstr(p, "wgmma")) != NULL; p++) {
+        const char *eol = strchr(p, '\n');
+        const char *s = strstr(p, "serialized");
+        if (s && (!eol || s < eol)) {
+            serialized++;
+            p = eol ? eol : p + strlen(p) - 1;
+        }
+    }
+    info->wgmma_serialized = serialized;
+}
+
+/* Find the first "NAME(LINE): error" of the log; when NAME is not a kernel source file it is the
+ * user's function (the generated header's #line directives name it), so report that line. */
+static void locate_user_error(fa4__nvrtc_job *job)
+{
+    const char *log = job->log;
+    if (!log)
+        return;
+    const char *e = strstr(log, "): error");
+    if (!e)
+        return;
+    const char *open = e;
+    while (open > log && *open != '(')
+        open--;
+    const char *name = open;
+    while (name > log && name[-1] != '\n')
+        name--;
+    size_t nlen = (size_t)(open - name);
+    int is_kernel = (nlen >= 3 && !strncmp(open - 3, ".cu", 3)) ||
+                    (nlen >= 4 && !strncmp(open - 4, ".cuh", 4)) ||
+                    (nlen >= 2 && !strncmp(open - 2, ".h", 2));
+    if (!is_kernel && nlen > 0)
+        job->user_line = atoi(open + 1);
+}
+
+static void *run_job(void *arg)
+{
+    fa4__nvrtc_job *job = arg;
+    nvrtcProgram prog = NULL;
+    double t0 = fa4__now_ms();
+    nvrtcResult r = nvrtcCreateProgram(&prog, job->main_src, job->main_name, job->num_headers,
+                                       job->header_src, job->header_names);
+    if (r != NVRTC_SUCCESS) {
+        job->status = r == NVRTC_ERROR_OUT_OF_MEMORY ? FA4_ERR_OUT_OF_MEMORY
+                                                     : FA4_ERR_NVRTC_UNAVAILABLE;
+        snprintf(job->err, sizeof job->err, "nvrtcCreateProgram(%s): %s", job->name,
+                 nvrtcGetErrorString(r));
+        return NULL;
+    }
+    nvrtcResult cr = nvrtcCompileProgram(prog, job->num_opts, job->opts);
+    size_t log_size = 0;
+    if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+        job->log = malloc(log_size);
+        if (job->log && nvrtcGetProgramLog(prog, job->log) != NVRTC_SUCCESS) {
+            free(job->log);
+            job->log = NULL;
+        }
+    }
+    if (cr != NVRTC_SUCCESS) {
+        job->status = FA4_ERR_NVRTC;
+        locate_user_error(job);
+        /* first error line of the log, for the one-line message */
+        char first[400] = "";
+        if (job->log) {
+            const char *e = strstr(job->log, "error");
+            if (e) {
+                const char *s = e;
+                while (s > job->log && s[-1] != '\n')
+                    s--;
+                const char *n = strchr(s, '\n');
+                size_t l = n ? (size_t)(n - s) : strlen(s);
+                if (l >= sizeof first)
+                    l = sizeof first - 1;
+                memcpy(first, s, l);
+                first[l] = '\0';
+            }
+        }
+        snprintf(job->err, sizeof job->err,
+                 "NVRTC rejected the generated program '%s' (%s); this is a bug in fa4jit, please "
+                 "report it with the compile log: %s",
+                 job->name, nvrtcGetErrorString(cr), first[0] ? first : "(no log)");
+        goto out;
+    }
+    size_t n = 0;
+    if (nvrtcGetCUBINSize(prog, &n) != NVRTC_SUCCESS || n == 0) {
+        job->status = FA4_ERR_NVRTC;
+        snprintf(job->err, sizeof job->err,
+                 "NVRTC produced no cubin for '%s' (is the architecture a real one, not compute_XX?)",
+                 job->name);
+        goto out;
+    }
+    job->cubin = malloc(n);
+    if (!job->cubin) {
+        job->status = FA4_ERR_OUT_OF_MEMORY;
+        snprintf(job->err, sizeof job->err, "out of memory for a %zu-byte cubin", n);
+        goto out;
+    }
+    if (nvrtcGetCUBIN(prog, (char *)job->cubin) != NVRTC_SUCCESS) {
+        job->status = FA4_ERR_NVRTC;
+        snprintf(job->err, sizeof job->err, "nvrtcGetCUBIN failed for '%s'", job->name);
+        goto out;
+    }
+    job->cubin_size = n;
+    job->status = FA4_OK;
+    snprintf(job->info.name, sizeof job->info.name, "%s", job->name);
+    fa4__ptxas_parse(job->log, job->function, &job->info);
+    job->info.cubin_size = n;
+
+    /* out: the program object is destroyed on every path */
+out:
+    job->info.compile_ms = fa4__now_ms() - t0;
+    nvrtcDestroyProgram(&prog);
+    return NULL;
+}
+
+fa4_status fa4__nvrtc_run(fa4__nvrtc_job *jobs, int n)
+{
+    pthread_t threads[FA4_MAX_PROGRAMS];
+    int started[FA4_MAX_PROGRAMS] = {0};
+    if (n > FA4_MAX_PROGRAMS)
+        return FA4_ERR_INTERNAL;
+    for (int i = 0; i < n; i++)
+        jobs[i].status = FA4_ERR_INTERNAL;
+    /* job 0 runs on this thread; the others in their own (run inline if a thread cannot start) */
+    for (int i = 1; i < n; i++)
+        started[i] = pthread_create(&threads[i], NULL, run_job, &jobs[i]) == 0;
+    if (n > 0)
+        run_job(&jobs[0]);
+    for (int i = 1; i < n; i++) {
+        if (started[i])
+            pthread_join(threads[i], NULL);
+        else
+            run_job(&jobs[i]);
+    }
+    for (int i = 0; i < n; i++)
+        if (jobs[i].status != FA4_OK)
+            return jobs[i].status;
+    return FA4_OK;
+}
+
+void fa4__nvrtc_job_release(fa4__nvrtc_job *job)
+{
+    free(job->cubin);
+    free(job->log);
+    job->cubin = NULL;
+    job->log = NULL;
+}
