@@ -70,15 +70,14 @@ void fa4__ptxas_parse(const char *log, const char *function, fa4_program_info *i
 }
 
 /* Find the first "NAME(LINE): error" of the log; when NAME is not a kernel source file it is the
- * user's function (the generated header's #line directives name it), so report that line. */
-static void locate_user_error(fa4__nvrtc_job *job)
+ * user's function (the generated header's #line directives name it), so that line is the user's. */
+int fa4__nvrtc_user_line(const char *log)
 {
-    const char *log = job->log;
     if (!log)
-        return;
+        return 0;
     const char *e = strstr(log, "): error");
     if (!e)
-        return;
+        return 0;
     const char *open = e;
     while (open > log && *open != '(')
         open--;
@@ -89,8 +88,7 @@ static void locate_user_error(fa4__nvrtc_job *job)
     int is_kernel = (nlen >= 3 && !strncmp(open - 3, ".cu", 3)) ||
                     (nlen >= 4 && !strncmp(open - 4, ".cuh", 4)) ||
                     (nlen >= 2 && !strncmp(open - 2, ".h", 2));
-    if (!is_kernel && nlen > 0)
-        job->user_line = atoi(open + 1);
+    return !is_kernel && nlen > 0 ? atoi(open + 1) : 0;
 }
 
 static void *run_job(void *arg)
@@ -118,7 +116,7 @@ static void *run_job(void *arg)
     }
     if (cr != NVRTC_SUCCESS) {
         job->status = FA4_ERR_NVRTC;
-        locate_user_error(job);
+        job->user_line = fa4__nvrtc_user_line(job->log);
         /* first error line of the log, for the one-line message */
         char first[400] = "";
         if (job->log) {

@@ -38,6 +38,9 @@ void fa4__nvrtc_job_release(fa4__nvrtc_job *job);
 /* Parse ptxas' verbose report for `function` into info (exposed for tests). */
 void fa4__ptxas_parse(const char *log, const char *function, fa4_program_info *info);
 
+/* The user's line of the first error in an NVRTC log, or 0 when the error is in our sources. */
+int fa4__nvrtc_user_line(const char *log);
+
 double fa4__now_ms(void);
 
 #endif /* FA4_JIT_COMPILER_H */

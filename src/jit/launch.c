@@ -267,6 +267,12 @@ static fa4_status check_kernel(fa4_kernel *k, const char *program, const char *w
     if (!has_program(k, program))
         return fa4__set_error(k->ctx, FA4_ERR_WRONG_KERNEL, "this kernel was compiled without its "
                               "%s program (spec.flags)", what);
+    return FA4_OK;
+}
+
+/* Checked after the arguments, so that argument checking works (and is testable) everywhere. */
+static fa4_status check_launchable(fa4_kernel *k)
+{
     if (!k->info.launchable)
         return fa4__set_error(k->ctx, FA4_ERR_NO_DEVICE, "this kernel was compiled for %s and is "
                               "not loaded on a device (deviceless ctx or another arch)",
@@ -293,7 +299,7 @@ fa4_status fa4_launch_fwd(fa4_kernel *k, const fa4_fwd_args *a)
     if ((st = check_common(k, &c, 0, &p, aux_block)) != FA4_OK)
         return st;
     const fa4__path_ops *ops = fa4__path_for(k->path);
-    if ((st = fa4__ctx_push(k->ctx)) != FA4_OK)
+    if ((st = check_launchable(k)) != FA4_OK || (st = fa4__ctx_push(k->ctx)) != FA4_OK)
         return st;
     st = ops->launch_fwd(k, &p);
     fa4__ctx_pop(k->ctx);
@@ -372,7 +378,7 @@ fa4_status fa4_launch_bwd(fa4_kernel *k, const fa4_bwd_args *a)
                               a->workspace);
     if (need > 0 && (uintptr_t)a->workspace % 256 != 0)
         return fa4__set_error(k->ctx, FA4_ERR_ALIGNMENT, "workspace must be 256-byte aligned");
-    if ((st = fa4__ctx_push(k->ctx)) != FA4_OK)
+    if ((st = check_launchable(k)) != FA4_OK || (st = fa4__ctx_push(k->ctx)) != FA4_OK)
         return st;
     st = ops->launch_bwd(k, &p);
     fa4__ctx_pop(k->ctx);
@@ -426,7 +432,7 @@ fa4_status fa4_block_mask_create(fa4_kernel *k, int32_t batch, int32_t heads, in
     if ((st = fa4__aux_fill(k->ctx, k, aux, num_aux, 0, aux_block, sizeof aux_block)) != FA4_OK)
         return st;
     const fa4__path_ops *ops = fa4__path_for(k->path);
-    if ((st = fa4__ctx_push(k->ctx)) != FA4_OK)
+    if ((st = check_launchable(k)) != FA4_OK || (st = fa4__ctx_push(k->ctx)) != FA4_OK)
         return st;
     st = ops->block_mask(k, batch, heads, seqlen_q, seqlen_kv, aux_block, k->aux_size, out,
                          (CUstream)stream);

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# test.sh - every test: build with warnings as errors, AddressSanitizer and UndefinedBehaviorSanitizer,
+# run the cmocka suites (mod language, cache and its fault tests, CLI, API, launch validation, NVRTC
+# compiles of every shipped mod for sm_90a and sm_80 with the resource guard), the GPU tests (which
+# skip with a reason where there is no GPU) and the Python tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+build=${FA4JIT_TEST_BUILD:-build-test}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DFA4JIT_SANITIZE=ON \
+      -DCMAKE_C_FLAGS="-Werror" >/dev/null
+cmake --build "$build" -j"$(nproc)"
+# NVRTC keeps process-lifetime allocations that LeakSanitizer would report as leaks.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+(cd "$build" && ctest --output-on-failure -j"$(nproc)")
+if python3 -c "import pytest" 2>/dev/null && [ -d tests/python ]; then
+    FA4JIT_LIBRARY="$PWD/$build/libfa4jit.so" ASAN_OPTIONS= \
+        LD_PRELOAD="$(gcc -print-file-name=libasan.so)" \
+        python3 -m pytest -q tests/python
+fi
