@@ -28,6 +28,8 @@ typedef struct fa4__cache_config {
     int require_hmac;           /* or FA4JIT_CACHE_REQUIRE_HMAC=1 */
     int durable;                /* fsync file and directory on put (tools that build caches to ship) */
     int use_lock;               /* take a per-key lock around compile to avoid duplicate work */
+    int shared;                 /* cache_dir is a team directory: group/world-writable roots are
+                                 * accepted, files group-readable (or FA4JIT_CACHE_SHARED=1) */
 } fa4__cache_config;
 
 typedef struct fa4__cache_blob {
@@ -46,6 +48,7 @@ typedef struct fa4__cache_entry {
 
 typedef struct fa4__cache_stats {
     uint64_t hits, misses, corrupt, io_errors, puts, put_failures, evictions, lock_timeouts;
+    uint64_t quarantined;       /* entries set aside by fa4__cache_quarantine */
 } fa4__cache_stats;
 
 /* Open the cache; never touches the file system in mode off. A refused root (symlink, group or
