@@ -457,7 +457,7 @@ static int from_entry(const fa4__cache_entry *e, fa4_kernel *k)
                    &i->spill_loads, &i->stack_frame, &i->shared_static, &i->shared_dynamic,
                    &i->wgmma_serialized, &i->compile_ms) != 9)
             return -1;
-        snprintf(i->name, sizeof i->name, "%s", p->name);
+        memcpy(i->name, p->name, sizeof i->name);
         i->compile_ms = 0; /* nothing was compiled for this kernel */
         const fa4__cache_blob *b = NULL;
         for (int j = 0; j < e->num_blobs; j++)
