@@ -44,6 +44,7 @@ typedef struct fa4__cache_item {
     char key[33];            /* entries, locks and quarantined entries; "" otherwise */
     int64_t size;
     int64_t mtime;           /* seconds */
+    int64_t mtime_ns;        /* nanoseconds, for ordering entries written within a second */
     int is_regular;          /* 0 for symlinks, FIFOs, directories planted in a bucket */
 } fa4__cache_item;
 

@@ -77,6 +77,7 @@ static int walk_dir(int tier, const char *dir, const char *bucket,
         it.kind = classify(de->d_name, in_q, it.key);
         it.size = (int64_t)st.st_size;
         it.mtime = (int64_t)st.st_mtime;
+        it.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
         it.is_regular = S_ISREG(st.st_mode);
         if (fn(&it, ud))
             *stop = 1;
@@ -133,7 +134,7 @@ int fa4__cache_foreach(fa4__cache *c, int tier, int (*fn)(const fa4__cache_item 
 
 typedef struct victim {
     char *path;
-    int64_t mtime, size;
+    int64_t mtime, size;     /* mtime in nanoseconds */
 } victim;
 
 typedef struct scan {
@@ -187,7 +188,7 @@ static int scan_item(const fa4__cache_item *it, void *ud)
         return 1;
     }
     s->v[s->n].path = copy;
-    s->v[s->n].mtime = it->mtime;
+    s->v[s->n].mtime = it->mtime_ns;
     s->v[s->n].size = it->size;
     s->n++;
     return 0;
@@ -219,7 +220,8 @@ static int prune_tier(fa4__cache *c, int tier, int64_t target, int all, fa4__cac
     for (size_t i = 0; i < s.n && (all || total > target); i++) {
         struct stat st;
         /* still the file we saw? a refreshed (recently used) or republished entry stays */
-        if (!all && (fa4__fs_lstat(s.v[i].path, &st) != 0 || (int64_t)st.st_mtime != s.v[i].mtime))
+        if (!all && (fa4__fs_lstat(s.v[i].path, &st) != 0 ||
+                     (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != s.v[i].mtime))
             continue;
         if (remove_file(s.v[i].path) != 0) {
             r->errors++;
