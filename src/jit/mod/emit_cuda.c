@@ -1,0 +1,557 @@
+/*
+ * emit_cuda.c - turns a checked mod into "fa4_mod.cuh", the header every kernel program starts with
+ * (interface at the top of mod.h). The forward functions mirror the user's statements one for one,
+ * under #line directives so NVRTC messages land on the user's lines. The derivative is the same
+ * walk with every float replaced by a dual number (value, derivative): fa4_score_mod_dual, from
+ * which fa4_score_mod_fwd_deriv (seed: the score) and fa4_score_mod_aux_grad (seed: one trainable
+ * aux read site at a time, accumulated with atomicAdd) are built. The text is header-free,
+ * deterministic, and its int arithmetic is the evaluator's (eval.c): wrap-around, x/0 == 0.
+ * Fixed pieces of text (int helpers, dual arithmetic) live in emit_prelude.c.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "emit_internal.h"
+
+/* ------------------------------------------------------------------------------- expressions */
+static void emit_expr(fa4__emitter *E, const fa4__expr *e);
+
+static void emit_float_literal(fa4__emitter *E, double v)
+{
+    if (isnan(v)) {
+        fa4__out(E, "__int_as_float(0x7fffffff)");
+        return;
+    }
+    if (isinf(v)) {
+        fa4__out(E, v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)");
+        return;
+    }
+    char buf[48];
+    snprintf(buf, sizeof buf, "%.9g", (double)(float)v);
+    if (!strpbrk(buf, ".en"))
+        strcat(buf, ".0");
+    fa4__out(E, "%sf", buf);
+}
+
+static void emit_int_literal(fa4__emitter *E, int64_t v)
+{
+    if (v == INT32_MIN)
+        fa4__out(E, "(-2147483647 - 1)");
+    else if (v < 0)
+        fa4__out(E, "(%lld)", (long long)v);
+    else
+        fa4__out(E, "%lld", (long long)v);
+}
+
+/* An expression where no parentheses are needed around it (a statement, an argument). */
+static void emit_bare(fa4__emitter *E, const fa4__expr *e)
+{
+    E->bare = 1;
+    emit_expr(E, e);
+    E->bare = 0;
+}
+
+/* Open / close the parentheses of an operator unless it stands bare. */
+static int open_paren(fa4__emitter *E)
+{
+    int p = !E->bare;
+    E->bare = 0;
+    if (p)
+        fa4__out(E, "(");
+    return p;
+}
+
+static void close_paren(fa4__emitter *E, int p)
+{
+    if (p)
+        fa4__out(E, ")");
+}
+
+/* An expression as a plain float/int/bool: in dual mode, float values take their `.v`. */
+static void emit_value(fa4__emitter *E, const fa4__expr *e)
+{
+    if (E->dual && e->type == TY_FLOAT) {
+        E->bare = 0;
+        fa4__out(E, "(");
+        emit_expr(E, e);
+        fa4__out(E, ").v");
+    } else {
+        emit_expr(E, e);
+    }
+}
+
+static void emit_args(fa4__emitter *E, const fa4__expr *e)
+{
+    for (int i = 0; i < e->nargs; i++) {
+        if (i)
+            fa4__out(E, ", ");
+        emit_bare(E, e->args[i]);
+    }
+}
+
+static const char *int_binop_fn(int op)
+{
+    switch (op) {
+    case TK_PLUS: return "fa4_iadd";
+    case TK_MINUS: return "fa4_isub";
+    case TK_STAR: return "fa4_imul";
+    case TK_SLASH: return "fa4_idiv";
+    case TK_PERCENT: return "fa4_imod";
+    case TK_SHL: return "fa4_ishl";
+    case TK_SHR: return "fa4_ishr";
+    default: return NULL;
+    }
+}
+
+static const char *op_str(int op)
+{
+    switch (op) {
+    case TK_PLUS: return "+";
+    case TK_MINUS: return "-";
+    case TK_STAR: return "*";
+    case TK_SLASH: return "/";
+    case TK_AMP: return "&";
+    case TK_PIPE: return "|";
+    case TK_CARET: return "^";
+    case TK_LT: return "<";
+    case TK_LE: return "<=";
+    case TK_GT: return ">";
+    case TK_GE: return ">=";
+    case TK_EQEQ: return "==";
+    case TK_NE: return "!=";
+    case TK_ANDAND: return "&&";
+    case TK_OROR: return "||";
+    default: return "?";
+    }
+}
+
+static void emit_binary(fa4__emitter *E, const fa4__expr *e)
+{
+    const char *fn = e->type == TY_INT ? int_binop_fn(e->op) : NULL;
+    E->bare_pending = E->bare;
+    E->bare = 0;
+    if (fn) {
+        fa4__out(E, "%s(", fn);
+        emit_bare(E, e->a);
+        fa4__out(E, ", ");
+        emit_bare(E, e->b);
+        fa4__out(E, ")");
+        return;
+    }
+    if (E->dual && e->type == TY_FLOAT) {
+        const char *dfn = e->op == TK_PLUS ? "fa4_dadd" : e->op == TK_MINUS ? "fa4_dsub"
+                        : e->op == TK_STAR ? "fa4_dmul" : "fa4_ddiv";
+        fa4__out(E, "%s(", dfn);
+        emit_bare(E, e->a);
+        fa4__out(E, ", ");
+        emit_bare(E, e->b);
+        fa4__out(E, ")");
+        return;
+    }
+    /* float arithmetic (forward), bitwise, comparisons and logic: C's own operators */
+    E->bare = E->bare_pending;
+    int p = open_paren(E);
+    emit_value(E, e->a);
+    fa4__out(E, " %s ", op_str(e->op));
+    emit_value(E, e->b);
+    close_paren(E, p);
+}
+
+static void emit_cast(fa4__emitter *E, const fa4__expr *e)
+{
+    int from = e->a->type, to = e->type;
+    if (from == to) {
+        emit_expr(E, e->a);
+        return;
+    }
+    if (to == TY_FLOAT && E->dual) {
+        E->bare = 0;
+        fa4__out(E, "fa4_dconst((float)");
+        emit_expr(E, e->a);
+        fa4__out(E, ")");
+    } else if (to == TY_INT && from == TY_FLOAT) {
+        E->bare = 0;
+        fa4__out(E, "__float2int_rz(");
+        if (E->dual)
+            emit_value(E, e->a);
+        else
+            emit_bare(E, e->a);
+        fa4__out(E, ")");
+    } else if (to == TY_FLOAT || to == TY_INT) {
+        int p = open_paren(E);
+        fa4__out(E, to == TY_FLOAT ? "(float)" : "(int)");
+        emit_expr(E, e->a);
+        close_paren(E, p);
+    } else {
+        int p = open_paren(E);
+        emit_value(E, e->a);
+        fa4__out(E, from == TY_FLOAT ? " != 0.0f" : " != 0");
+        close_paren(E, p);
+    }
+}
+
+static void emit_builtin(fa4__emitter *E, const fa4__expr *e)
+{
+    const fa4__builtin_info *bi = fa4__builtin_get(e->op);
+    if (e->type == TY_INT) {
+        fa4__out(E, "fa4_i%s(", bi->name);
+        emit_args(E, e);
+        fa4__out(E, ")");
+        return;
+    }
+    if (E->dual) {
+        fa4__out(E, "%s(", fa4__dual_builtin_name(e->op));
+        emit_args(E, e);
+        fa4__out(E, ")");
+        return;
+    }
+    E->bare = 0;
+    switch (e->op) {
+    case BI_ABS: fa4__out(E, "fabsf("); break;
+    case BI_MIN: fa4__out(E, "fminf("); break;
+    case BI_MAX: fa4__out(E, "fmaxf("); break;
+    case BI_CLAMP:
+        fa4__out(E, "fminf(fmaxf(");
+        emit_bare(E, e->args[0]);
+        fa4__out(E, ", ");
+        emit_bare(E, e->args[1]);
+        fa4__out(E, "), ");
+        emit_bare(E, e->args[2]);
+        fa4__out(E, ")");
+        return;
+    default: fa4__out(E, "%s(", bi->name); break;
+    }
+    emit_args(E, e);
+    fa4__out(E, ")");
+}
+
+static void emit_expr(fa4__emitter *E, const fa4__expr *e)
+{
+    /* only operators use `bare`; leaves and calls drop it */
+    if (e->kind != EX_BINARY && e->kind != EX_UNARY && e->kind != EX_COND && e->kind != EX_CAST)
+        E->bare = 0;
+    switch (e->kind) {
+    case EX_INT:
+        emit_int_literal(E, e->ival);
+        return;
+    case EX_BOOL:
+        fa4__out(E, e->ival ? "true" : "false");
+        return;
+    case EX_FLOAT:
+        if (E->dual) {
+            fa4__out(E, "fa4_dconst(");
+            emit_float_literal(E, e->fval);
+            fa4__out(E, ")");
+        } else {
+            emit_float_literal(E, e->fval);
+        }
+        return;
+    case EX_VAR:
+        if (e->var->kind == VK_AUX) {
+            if (E->dual && e->type == TY_FLOAT)
+                fa4__out(E, "fa4_dconst(fa4_a.%s)", e->var->name);
+            else
+                fa4__out(E, "fa4_a.%s", e->var->name);
+        } else {
+            fa4__out(E, "%s", e->var->name);
+        }
+        return;
+    case EX_INDEX:
+        if (E->dual && e->type == TY_FLOAT) {
+            fa4__out(E, "fa4_daux_%s(fa4_a, ", e->var->name);
+            emit_bare(E, e->a);
+            fa4__out(E, ", fa4_seed == %d, fa4_at)", e->site);
+        } else {
+            fa4__out(E, "fa4_aux_%s(fa4_a, ", e->var->name);
+            emit_bare(E, e->a);
+            fa4__out(E, ")");
+        }
+        return;
+    case EX_CALL:
+        fa4__out(E, "%s%s(", E->dual && fa4__needs_dual(e->func) ? "fa4_hd_" : "fa4_h_",
+                 e->func->name);
+        emit_args(E, e);
+        fa4__out(E, ")");
+        return;
+    case EX_BUILTIN:
+        emit_builtin(E, e);
+        return;
+    case EX_UNARY:
+        if (e->op == TK_PLUS) {
+            E->bare = 0;
+            emit_expr(E, e->a);
+        } else if (e->op == TK_MINUS && e->type == TY_INT) {
+            E->bare = 0;
+            fa4__out(E, "fa4_ineg(");
+            emit_expr(E, e->a);
+            fa4__out(E, ")");
+        } else if (e->op == TK_MINUS && E->dual && e->type == TY_FLOAT) {
+            E->bare = 0;
+            fa4__out(E, "fa4_dneg(");
+            emit_expr(E, e->a);
+            fa4__out(E, ")");
+        } else {
+            int p = open_paren(E);
+            fa4__out(E, "%s", e->op == TK_MINUS ? "-" : e->op == TK_BANG ? "!" : "~");
+            emit_expr(E, e->a);
+            close_paren(E, p);
+        }
+        return;
+    case EX_BINARY:
+        emit_binary(E, e);
+        return;
+    case EX_COND: {
+        int p = open_paren(E);
+        emit_expr(E, e->a);
+        fa4__out(E, " ? ");
+        emit_expr(E, e->b);
+        fa4__out(E, " : ");
+        emit_expr(E, e->c);
+        close_paren(E, p);
+        return;
+    }
+    case EX_CAST:
+        emit_cast(E, e);
+        return;
+    default:
+        fa4__out(E, "0");
+        return;
+    }
+}
+
+/* -------------------------------------------------------------------------------- statements */
+static const char *type_text(const fa4__emitter *E, int ty)
+{
+    if (ty == TY_FLOAT)
+        return E->dual ? "fa4_dual" : "float";
+    return ty == TY_INT ? "int" : "bool";
+}
+
+static void emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent)
+{
+    if (s->kind != ST_BLOCK && s->kind != ST_EMPTY)
+        fa4__line_directive(E, s->line);
+    switch (s->kind) {
+    case ST_EMPTY:
+        return;
+    case ST_BLOCK:
+        fa4__out(E, "%*s{\n", indent, "");
+        for (int i = 0; i < s->nitems; i++)
+            emit_stmt(E, s->items[i], indent + 4);
+        fa4__out(E, "%*s}\n", indent, "");
+        return;
+    case ST_DECL:
+        fa4__out(E, "%*s%s%s %s = ", indent, "", s->var->is_const ? "const " : "",
+                 type_text(E, s->var->type), s->var->name);
+        if (s->e)
+            emit_bare(E, s->e);
+        else if (s->var->type == TY_FLOAT)
+            fa4__out(E, E->dual ? "fa4_dconst(0.0f)" : "0.0f");
+        else
+            fa4__out(E, s->var->type == TY_INT ? "0" : "false");
+        fa4__out(E, ";\n");
+        return;
+    case ST_ASSIGN:
+        fa4__out(E, "%*s%s = ", indent, "", s->var->name);
+        emit_bare(E, s->e);
+        fa4__out(E, ";\n");
+        return;
+    case ST_IF:
+        fa4__out(E, "%*sif (", indent, "");
+        emit_bare(E, s->e);
+        fa4__out(E, ")\n");
+        if (s->then_s->kind == ST_BLOCK) {
+            emit_stmt(E, s->then_s, indent);
+        } else {
+            fa4__out(E, "%*s{\n", indent, "");
+            emit_stmt(E, s->then_s, indent + 4);
+            fa4__out(E, "%*s}\n", indent, "");
+        }
+        if (s->else_s) {
+            fa4__out(E, "%*selse\n", indent, "");
+            if (s->else_s->kind == ST_BLOCK) {
+                emit_stmt(E, s->else_s, indent);
+            } else {
+                fa4__out(E, "%*s{\n", indent, "");
+                emit_stmt(E, s->else_s, indent + 4);
+                fa4__out(E, "%*s}\n", indent, "");
+            }
+        }
+        return;
+    case ST_RETURN:
+        fa4__out(E, "%*sreturn ", indent, "");
+        emit_bare(E, s->e);
+        fa4__out(E, ";\n");
+        return;
+    default:
+        return;
+    }
+}
+
+/* One user function: the forward form, or the dual form (dual = 1). */
+static void emit_function(fa4__emitter *E, const fa4__func *f, int dual)
+{
+    E->dual = dual;
+    const char *ret = type_text(E, f->ret);
+    fa4__line_directive(E, f->line);
+    if (f->role == FR_SCORE)
+        fa4__out(E, "__device__ __forceinline__ %s fa4_score_mod%s(", ret, dual ? "_dual" : "");
+    else if (f->role == FR_MASK)
+        fa4__out(E, "__device__ __forceinline__ bool fa4_mask_mod(");
+    else
+        fa4__out(E, "__device__ __forceinline__ %s %s%s(", ret, dual ? "fa4_hd_" : "fa4_h_",
+                 f->name);
+    int nfixed = f->role == FR_SCORE ? 5 : f->role == FR_MASK ? 4 : f->nparams;
+    for (int i = 0; i < nfixed; i++) {
+        const fa4__var *v = f->params[i];
+        fa4__out(E, "%s%s%s %s", i ? ", " : "", v->is_const ? "const " : "",
+                 type_text(E, v->type), v->name);
+    }
+    if (f->role != FR_HELPER)
+        fa4__out(E, ", const fa4_aux &fa4_a");
+    if (f->role == FR_SCORE && dual)
+        fa4__out(E, ", int fa4_seed, long long *fa4_at");
+    fa4__out(E, ")\n");
+    fa4__out(E, "{\n");
+    for (int i = 0; i < f->body->nitems; i++)
+        emit_stmt(E, f->body->items[i], 4);
+    fa4__out(E, "}\n");
+    fa4__reset_line(E);
+    E->dual = 0;
+}
+
+/* ------------------------------------------------------------------------- derivative wrappers */
+static void collect_sites_expr(const fa4__expr *e, const fa4__expr **sites, int *n, int max)
+{
+    if (!e)
+        return;
+    if (e->kind == EX_INDEX && e->type == TY_FLOAT && e->var->kind == VK_AUX && *n < max)
+        sites[(*n)++] = e;
+    collect_sites_expr(e->a, sites, n, max);
+    collect_sites_expr(e->b, sites, n, max);
+    collect_sites_expr(e->c, sites, n, max);
+    for (int i = 0; i < e->nargs; i++)
+        collect_sites_expr(e->args[i], sites, n, max);
+}
+
+static void collect_sites(const fa4__stmt *s, const fa4__expr **sites, int *n, int max)
+{
+    if (!s)
+        return;
+    collect_sites_expr(s->e, sites, n, max);
+    for (int i = 0; i < s->nitems; i++)
+        collect_sites(s->items[i], sites, n, max);
+    collect_sites(s->then_s, sites, n, max);
+    collect_sites(s->else_s, sites, n, max);
+}
+
+static void emit_deriv_wrappers(fa4__emitter *E)
+{
+    const fa4__mod *m = E->m;
+    fa4__out(E, "\n// d score_mod / d score by forward-mode differentiation.\n");
+    fa4__out(E, "__device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, "
+                "int h, int q_idx, int kv_idx,\n"
+                "                                                         const fa4_aux &fa4_a, "
+                "float *dscore)\n{\n");
+    if (m->score) {
+        fa4__out(E, "    long long at = -1;\n"
+                    "    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, "
+                    "kv_idx, fa4_a, -1, &at);\n"
+                    "    *dscore = r.d;\n"
+                    "    return r.v;\n}\n");
+    } else {
+        fa4__out(E, "    *dscore = 1.0f;\n    return score;\n}\n");
+    }
+    fa4__out(E, "\n// For every trainable aux read x[i] in score_mod: atomicAdd(&x_grad[i], g * d "
+                "score_mod / d x[i]).\n");
+    fa4__out(E, "__device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h, "
+                "int q_idx, int kv_idx,\n"
+                "                                                       const fa4_aux &fa4_a, "
+                "float g)\n{\n");
+    if (m->score) {
+        const fa4__expr *sites[256];
+        int n = 0;
+        collect_sites(m->score->body, sites, &n, 256);
+        int any = 0;
+        for (int i = 0; i < n; i++) {
+            const fa4__expr *s = sites[i];
+            if (!m->aux[s->var->aux_index].trainable)
+                continue;
+            any = 1;
+            fa4__out(E, "    { // %s[...] at line %d\n", s->var->name, s->line);
+            fa4__out(E, "        long long at = -1;\n"
+                        "        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, "
+                        "kv_idx, fa4_a, %d, &at);\n"
+                        "        if (at >= 0)\n"
+                        "            atomicAdd(&fa4_a.%s_grad[at], g * r.d);\n"
+                        "    }\n", s->site, s->var->name);
+        }
+        if (!any)
+            fa4__out(E, "    // no trainable aux tensors\n");
+    } else {
+        fa4__out(E, "    // no score_mod\n");
+    }
+    fa4__out(E, "}\n");
+}
+
+/* ------------------------------------------------------------------------------------ driver */
+int fa4__needs_dual(const fa4__func *f)
+{
+    if (f->ret == TY_FLOAT)
+        return 1;
+    for (int i = 0; i < f->nparams; i++)
+        if (f->params[i]->type == TY_FLOAT)
+            return 1;
+    return 0;
+}
+
+char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked)
+{
+    if (!m)
+        return NULL;
+    fa4__emitter E;
+    fa4__emitter_init(&E, m, source_name);
+    fa4__emit_prelude(&E, checked);
+    fa4__emit_aux_access(&E);
+
+    fa4__out(&E, "\n// ---- the user's functions (helpers first), as written\n");
+    for (int i = 0; i < m->nfuncs; i++) {
+        const fa4__func *f = m->order[i];
+        if (f->role == FR_HELPER) {
+            fa4__out(&E, "\n");
+            emit_function(&E, f, 0);
+        }
+    }
+    if (m->score) {
+        fa4__out(&E, "\n");
+        emit_function(&E, m->score, 0);
+    } else {
+        fa4__out(&E, "\n// no score_mod: the identity\n"
+                     "__device__ __forceinline__ float fa4_score_mod(float score, int b, int h, "
+                     "int q_idx, int kv_idx, const fa4_aux &fa4_a)\n{\n    return score;\n}\n");
+    }
+    if (m->mask) {
+        fa4__out(&E, "\n");
+        emit_function(&E, m->mask, 0);
+    } else {
+        fa4__out(&E, "\n// no mask_mod: every pair attends\n"
+                     "__device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, "
+                     "int kv_idx, const fa4_aux &fa4_a)\n{\n    return true;\n}\n");
+    }
+    if (m->score) {
+        fa4__emit_dual_prelude(&E);
+        fa4__out(&E, "\n// ---- score_mod on dual numbers (value, derivative)\n");
+        for (int i = 0; i < m->nfuncs; i++) {
+            const fa4__func *f = m->order[i];
+            if (f->role == FR_HELPER && f->used_in_score && fa4__needs_dual(f)) {
+                fa4__out(&E, "\n");
+                emit_function(&E, f, 1);
+            }
+        }
+        fa4__out(&E, "\n");
+        emit_function(&E, m->score, 1);
+    }
+    emit_deriv_wrappers(&E);
+    return fa4__emitter_finish(&E);
+}

@@ -1,0 +1,42 @@
+/*
+ * emit_internal.h - the text buffer and line bookkeeping shared by the CUDA emitter's two files:
+ * emit_cuda.c (the user's functions, forward and dual) and emit_prelude.c (the fixed pieces:
+ * interface macros, the aux struct and accessors, int32 helpers, dual-number arithmetic).
+ */
+#ifndef FA4_JIT_MOD_EMIT_INTERNAL_H
+#define FA4_JIT_MOD_EMIT_INTERNAL_H
+
+#include "mod_internal.h"
+
+typedef struct fa4__emitter {
+    const fa4__mod *m;
+    char *buf;
+    size_t len, cap;
+    int failed;        /* out of memory: the result is NULL */
+    int out_line;      /* physical line of the next character written, 1-based */
+    int mapped;        /* a #line into the user's source is in force */
+    int map_line;      /* the user line the next output line stands for */
+    int dual;          /* emitting the dual-number form */
+    int bare;          /* the next operator needs no parentheses of its own */
+    int bare_pending;
+    char source[96];   /* the user's source name, safe inside a #line string */
+} fa4__emitter;
+
+void fa4__emitter_init(fa4__emitter *E, const fa4__mod *m, const char *source_name);
+/* printf into the buffer, counting lines */
+void fa4__out(fa4__emitter *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* At the start of a line: make the next line map to the user's `line`. */
+void fa4__line_directive(fa4__emitter *E, int line);
+/* Map the following lines back to the generated header itself. */
+void fa4__reset_line(fa4__emitter *E);
+/* The finished text (malloc'd), or NULL when out of memory; frees on failure. */
+char *fa4__emitter_finish(fa4__emitter *E);
+
+void fa4__emit_prelude(fa4__emitter *E, int checked);
+void fa4__emit_aux_access(fa4__emitter *E);
+void fa4__emit_dual_prelude(fa4__emitter *E);
+const char *fa4__dual_builtin_name(int builtin);
+/* A helper whose dual form differs from its forward form (it takes or returns float). */
+int fa4__needs_dual(const fa4__func *f);
+
+#endif /* FA4_JIT_MOD_EMIT_INTERNAL_H */
