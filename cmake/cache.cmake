@@ -7,6 +7,11 @@ if(FA4JIT_BUILD_TESTS AND TARGET test_cache_entry)
   target_link_options(test_cache_entry PRIVATE
                       -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc)
 endif()
+if(FA4JIT_BUILD_TESTS AND TARGET test_cache_cli)
+  # `fa4jit cache` runs in-process in its test; the command's other files are not needed.
+  target_sources(test_cache_cli PRIVATE ${CMAKE_SOURCE_DIR}/src/cli/cmd_cache.c)
+  target_include_directories(test_cache_cli PRIVATE ${CMAKE_SOURCE_DIR}/src/cli)
+endif()
 foreach(t test_cache_entry test_cache_store test_cache_evict test_cache_concurrency test_cache_hmac
           test_cache_cli)
   if(TARGET ${t})
