@@ -38,9 +38,15 @@ static int head_dim_v(const fa4_kernel_spec *spec)
     return spec->head_dim_v > 0 ? spec->head_dim_v : spec->head_dim;
 }
 
+/* Keys per forward step: 64, or 32 for Dv 256 (config.cuh: kFwdN). */
+static int fwd_n(int dv)
+{
+    return dv > 192 ? 32 : FWD_N;
+}
+
 static int fwd_smem(int d, int dv)
 {
-    return (FWD_M * (d + PAD) + FWD_N * (d + PAD) + FWD_N * (dv + PAD)) * 2;
+    return (FWD_M * (d + PAD) + fwd_n(dv) * (d + PAD) + fwd_n(dv) * (dv + PAD)) * 2;
 }
 
 static int bwd_smem(int d, int dv)

@@ -104,6 +104,8 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static const char *g_arch; /* deviceless compile for this arch; NULL = the device's */
+
 static pthread_mutex_t g_next_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_next;
 
@@ -125,6 +127,7 @@ static void *compile_worker(void *arg)
         spec.head_dim = v->d;
         spec.head_dim_v = v->dv;
         spec.path = FA4_PATH_SM80;
+        spec.arch = g_arch;
         spec.flags = FA4_COMPILE_FWD | FA4_COMPILE_BWD | (mods[v->mod].has_mask ? FA4_COMPILE_BLOCK_MASK : 0);
         const char *tr[1] = {mods[v->mod].trainable};
         if (tr[0]) {
@@ -137,6 +140,8 @@ static void *compile_worker(void *arg)
         if (v->st != FA4_OK) {
             snprintf(v->err, sizeof v->err, "%s: %s | %.300s", fa4_status_name(v->st),
                      fa4_ctx_errmsg(g_ctx), fa4_ctx_compile_log(g_ctx));
+        } else if (strstr(fa4_ctx_compile_log(g_ctx), "warning")) {
+            snprintf(v->err, sizeof v->err, "compile warnings: %.400s", fa4_ctx_compile_log(g_ctx));
         }
         if (mods[v->mod].src) {
             fa4__diag dg;
@@ -151,8 +156,10 @@ static void *compile_worker(void *arg)
     }
 }
 
-static void compile_all(void)
+/* Returns the number of variants that failed, spilled or warned. */
+static int compile_all(void)
 {
+    int bad = 0;
     pthread_t th[16];
     int n = g_threads < 16 ? g_threads : 16;
     if (n > g_nkv)
@@ -171,18 +178,27 @@ static void compile_all(void)
                v->d, v->dv, v->ms);
         if (v->st != FA4_OK) {
             printf(" COMPILE FAILED %s\n", v->err);
+            bad++;
             continue;
+        }
+        if (v->err[0]) {
+            printf(" %s\n", v->err);
+            bad++;
         }
         fa4_kernel_info info;
         memset(&info, 0, sizeof info);
         info.struct_size = sizeof info;
         if (fa4_kernel_get_info(v->k, &info) == FA4_OK)
-            for (int p = 0; p < info.num_programs; p++)
+            for (int p = 0; p < info.num_programs; p++) {
                 printf(" %s:%d/%d/%d/%d", info.programs[p].name, info.programs[p].registers,
                        info.programs[p].spill_stores, info.programs[p].spill_loads,
                        info.programs[p].shared_dynamic);
+                if (info.programs[p].spill_stores || info.programs[p].spill_loads)
+                    bad++;
+            }
         printf("\n");
     }
+    return bad;
 }
 
 /* ----------------------------------------------------------------------------------- cases */
@@ -209,7 +225,6 @@ static void add_case(tcase c)
     if (g_ncases == (int)(sizeof g_cases / sizeof g_cases[0]))
         return;
     c.seed = 1000 + (uint64_t)g_ncases * 7919;
-    variant_index(c.mod, c.dtype, c.d, c.dv);
     g_cases[g_ncases++] = c;
 }
 
@@ -1241,10 +1256,25 @@ static void bench(int mod, const char *label, int causal_bm)
     bm_free(&bm);
 }
 
+/* Tag the cases, keep those matching the filter (at most max_cases), register their kernels. */
+static void select_cases(const char *filter, int max_cases)
+{
+    int n = 0;
+    for (int i = 0; i < g_ncases; i++) {
+        tcase *c = &g_cases[i];
+        case_tags(c);
+        if ((filter && !strstr(c->tags, filter)) || n >= max_cases)
+            continue;
+        g_cases[n++] = *c;
+        variant_index(c->mod, c->dtype, c->d, c->dv);
+    }
+    g_ncases = n;
+}
+
 /* ------------------------------------------------------------------------------- main */
 int main(int argc, char **argv)
 {
-    int quick = 0, bench_only = 0, no_bench = 0;
+    int quick = 0, bench_only = 0, no_bench = 0, max_cases = 1 << 30;
     const char *filter = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
@@ -1257,8 +1287,30 @@ int main(int argc, char **argv)
             g_verbose = 1;
         else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
             filter = argv[++i];
+        else if (!strcmp(argv[i], "--max-cases") && i + 1 < argc)
+            max_cases = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--deviceless") && i + 1 < argc)
+            g_arch = argv[++i];
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (g_arch) { /* compile every variant for g_arch without a GPU: resource report only */
+        fa4_ctx_options o;
+        fa4_ctx_options_init(&o);
+        o.device = FA4_DEVICE_NONE;
+        o.cache_mode = FA4_CACHE_MODE_OFF;
+        if (fa4_ctx_create(&o, &g_ctx) != FA4_OK) {
+            printf("FAIL: deviceless ctx: %s\n", fa4_ctx_create_errmsg());
+            return 1;
+        }
+        long np = sysconf(_SC_NPROCESSORS_ONLN);
+        g_threads = np > 1 ? (int)np : 1;
+        make_cases(quick);
+        select_cases(filter, max_cases);
+        const int bad = compile_all();
+        printf("%s: %d variants, %d with failures, spills or warnings\n", g_arch, g_nkv, bad);
+        fa4_ctx_destroy(g_ctx);
+        return bad ? 1 : 0;
+    }
     const char *why = NULL;
     g_cu = fa4__cu_get(&why);
     if (!g_cu) {
@@ -1294,8 +1346,10 @@ int main(int argc, char **argv)
     g_threads = nproc > 1 ? (int)nproc : 1;
     printf("device: %s (%s), %d CPU threads\n", name, fa4_ctx_arch(g_ctx), g_threads);
 
-    if (!bench_only)
+    if (!bench_only) {
         make_cases(quick);
+        select_cases(filter, max_cases);
+    }
     if (!no_bench) {
         variant_index(M_NONE, FA4_DTYPE_BF16, 128, 128);
         variant_index(M_CAUSAL, FA4_DTYPE_BF16, 128, 128);
@@ -1308,9 +1362,6 @@ int main(int argc, char **argv)
                "LSE max", "dQ rel", "dK rel", "dV rel", "dAux rel", "result");
         for (int i = 0; i < g_ncases; i++) {
             tcase *c = &g_cases[i];
-            case_tags(c);
-            if (filter && !strstr(c->tags, filter))
-                continue;
             case_out res;
             const double t0 = now_ms();
             run_case(c, &res);

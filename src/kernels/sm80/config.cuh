@@ -1,6 +1,6 @@
 /*
  * config.cuh - tile geometry of the sm80 path, in one place with the checks that keep it legal.
- * Forward: 128 query rows x 64 keys per step, 8 warps, each warp owns 16 query rows.
+ * Forward: 128 query rows x 64 keys per step (32 for Dv 256), 8 warps of 16 query rows each.
  * Backward: 64 keys (the stationary block) x 64 queries per step, 8 warps as a 4 x 2 grid.
  * Shared-memory rows are padded by 8 elements (16 bytes) so ldmatrix rows fall in distinct banks.
  * The host launcher (src/jit/path_sm80.c) mirrors these numbers; keep both in step.
@@ -21,7 +21,8 @@ constexpr int kPad = 8;
 constexpr int kLdQ = kD + kPad;  /* Q and K rows in shared memory */
 constexpr int kLdV = kDv + kPad; /* V and dO rows */
 
-constexpr int kFwdM = 128, kFwdN = 64, kFwdWarps = 8, kFwdThreads = kFwdWarps * 32;
+/* Dv 256: 32 keys per step, so the 16 x 256 O accumulator and the scores fit without spilling. */
+constexpr int kFwdM = 128, kFwdN = kDv > 192 ? 32 : 64, kFwdWarps = 8, kFwdThreads = kFwdWarps * 32;
 constexpr int kBwdM = 64, kBwdN = 64, kBwdWarps = 8, kBwdThreads = kBwdWarps * 32;
 constexpr int kLdP = kBwdN + kPad; /* P and dS tiles of the backward, [q][kv] */
 constexpr int kBwdDqChunk = 16;    /* dQ columns per warp per pass (bounds live registers) */

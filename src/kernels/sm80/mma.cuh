@@ -7,6 +7,10 @@
 #ifndef FA4_SM80_MMA_CUH
 #define FA4_SM80_MMA_CUH
 
+#ifndef FA4_GEMM_K_UNROLL
+#define FA4_GEMM_K_UNROLL 2
+#endif
+
 /* A fragment (16 x 16) at s, stored [m][k]. */
 __device__ __forceinline__ void fa4_lda(unsigned (&a)[4], const fa4_elem *s, int ld, int lane)
 {
@@ -37,7 +41,9 @@ __device__ __forceinline__ void fa4_warp_gemm(float (&acc)[WM / 16][WN / 8][4], 
                                               int lda, const fa4_elem *sB, int ldb, int lane)
 {
     static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0, "warp tile must be 16-aligned");
-#pragma unroll
+    /* A partial unroll: full unrolling lets the compiler hoist every ldmatrix of a large head dim
+     * and spill at 255 registers. */
+#pragma unroll FA4_GEMM_K_UNROLL
     for (int k0 = 0; k0 < K; k0 += 16) {
         unsigned a[WM / 16][4];
 #pragma unroll

@@ -1,0 +1,104 @@
+/*
+ * ptx90.cuh - the Hopper-only primitives of the sm90 path as inline PTX (NVRTC has no headers):
+ * mbarriers (init, arrive, expect_tx, parity wait), the bulk tensor copy (TMA) from a tensor map
+ * passed as a __grid_constant__ kernel parameter, wgmma fences / commit / wait, shared-memory
+ * matrix descriptors for the 128-byte swizzle, setmaxnreg, and a register fence that keeps the
+ * compiler from moving accumulators across an asynchronous wgmma.
+ */
+#ifndef FA4_SM90_PTX90_CUH
+#define FA4_SM90_PTX90_CUH
+
+/* CUtensorMap as the driver fills it: 128 opaque bytes, 64-byte aligned. */
+struct alignas(64) fa4_tmap {
+    unsigned long long opaque[16];
+};
+
+/* ------------------------------------------------------------------------------- mbarrier */
+__device__ __forceinline__ void fa4_mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void fa4_mbar_init_fence(void)
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void fa4_mbar_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void fa4_mbar_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+/* Wait until the phase of the given parity has completed. */
+__device__ __forceinline__ void fa4_mbar_wait(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+/* ------------------------------------------------------------------------------------ TMA */
+__device__ __forceinline__ void fa4_tma_prefetch(const fa4_tmap *map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)map) : "memory");
+}
+/* One box of a 4-d tensor map into shared memory; completes `bar` with the box's bytes. */
+__device__ __forceinline__ void fa4_tma_load_4d(unsigned dst, const fa4_tmap *map, unsigned bar, int c0,
+                                                int c1, int c2, int c3)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+                 "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+                 : "memory");
+}
+
+/* ---------------------------------------------------------------------------------- wgmma */
+__device__ __forceinline__ void fa4_wgmma_fence(void)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void fa4_wgmma_commit(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void fa4_wgmma_wait(void)
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* Pin accumulator registers in place around asynchronous wgmma (no moves across issue/wait). */
+template <int R> __device__ __forceinline__ void fa4_reg_fence(float (&d)[R][4])
+{
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+        asm volatile("" : "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])::"memory");
+}
+
+/* Descriptor of an operand tile in shared memory with the 128-byte swizzle (TMA's SWIZZLE_128B):
+ * rows of 64 16-bit elements, 8-row atoms of 1024 bytes. lbo: byte stride between 64-element
+ * column panels (N-major operands); sbo: byte stride between 8-row groups. */
+__device__ __forceinline__ unsigned long long fa4_desc_sw128(unsigned addr, unsigned lbo, unsigned sbo)
+{
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) |
+           ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16) |
+           ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62);
+}
+
+/* --------------------------------------------------------------------- register reallocation */
+template <int R> __device__ __forceinline__ void fa4_regs_dec(void)
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+template <int R> __device__ __forceinline__ void fa4_regs_inc(void)
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+
+#endif /* FA4_SM90_PTX90_CUH */

@@ -1,0 +1,61 @@
+/*
+ * schedule.cuh - which key tiles the forward's CTA visits, shared by the producer (what to load)
+ * and the consumers (what to mask). Dense: every kN-key tile of the sequence. With a block mask:
+ * the partial blocks of the CTA's query block, then the full ones; a block of kv_block keys is
+ * walked in tiles of kN keys starting at the block's first key. A block smaller than kN (64-key
+ * blocks with 128-key tiles) still loads kN keys but only its own `span` keys count: the rest are
+ * masked, so blocks of any multiple-of-16 size work, at the price of idle tensor-core work.
+ */
+#ifndef FA4_SM90_SCHEDULE_CUH
+#define FA4_SM90_SCHEDULE_CUH
+
+struct fa4_sm90_tiles {
+    int count;
+    int per_block, span;
+    int num_partial;
+    const int *partial, *full;
+    int dense, kv_block;
+
+    /* First key of tile j; *is_full: inside a full block (mask_mod skipped). */
+    __device__ __forceinline__ int start(int j, bool *is_full) const
+    {
+        if (dense) {
+            *is_full = false;
+            return j * kN;
+        }
+        const int li = j / per_block, sub = j - li * per_block;
+        const bool f = li >= num_partial;
+        *is_full = f;
+        return (f ? full[li - num_partial] : partial[li]) * kv_block + sub * kN;
+    }
+};
+
+__device__ __forceinline__ fa4_sm90_tiles fa4_sm90_kv_tiles(const fa4_params &p, int b, int h, int m_tile,
+                                                            int len_k)
+{
+    fa4_sm90_tiles l;
+    l.dense = !p.has_block_mask;
+    l.num_partial = 0;
+    l.partial = l.full = 0;
+    l.per_block = 1;
+    l.span = kN;
+    l.kv_block = kN;
+    if (l.dense) {
+        l.count = (len_k + kN - 1) / kN;
+        return l;
+    }
+    const int bb = p.bm_batch == 1 ? 0 : b, hh = p.bm_heads == 1 ? 0 : h;
+    const int qb = m_tile * kM / p.bm_q_block;
+    const long long row = ((long long)bb * p.bm_heads + hh) * p.bm_nq + qb;
+    l.kv_block = p.bm_kv_block;
+    l.per_block = p.bm_kv_block >= kN ? p.bm_kv_block / kN : 1;
+    l.span = p.bm_kv_block >= kN ? kN : p.bm_kv_block;
+    l.num_partial = p.kv_num[row];
+    l.partial = p.kv_idx + row * p.bm_nkv;
+    const int nf = p.full_kv_num ? p.full_kv_num[row] : 0;
+    l.full = p.full_kv_idx ? p.full_kv_idx + row * p.bm_nkv : l.partial;
+    l.count = (l.num_partial + nf) * l.per_block;
+    return l;
+}
+
+#endif /* FA4_SM90_SCHEDULE_CUH */

@@ -1,0 +1,116 @@
+/*
+ * softmax.cuh - the softmax stage of the sm90 forward, on a consumer warp's 16 x kN slice of the S
+ * accumulator (the wgmma layout equals mma.sync's: chunk c holds rows g, g+8 and columns 8c+2t,
+ * 8c+2t+1 of each thread, g = lane/4, t = lane%4).
+ *
+ * Units: scores are kept as x = score_mod(scale * q.k) when there is a score_mod, else as the raw
+ * q.k, and k2 (LOG2E, or scale * LOG2E) turns them into log2 units, so a mod-free kernel never
+ * multiplies by the scale separately. Row maxima m are kept in log2 units.
+ *
+ * Knobs (JIT defines): FA4_RESCALE_THRESHOLD > 0 keeps the old row max (and skips the O rescale)
+ * unless some row of the warp grows by more than the threshold (a warp-uniform vote; P may then
+ * reach 2^threshold, harmless in fp32 and 16-bit). FA4_SW_EXP2_PERCENT computes that share of the
+ * exponentials (whole column chunks) on the FMA pipe: Cody-Waite split into integer and fraction,
+ * a degree-3 polynomial for 2^f on [0, 1) (coefficients from the seeds, seeds/002 §3), the integer
+ * added into the exponent bits.
+ */
+#ifndef FA4_SM90_SOFTMAX_CUH
+#define FA4_SM90_SOFTMAX_CUH
+
+/* kCheck: apply the sequence bounds and mask_mod (partial tiles); without it only score_mod. */
+template <int NT, bool kCheck>
+__device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_params &p,
+                                                const fa4_aux &aux, int b, int h, int row0, int col0,
+                                                int len_q, int len_k, bool full)
+{
+#pragma unroll
+    for (int ni = 0; ni < NT; ++ni) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int qi = row0 + (e >= 2 ? 8 : 0);
+            const int ki = col0 + ni * 8 + (e & 1);
+            float x = s[ni][e];
+#if FA4_HAS_SCORE_MOD
+            x *= p.scale;
+#endif
+            if (kCheck) {
+                const bool ok = fa4_allowed(p, aux, b, h, qi, ki, len_q, len_k, full);
+#if FA4_HAS_SCORE_MOD
+                if (ok)
+                    x = fa4_score_mod(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
+#endif
+                x = ok ? x : -FA4_INF;
+            } else {
+#if FA4_HAS_SCORE_MOD
+                x = fa4_score_mod(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
+#endif
+            }
+            s[ni][e] = x;
+        }
+    }
+}
+
+/* 2^x on the FMA pipe (x <= 0 here: scores minus the row max). */
+__device__ __forceinline__ float fa4_exp2_sw(float x)
+{
+    const float xc = fmaxf(x, -126.f);
+    const float xi = floorf(xc);
+    const float f = xc - xi;
+    const float r = fmaf(fmaf(fmaf(0.0771f, f, 0.2276f), f, 0.6951f), f, 1.0f);
+    return x < -126.f ? 0.f : __int_as_float(__float_as_int(r) + ((int)xi << 23));
+}
+
+/* Online softmax update: s (scores) becomes P (unnormalised, natural exponent of the scaled
+ * score minus the row max); corr is the factor O must be rescaled by. Returns false when no row of
+ * the warp changed its reference (corr == 1: the rescale of O may be skipped). */
+template <int NT>
+__device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2], float (&l)[2],
+                                                 float (&corr)[2], float k2)
+{
+    float mnew[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float mx = -FA4_INF;
+#pragma unroll
+        for (int ni = 0; ni < NT; ++ni)
+            mx = fmaxf(mx, fmaxf(s[ni][2 * r], s[ni][2 * r + 1]));
+        mx = fa4_quad_max(mx) * k2;
+        mnew[r] = fmaxf(m[r], mx);
+    }
+    bool rescale = true;
+#if FA4_RESCALE_THRESHOLD > 0
+    {
+        const bool need = mnew[0] > m[0] + FA4_RESCALE_THRESHOLD || mnew[1] > m[1] + FA4_RESCALE_THRESHOLD;
+        if (!__any_sync(0xffffffffu, need)) {
+            mnew[0] = m[0];
+            mnew[1] = m[1];
+            rescale = false;
+        }
+    }
+#endif
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const float ref = mnew[r] == -FA4_INF ? 0.f : mnew[r];
+        corr[r] = rescale ? fa4_exp2(m[r] - ref) : 1.f;
+        m[r] = mnew[r];
+        float sum = 0.f;
+#pragma unroll
+        for (int ni = 0; ni < NT; ++ni) {
+#pragma unroll
+            for (int e = 2 * r; e < 2 * r + 2; ++e) {
+                const float x = fmaf(s[ni][e], k2, -ref);
+#if FA4_SW_EXP2_PERCENT > 0
+                const bool sw = ni < (NT * FA4_SW_EXP2_PERCENT + 50) / 100;
+                s[ni][e] = sw ? fa4_exp2_sw(x) : fa4_exp2(x);
+#else
+                s[ni][e] = fa4_exp2(x);
+#endif
+                sum += s[ni][e];
+            }
+        }
+        l[r] = l[r] * corr[r] + sum;
+    }
+    return rescale;
+}
+
+#endif /* FA4_SM90_SOFTMAX_CUH */
