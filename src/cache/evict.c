@@ -215,7 +215,8 @@ static int prune_tier(fa4__cache *c, int tier, int64_t target, int all, fa4__cac
     int rc = fa4__cache_foreach(c, tier, scan_item, &s);
     if (s.oom)
         rc = -1;
-    qsort(s.v, s.n, sizeof *s.v, by_age);
+    if (s.n > 1)
+        qsort(s.v, s.n, sizeof *s.v, by_age);
     int64_t total = (int64_t)r->bytes;
     for (size_t i = 0; i < s.n && (all || total > target); i++) {
         struct stat st;
