@@ -98,30 +98,32 @@ fa4_status fa4__diag_plain(fa4__diag *d, fa4_status st, const char *fmt, ...)
     return st;
 }
 
-/* Levenshtein distance on names (at most FA4__MOD_MAX_NAME long; longer ones count as far). */
+/* Edit distance with adjacent transpositions (optimal string alignment): "flaot" is one edit from
+ * "float". Names are at most FA4__MOD_MAX_NAME long; longer ones count as far. */
 int fa4__edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > FA4__MOD_MAX_NAME || lb > FA4__MOD_MAX_NAME)
         return 1000;
-    int row[FA4__MOD_MAX_NAME + 2];
+    int rows[3][FA4__MOD_MAX_NAME + 2]; /* i-2, i-1, i */
     for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
+        rows[1][j] = (int)j;
     for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
+        int *cur = rows[(i + 1) % 3], *prev = rows[i % 3], *prev2 = rows[(i + 2) % 3];
+        cur[0] = (int)i;
         for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
+            int best = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < best)
+                best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best)
+                best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                prev2[j - 2] + 1 < best)
+                best = prev2[j - 2] + 1;
+            cur[j] = best;
         }
     }
-    return row[lb];
+    return rows[(la + 1) % 3][lb];
 }
 
 const char *fa4__closest(const char *word, const char *const *cands, int n)

@@ -269,9 +269,19 @@ fa4_status fa4__mod_lex(fa4__mod *m, fa4__diag *d)
         if (c == '#')
             return err(&L, FA4_ERR_MOD_SYNTAX, line, col, 1,
                        "preprocessor lines are not allowed in mods%s", "");
-        if (c == '"')
+        if (c == '"') {
+            /* `asm("...")` fails here first: name the real offence */
+            if (m->ntoks >= 2 && m->toks[m->ntoks - 1].kind == TK_LPAREN) {
+                const fa4__tok *a = &m->toks[m->ntoks - 2];
+                if (fa4__tok_is(m, a, "asm") || fa4__tok_is(m, a, "__asm__") ||
+                    fa4__tok_is(m, a, "__asm"))
+                    return err(&L, FA4_ERR_MOD_SYNTAX, a->line, a->col, (int)a->len,
+                               "inline assembly ('%.*s') is not allowed in mods", (int)a->len,
+                               m->src + a->off);
+            }
             return err(&L, FA4_ERR_MOD_SYNTAX, line, col, 1, "string literals are not allowed%s",
                        "");
+        }
         if (c == '\'')
             return err(&L, FA4_ERR_MOD_SYNTAX, line, col, 1,
                        "character literals are not allowed%s", "");
