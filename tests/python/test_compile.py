@@ -1,0 +1,139 @@
+"""Compile-only paths through ctypes: a deviceless context (FA4_DEVICE_NONE) compiling for sm_90a,
+kernel info and aux info, errors with line, column and log, fa4_spec_check, and the disk cache
+configured from Python. No GPU and no torch needed."""
+
+import pytest
+
+import fa4jit
+from fa4jit import _ctypes as C
+
+ARCH = "sm_90a"
+
+ALIBI = """float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *slopes) {
+    return score + slopes[h] * (float)(kv_idx - q_idx);
+}
+"""
+
+BAD = """float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *slopes) {
+    float x = score;
+    return x + slope[h];
+}
+"""
+
+
+@pytest.fixture()
+def ctx(isolated_cache):
+    return fa4jit.context("none")
+
+
+def test_deviceless_context_has_no_arch(ctx):
+    assert ctx.device == C.FA4_DEVICE_NONE
+    assert ctx.arch == ""
+
+
+def test_compile_and_read_info(ctx):
+    k = ctx.compile(ALIBI, dtype="bf16", head_dim=128, arch=ARCH, flags=C.FA4_COMPILE_FWD)
+    info = k.info
+    assert info.arch == ARCH
+    assert info.dtype == "bf16" and info.head_dim == 128 and info.head_dim_v == 128
+    assert info.has_score_mod and not info.has_mask_mod
+    assert not info.launchable  # deviceless
+    assert info.cache_result == "miss" and info.compile_ms > 0
+    assert len(info.key) == 32 and int(info.key, 16) >= 0
+    assert [p.name for p in info.programs] == ["fwd"]
+    assert info.programs[0].cubin_size > 0 and info.programs[0].registers > 0
+    assert len(k.cubin(0)) == info.programs[0].cubin_size
+    assert k.aux == [fa4jit.AuxInfo(name="slopes", is_tensor=True, dtype="float",
+                                    trainable=False)]
+
+
+def test_trainable_aux_is_reported(ctx):
+    src = ("float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias)"
+           " { return score + bias[h]; }")
+    k = ctx.compile(src, arch=ARCH, flags=C.FA4_COMPILE_FWD | C.FA4_COMPILE_BWD,
+                    trainable=["bias"])
+    assert k.aux[0].trainable
+    assert {p.name for p in k.info.programs} >= {"fwd", "bwd_main"}
+
+
+def test_mod_error_carries_line_column_and_status(ctx):
+    with pytest.raises(fa4jit.ModError) as ei:
+        ctx.compile(BAD, arch=ARCH, source_name="my.mod")
+    e = ei.value
+    assert e.status == C.STATUS["FA4_ERR_MOD_CHECK"]
+    assert e.status_name == "FA4_ERR_MOD_CHECK"
+    assert (e.line, e.column) == (3, 16)
+    assert "slope" in e.message and "slopes" in e.message
+    assert e.source == BAD
+
+
+def test_syntax_error_family(ctx):
+    with pytest.raises(fa4jit.ModError) as ei:
+        ctx.compile("float score_mod(float score, int b, int h, int q_idx, int kv_idx) {\n"
+                    "    return score +;\n}\n", arch=ARCH)
+    assert ei.value.status_name == "FA4_ERR_MOD_SYNTAX" and ei.value.line == 2
+
+
+def test_spec_check_matches_compile_without_compiling(ctx):
+    ctx.check(ALIBI, arch=ARCH)
+    with pytest.raises(fa4jit.ModError) as ei:
+        ctx.check(BAD, arch=ARCH)
+    assert (ei.value.line, ei.value.column) == (3, 16)
+
+
+def test_unsupported_head_dim(ctx):
+    with pytest.raises(fa4jit.Fa4Error) as ei:
+        ctx.check(ALIBI, arch=ARCH, head_dim=72)
+    assert ei.value.status_name in ("FA4_ERR_UNSUPPORTED", "FA4_ERR_INVALID_ARGUMENT")
+
+
+def test_unknown_arch(ctx):
+    with pytest.raises(fa4jit.UnsupportedError) as ei:
+        ctx.check(ALIBI, arch="sm_1x")
+    assert ei.value.status_name == "FA4_ERR_ARCH"
+
+
+def test_memory_then_disk_cache_hits(isolated_cache):
+    k1 = fa4jit.compile(ALIBI, arch=ARCH, backward=False)
+    assert k1.info.cache_result == "miss"
+    k2 = fa4jit.compile(ALIBI, arch=ARCH, backward=False)
+    assert k2.info.cache_result == "memory"
+    assert k2.info.key == k1.info.key
+    fa4jit.configure_cache(dir=isolated_cache, mode="rw")  # fresh contexts, same directory
+    k3 = fa4jit.compile(ALIBI, arch=ARCH, backward=False)
+    assert k3.info.cache_result == "disk" and k3.info.compile_ms == 0
+    # Whitespace and comments do not change the key.
+    k4 = fa4jit.compile("/* same */\n" + ALIBI.replace("    ", "\t"), arch=ARCH, backward=False)
+    assert k4.info.key == k1.info.key
+
+
+def test_cache_off_never_hits_disk(tmp_path, lib):
+    fa4jit.configure_cache(dir=str(tmp_path / "c"), mode="off")
+    try:
+        fa4jit.compile(ALIBI, arch=ARCH, backward=False)
+        fa4jit.configure_cache(dir=str(tmp_path / "c"), mode="off")
+        k = fa4jit.compile(ALIBI, arch=ARCH, backward=False)
+        assert k.info.cache_result == "miss"
+        assert not (tmp_path / "c").exists() or not any((tmp_path / "c").rglob("*.*"))
+    finally:
+        fa4jit.configure_cache()
+
+
+def test_shipped_mods_compile_deviceless(isolated_cache):
+    mods = fa4jit.shipped_mods()
+    if not mods:
+        pytest.skip("no shipped mods found (mods/*.mod)")
+    for name in sorted(mods):
+        k = fa4jit.compile(name if "score_mod" in fa4jit.shipped_mod_source(name) else None,
+                           mask_mod=name if "mask_mod" in fa4jit.shipped_mod_source(name)
+                           else None, arch=ARCH, backward=False)
+        text = fa4jit.shipped_mod_source(name)
+        assert k.info.has_score_mod == ("float score_mod" in text), name
+        assert k.info.has_mask_mod == ("bool mask_mod" in text), name
+        assert "block_mask" in {p.name for p in k.info.programs} or not k.info.has_mask_mod
+
+
+def test_unknown_shipped_mod_name_lists_the_known_ones():
+    with pytest.raises(ValueError) as ei:
+        fa4jit.check("no_such_mod_name")
+    assert "no_such_mod_name" in str(ei.value)
