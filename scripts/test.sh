@@ -14,8 +14,11 @@ cmake --build "$build" -j"$(nproc)"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 (cd "$build" && ctest --output-on-failure -j"$(nproc)")
-if python3 -c "import pytest" 2>/dev/null && [ -d tests/python ]; then
-    FA4JIT_LIBRARY="$PWD/$build/libfa4jit.so" ASAN_OPTIONS= \
+# Python tests with Debian's interpreter (python3-pytest, python3-torch for the translator); the
+# library under test is the sanitizer build, so the ASan runtime must be loaded first.
+if [ -d tests/python ]; then
+    FA4JIT_LIBRARY="$PWD/$build/libfa4jit.so" \
+        ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 \
         LD_PRELOAD="$(gcc -print-file-name=libasan.so)" \
-        python3 -m pytest -q tests/python
+        /usr/bin/python3 -m pytest -q tests/python
 fi

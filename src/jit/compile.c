@@ -256,8 +256,8 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
         return fa4__set_error(ctx, FA4_ERR_IO, "kernel sources: %s", why);
 
     char *mod_header = NULL;
-    if (r->mod) {
-        mod_header = fa4__mod_emit_cuda(r->mod, r->source_name,
+    if (k->mod) {
+        mod_header = fa4__mod_emit_cuda(k->mod, r->source_name,
                                         (r->spec.flags & FA4_COMPILE_CHECKED) != 0);
         if (!mod_header)
             return fa4__set_error(ctx, FA4_ERR_OUT_OF_MEMORY, "out of memory emitting the mod");
@@ -297,7 +297,7 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
         const fa4__program_desc *d = &r->ops->programs[p];
         if (!(d->needs & r->spec.flags))
             continue;
-        if (d->needs == FA4_COMPILE_BLOCK_MASK && !(r->mod && fa4__mod_has_mask(r->mod)))
+        if (d->needs == FA4_COMPILE_BLOCK_MASK && !(k->mod && fa4__mod_has_mask(k->mod)))
             continue; /* no mask_mod: nothing to turn into a block mask */
         const fa4__embedded_file *main = find_source(files, nsrc, d->entry);
         if (!main) {
