@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "emit_internal.h"
@@ -27,8 +28,14 @@ static void emit_float_literal(fa4__emitter *E, double v)
         fa4__out(E, v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)");
         return;
     }
+    /* the shortest spelling that reads back as the same float */
     char buf[48];
-    snprintf(buf, sizeof buf, "%.9g", (double)(float)v);
+    float f = (float)v;
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+        if (strtof(buf, NULL) == f)
+            break;
+    }
     if (!strpbrk(buf, ".en"))
         strcat(buf, ".0");
     fa4__out(E, "%sf", buf);
@@ -71,7 +78,15 @@ static void close_paren(fa4__emitter *E, int p)
 /* An expression as a plain float/int/bool: in dual mode, float values take their `.v`. */
 static void emit_value(fa4__emitter *E, const fa4__expr *e)
 {
-    if (E->dual && e->type == TY_FLOAT) {
+    E->bare = 0;
+    if (E->dual && e->type == TY_FLOAT && e->kind == EX_FLOAT) {
+        emit_float_literal(E, e->fval);
+    } else if (E->dual && e->type == TY_FLOAT && e->kind == EX_VAR) {
+        if (e->var->kind == VK_AUX)
+            fa4__out(E, "fa4_a.%s", e->var->name);
+        else
+            fa4__out(E, "%s.v", e->var->name);
+    } else if (E->dual && e->type == TY_FLOAT) {
         E->bare = 0;
         fa4__out(E, "(");
         emit_expr(E, e);
@@ -281,6 +296,10 @@ static void emit_expr(fa4__emitter *E, const fa4__expr *e)
         if (e->op == TK_PLUS) {
             E->bare = 0;
             emit_expr(E, e->a);
+        } else if (e->op == TK_MINUS && e->type == TY_INT && e->a->kind == EX_INT &&
+                   e->a->ival > 0) {
+            E->bare = 0;
+            fa4__out(E, "(-%lld)", (long long)e->a->ival);
         } else if (e->op == TK_MINUS && e->type == TY_INT) {
             E->bare = 0;
             fa4__out(E, "fa4_ineg(");

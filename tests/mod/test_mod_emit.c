@@ -1,0 +1,299 @@
+/*
+ * test_mod_emit.c - the emitted CUDA and the cache-key hash. Golden headers for a few mods are
+ * compared byte for byte (FA4_UPDATE_GOLDEN=1 rewrites them under tests/mod/golden/); emission is
+ * deterministic; #line directives point at the user's lines; the token hash ignores whitespace and
+ * comments but changes with any token or with the trainable set.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "mod_test_util.h"
+
+static char *emit_file(const char *path, const char *name, const char *trainable, int checked)
+{
+    size_t len;
+    char *src = mt_read_file(path, &len);
+    assert_non_null(src);
+    fa4__mod *m = mt_parse(src, len, name);
+    assert_non_null(m);
+    if (trainable) {
+        fa4__diag d;
+        assert_int_equal(fa4__mod_set_trainable(m, &trainable, 1, &d), FA4_OK);
+    }
+    char *out = fa4__mod_emit_cuda(m, name, checked);
+    assert_non_null(out);
+    fa4__mod_free(m);
+    free(src);
+    return out;
+}
+
+static void golden(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *dir, *name, *trainable;
+        int checked;
+    } g[] = {
+        {"mods", "alibi", NULL, 0},
+        {"mods", "t5_bias", "bias", 0},
+        {"mods", "document", NULL, 1},
+        {"mods", "head_scale", "log_temp", 0},
+        {"tests/mod/cases", "branches", "w", 0},
+    };
+    const char *upd = getenv("FA4_UPDATE_GOLDEN");
+    int update = upd && !strcmp(upd, "1");
+    int fails = 0;
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        char path[512], gpath[512];
+        snprintf(path, sizeof path, "%s/%s/%s.mod", FA4_TEST_SOURCE_DIR, g[i].dir, g[i].name);
+        snprintf(gpath, sizeof gpath, "%s/tests/mod/golden/%s.cuh", FA4_TEST_SOURCE_DIR,
+                 g[i].name);
+        char name[80];
+        snprintf(name, sizeof name, "%s.mod", g[i].name);
+        char *out = emit_file(path, name, g[i].trainable, g[i].checked);
+        if (update) {
+            FILE *f = fopen(gpath, "wb");
+            assert_non_null(f);
+            fputs(out, f);
+            fclose(f);
+        } else {
+            char *want = mt_read_file(gpath, NULL);
+            if (!want || strcmp(want, out)) {
+                fails++;
+                fprintf(stderr, "golden %s differs (FA4_UPDATE_GOLDEN=1 rewrites it after "
+                                "review)\n", gpath);
+            }
+            free(want);
+        }
+        /* emitting twice gives the same text */
+        char *again = emit_file(path, name, g[i].trainable, g[i].checked);
+        assert_string_equal(out, again);
+        free(again);
+        free(out);
+    }
+    assert_int_equal(fails, 0);
+}
+
+/* #line N "name" puts each user statement on its own line number. */
+static void line_directives(void **state)
+{
+    (void)state;
+    static const char src[] =
+        "// comment line 1\n"
+        "\n"
+        "float score_mod(float s, int b, int h, int q, int kv) {\n" /* line 3 */
+        "    float x = s * 2.0f;\n"                                  /* line 4 */
+        "\n"
+        "    if (q > kv) {\n"                                        /* line 6 */
+        "        x = x + 1.0f;\n"                                    /* line 7 */
+        "    }\n"
+        "    return x;\n"                                            /* line 9 */
+        "}\n";
+    fa4__mod *m = mt_parse(src, sizeof src - 1, "user.mod");
+    assert_non_null(m);
+    char *out = fa4__mod_emit_cuda(m, "user.mod", 0);
+    assert_non_null(out);
+    /* find each user statement in the forward function and the line it maps to */
+    const char *fwd = strstr(out, "fa4_score_mod(float s");
+    assert_non_null(fwd);
+    static const struct {
+        const char *text;
+        int line;
+    } want[] = {{"float x = s * 2.0f;", 4}, {"if (q > kv)", 6}, {"x = x + 1.0f;", 7},
+                {"return x;", 9}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *at = strstr(fwd, want[i].text);
+        assert_non_null(at);
+        /* walk back to the last #line and count the lines in between */
+        const char *p = at;
+        int lines = 0;
+        while (p > out) {
+            p--;
+            if (*p == '\n') {
+                if (!strncmp(p + 1, "#line ", 6))
+                    break;
+                lines++;
+            }
+        }
+        int n = 0;
+        char fname[64];
+        assert_int_equal(sscanf(p + 1, "#line %d \"%63[^\"]\"", &n, fname), 2);
+        assert_string_equal(fname, "user.mod");
+        /* the #line's own line is not counted: the next line is n */
+        assert_int_equal(n + lines - 1, want[i].line);
+    }
+    /* after the user's code the header maps back to itself */
+    assert_non_null(strstr(out, "\"fa4_mod.cuh\""));
+    /* no includes, no __expf */
+    assert_null(strstr(out, "#include"));
+    assert_null(strstr(out, "__expf"));
+    free(out);
+    fa4__mod_free(m);
+}
+
+static void hash_of(const char *src, size_t len, uint8_t out[16])
+{
+    fa4__mod *m = mt_parse(src, len, "h");
+    assert_non_null(m);
+    fa4__mod_hash(m, out);
+    fa4__mod_free(m);
+}
+
+static char *replace_all(const char *s, const char *from, const char *to)
+{
+    size_t fl = strlen(from), tl = strlen(to), n = 0;
+    for (const char *p = strstr(s, from); p; p = strstr(p + fl, from))
+        n++;
+    char *out = malloc(strlen(s) + n * (tl + 1) + 1), *o = out;
+    while (*s) {
+        if (!strncmp(s, from, fl)) {
+            memcpy(o, to, tl);
+            o += tl;
+            s += fl;
+        } else {
+            *o++ = *s++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* Drop the comments (the shipped mods have no strings, so a plain scan is exact). */
+static char *strip_comments(const char *s)
+{
+    char *out = malloc(strlen(s) + 1), *o = out;
+    while (*s) {
+        if (s[0] == '/' && s[1] == '*') {
+            const char *e = strstr(s + 2, "*/");
+            s = e ? e + 2 : s + strlen(s);
+            *o++ = ' ';
+        } else if (s[0] == '/' && s[1] == '/') {
+            while (*s && *s != '\n')
+                s++;
+        } else {
+            *o++ = *s++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static void hash_stability(void **state)
+{
+    (void)state;
+    char *names[MT_MAX_MODS];
+    int n = mt_list_mods(names);
+    assert_true(n >= 14);
+    uint8_t first[MT_MAX_MODS][16];
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        char *src = mt_read_mod(names[i], &len);
+        uint8_t h0[16], h1[16];
+        hash_of(src, len, h0);
+        memcpy(first[i], h0, 16);
+        /* whitespace: spaces become runs of blanks and tabs, newlines after ; and { */
+        char *a = replace_all(src, " ", "  \t ");
+        char *b2 = replace_all(a, ";", ";\n\n");
+        char *c = replace_all(b2, "{", "{\r\n");
+        hash_of(c, strlen(c), h1);
+        assert_memory_equal(h0, h1, 16);
+        /* comments removed, and a new one added */
+        char *d = strip_comments(c);
+        size_t dl = strlen(d);
+        char *e = malloc(dl + 64);
+        snprintf(e, dl + 64, "// %s, reformatted\n%s/* end */", names[i], d);
+        hash_of(e, strlen(e), h1);
+        assert_memory_equal(h0, h1, 16);
+        /* one more token (an empty statement): a different hash */
+        char *f = replace_all(src, ") {", ") { ;");
+        assert_string_not_equal(f, src);
+        hash_of(f, strlen(f), h1);
+        assert_memory_not_equal(h0, h1, 16);
+        free(a);
+        free(b2);
+        free(c);
+        free(d);
+        free(e);
+        free(f);
+        free(src);
+    }
+    /* distinct mods hash apart */
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            assert_memory_not_equal(first[i], first[j], 16);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    /* token spelling matters even where the meaning is the same; the trainable set matters */
+    static const char s1[] = "float score_mod(float s, int b, int h, int q, int kv, const float "
+                             "*w) { return s * 1.0f + w[h]; }";
+    static const char s2[] = "float score_mod(float s, int b, int h, int q, int kv, const float "
+                             "*w) { return s * 1.0 + w[h]; }";
+    uint8_t h1[16], h2[16], h3[16];
+    hash_of(s1, sizeof s1 - 1, h1);
+    hash_of(s2, sizeof s2 - 1, h2);
+    assert_memory_not_equal(h1, h2, 16);
+    fa4__mod *m = mt_parse(s1, sizeof s1 - 1, "t");
+    const char *w = "w";
+    fa4__diag dg;
+    assert_int_equal(fa4__mod_set_trainable(m, &w, 1, &dg), FA4_OK);
+    fa4__mod_hash(m, h3);
+    assert_memory_not_equal(h1, h3, 16);
+    assert_int_equal(fa4__mod_set_trainable(m, NULL, 0, &dg), FA4_OK);
+    fa4__mod_hash(m, h3);
+    assert_memory_equal(h1, h3, 16);
+    fa4__mod_free(m);
+}
+
+/* The interface macros and the aux struct layout the host relies on. */
+static void interface_shape(void **state)
+{
+    (void)state;
+    static const char src[] =
+        "float score_mod(float s, int b, int h, int q, int kv, const bf16 *t, float c, "
+        "const int64 *ix) { return s * c + t[ix[q]]; }\n"
+        "bool mask_mod(int b, int h, int q, int kv, bool on, float c) { return on; }";
+    fa4__mod *m = mt_parse(src, sizeof src - 1, "t");
+    assert_non_null(m);
+    const char *t = "t";
+    fa4__diag dg;
+    assert_int_equal(fa4__mod_set_trainable(m, &t, 1, &dg), FA4_OK);
+    char *out = fa4__mod_emit_cuda(m, "t", 1);
+    assert_non_null(strstr(out, "#define FA4_HAS_SCORE_MOD 1\n#define FA4_HAS_MASK_MOD 1\n"
+                                "#define FA4_NUM_AUX 4\n#define FA4_HAS_TRAINABLE_AUX 1\n"));
+    assert_non_null(strstr(out, "#define FA4_CHECKED 1"));
+    assert_non_null(strstr(out, "struct fa4_aux {\n"
+                                "    const unsigned short *t;\n    long long t_len;\n"
+                                "    float *t_grad;\n"
+                                "    float c;\n"
+                                "    const long long *ix;\n    long long ix_len;\n"
+                                "    bool on;\n};\n"));
+    assert_non_null(strstr(out, "atomicAdd(&fa4_a.t_grad[at], g * r.d);"));
+    assert_non_null(strstr(out, "__uint_as_float((unsigned)fa4_a.t[j] << 16)"));
+    assert_non_null(strstr(out, "__trap();"));
+    free(out);
+    fa4__mod_free(m);
+    /* no aux at all: the struct still has a member */
+    static const char src2[] = "bool mask_mod(int b, int h, int q, int kv) { return true; }";
+    m = mt_parse(src2, sizeof src2 - 1, "t2");
+    out = fa4__mod_emit_cuda(m, NULL, 0);
+    assert_non_null(strstr(out, "struct fa4_aux {\n    int fa4_unused_;\n};"));
+    assert_non_null(strstr(out, "#define FA4_HAS_SCORE_MOD 0"));
+    assert_non_null(strstr(out, "*dscore = 1.0f;\n    return score;"));
+    free(out);
+    fa4__mod_free(m);
+    assert_null(fa4__mod_emit_cuda(NULL, "x", 0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(golden),
+        cmocka_unit_test(line_directives),
+        cmocka_unit_test(hash_stability),
+        cmocka_unit_test(interface_shape),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
