@@ -141,6 +141,8 @@ class _TranslationCache:
                     and old_snap == snap:
                 return result
         result = translate(score_fn, mask_fn, keep_trivial_mask=keep_trivial_mask)
+        if not result.reusable:
+            return result
         try:
             refs = tuple(weakref.ref(f) if f is not None else None for f in (score_fn, mask_fn))
         except TypeError:  # not weakly referenceable: do not cache

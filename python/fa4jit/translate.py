@@ -101,6 +101,9 @@ class Translation:
     score_source: Optional[str]
     mask_source: Optional[str]
     aux: List[Union[AuxTensor, AuxScalar]] = field(default_factory=list)
+    # False when tensor values were folded into the text (e.g. slopes.sum() of a captured
+    # tensor): the text depends on values, so a cache must translate again each time.
+    reusable: bool = True
 
     @property
     def trainable(self) -> Tuple[str, ...]:
@@ -166,6 +169,10 @@ _FRAME_RE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 def _node_location(node, fn):
     trace = getattr(node, "stack_trace", None) or ""
+    if not trace:  # get_attr nodes carry no trace: take the first user's
+        for user in node.users:
+            if getattr(user, "stack_trace", None):
+                return _node_location(user, fn)
     frames = [(m.group(1), int(m.group(2)), m.group(3)) for m in _FRAME_RE.finditer(trace)]
     # Some torch versions record the innermost frame first: there our _trace frame (outside the
     # wrapper) comes after the wrapper. Orient outermost first.
@@ -359,6 +366,7 @@ class _Shared:
         self.helpers = set()
         self.names_by_id: Dict[int, str] = {}
         self.captured_ids = set()
+        self.inlined_constants = False  # a tensor value was baked in: do not reuse the result
 
     def learn_names(self, fn):
         for name, v in _named_captures(fn):
@@ -371,8 +379,16 @@ class _Shared:
         aux = self.tensors.get(key)
         if aux is not None:
             return aux
-        if key not in self.captured_ids and tensor.numel() == 1 and not tensor.requires_grad:
-            return None
+        if key not in self.captured_ids:
+            if tensor.requires_grad:
+                em.fail("tensor computed from captured tensors",
+                        "a tensor that requires grad is computed outside the traced values "
+                        "(e.g. param.exp() on a captured parameter): it would be evaluated once, "
+                        "at translation, and its gradient lost; capture the parameter and apply "
+                        "the operation to an element read from it (param[h].exp())")
+            if tensor.numel() == 1:
+                self.inlined_constants = True
+                return None
         if tensor.dtype not in _TORCH_TO_MOD_DTYPE:
             em.fail("tensor dtype", f"captured tensor of dtype {tensor.dtype} (supported: "
                     + ", ".join(str(d).replace("torch.", "") for d in _TORCH_TO_MOD_DTYPE) + ")")
@@ -520,4 +536,4 @@ def translate(score_mod=None, mask_mod=None, keep_trivial_mask=False) -> Transla
     # A dropped trivial mask declares nothing.
     used = [a for a in shared.order if a.used_by_score or (a.used_by_mask and mask_text)]
     return Translation(source="\n".join(parts), score_source=score_text, mask_source=mask_text,
-                       aux=used)
+                       aux=used, reusable=not shared.inlined_constants)

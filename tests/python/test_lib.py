@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from fa4jit import _ctypes as C
 from fa4jit import _lib
