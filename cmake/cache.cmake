@@ -26,6 +26,11 @@ if(FA4JIT_BUILD_TESTS)
   target_compile_options(bench_cache_get PRIVATE ${FA4_WARNINGS} -Wno-missing-prototypes)
   target_compile_definitions(bench_cache_get PRIVATE _GNU_SOURCE)
   target_link_libraries(bench_cache_get PRIVATE fa4jit_static)
+  # fa4_jit_compile to a loaded kernel on a disk hit and a memory hit (needs a GPU).
+  add_executable(bench_cache_e2e EXCLUDE_FROM_ALL ${CMAKE_SOURCE_DIR}/tests/cache/bench_cache_e2e.c)
+  target_compile_options(bench_cache_e2e PRIVATE ${FA4_WARNINGS})
+  target_compile_definitions(bench_cache_e2e PRIVATE _GNU_SOURCE)
+  target_link_libraries(bench_cache_e2e PRIVATE fa4jit_static)
 endif()
 
 # libFuzzer target for the entry reader: cmake -DFA4JIT_FUZZ=ON -DCMAKE_C_COMPILER=clang

@@ -1,7 +1,7 @@
 /*
  * fuzz_entry.c - libFuzzer target for the cache entry reader (CACHE.md T13). Every input is fed
  * to fa4__entry_decode with and without an HMAC key; an accepted entry must describe only bytes
- * inside the input. Seeds: tests/cache/golden/*.fa4. Build with -DFA4JIT_FUZZ=ON and clang.
+ * inside the input. Seeds: the .fa4 files in tests/cache/golden. Build with -DFA4JIT_FUZZ=ON and clang.
  */
 #include <stddef.h>
 #include <stdint.h>
