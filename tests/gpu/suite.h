@@ -1,0 +1,111 @@
+/*
+ * suite.h - the pieces of the sm80 GPU suite shared between its files: the shipped test mods, the
+ * compiled kernel variants, the case description, device tensors in any layout, aux values, block
+ * masks, and the per-case result. test_sm80.c drives; case.c runs one case; bmask.c builds block
+ * masks; bench.c times the benchmark shape; ref.c is the float64 reference.
+ */
+#ifndef FA4_TESTS_GPU_SUITE_H
+#define FA4_TESTS_GPU_SUITE_H
+
+#include "gpu_util.h"
+
+extern fa4_ctx *g_ctx;
+extern int g_threads;
+
+enum { M_NONE, M_CAUSAL, M_ALIBI, M_SOFTCAP, M_WINDOW, M_RELBIAS, M_ALIBI_CAUSAL, M_DOCUMENT, M_COUNT };
+
+typedef struct mod_def {
+    const char *name;
+    const char *src;
+    const char *trainable;
+    int has_mask;
+} mod_def;
+
+extern const mod_def mods[M_COUNT];
+int64_t relbias_index(int q_idx, int kv_idx);
+
+typedef struct kvariant {
+    int mod, dtype, d, dv;
+    fa4_kernel *k;
+    fa4__mod *m; /* host-side parse for the CPU evaluator */
+    fa4_status st;
+    char err[512];
+    double ms;
+} kvariant;
+
+extern kvariant g_kv[128];
+extern int g_nkv;
+int variant_index(int mod, int dtype, int d, int dv);
+double now_ms(void);
+
+enum { L_BHSD, L_BSHD, L_PADDED, L_COUNT };
+enum { BM_NONE, BM_GPU, BM_RANDOM };
+
+typedef struct tcase {
+    int mod, dtype, d, dv;
+    int batch, hq, hkv, sq, skv;
+    int layout, varlen, bm, q_block, kv_block, bm_heads1;
+    int64_t q_off, kv_off;
+    int bwd, determ;
+    int validation; /* > 0: a launch-validation case number */
+    uint64_t seed;
+    char tags[256];
+} tcase;
+
+typedef struct dtensor {
+    CUdeviceptr ptr;
+    size_t bytes;
+    int64_t sb, sh, ss;
+    int64_t s_fixed; /* rows per batch entry (fixed) or total rows (varlen) */
+    int h, d;
+    fa4_tensor t;
+} dtensor;
+
+typedef struct err {
+    double rel;    /* ||out - ref|| / ||ref|| */
+    double maxabs;
+    int64_t bad;   /* non-finite outputs where the reference is finite, or -inf mismatches */
+} err;
+
+void make_tensor(dtensor *x, const tcase *c, int dtype, int h, int64_t rows_total, int64_t s_fixed, int d);
+void free_tensor(dtensor *x);
+double *upload_random(dtensor *x, int dtype, int64_t rows, rng *r, double sigma);
+double *download(const dtensor *x, int dtype, int64_t rows);
+err compare(const double *out, const double *ref, size_t n);
+fa4_tensor lse_tensor(CUdeviceptr p, int64_t B, int h, int64_t S);
+
+typedef struct aux_set {
+    fa4_aux_value dev[2], host[2];
+    int n;
+    CUdeviceptr dbuf, grad;
+    void *hbuf;
+    int64_t grad_numel;
+} aux_set;
+
+void make_aux(aux_set *a, const tcase *c, rng *r, int64_t idx_len);
+void free_aux(aux_set *a);
+
+typedef struct bmask {
+    fa4_block_mask bm;
+    CUdeviceptr arr[8];
+    unsigned char *status; /* [bmb][bmh][nq][nkv] */
+    int ok;                /* GPU-created lists equal the CPU's */
+} bmask;
+
+void bm_random(bmask *m, const tcase *c, rng *r);
+fa4_status bm_gpu(bmask *m, const tcase *c, fa4_kernel *k, const fa4__mod *mod, const aux_set *a);
+void bm_free(bmask *m);
+
+typedef struct case_out {
+    err e[6]; /* o, lse, dq, dk, dv, daux */
+    int have[6];
+    int pass;
+    int determ_ok; /* -1: not checked */
+    int bm_ok;     /* -1: no GPU block mask */
+    char note[200];
+} case_out;
+
+void run_case(tcase *c, case_out *res);
+void bench(int mod, const char *label, int causal_bm);
+
+#endif /* FA4_TESTS_GPU_SUITE_H */
