@@ -1,0 +1,314 @@
+"""fa4jit's FlexAttention backend on a GPU: forward output, LSE and every gradient (q, k, v and
+captured trainable tensors) against a float64 eager reference and torch's own flex_attention,
+for user-style Python mods, mod source, shipped mods, GQA, block masks from torch and from
+fa4jit, layouts; torch.compile of a small model; the enable() route. Skips without CUDA."""
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+fa = pytest.importorskip("torch.nn.attention.flex_attention",
+                         reason="torch without FlexAttention (torch.nn.attention.flex_attention)")
+
+import fa4jit  # noqa: E402
+from gpu_reference import assert_close, reference_attention  # noqa: E402
+
+DEV = "cuda"
+DTYPE = torch.bfloat16
+
+
+@pytest.fixture(autouse=True)
+def _library(lib):
+    yield
+
+
+def _inputs(B=2, Hq=4, Hkv=4, Sq=256, Skv=256, D=64, Dv=None, dtype=DTYPE, seed=0, bshd=False):
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    Dv = Dv or D
+
+    def make(h, s, d):
+        if bshd:  # [B, S, H, D] in memory, viewed as [B, H, S, D]
+            t = torch.randn(B, s, h, d, device=DEV, dtype=dtype, generator=g).transpose(1, 2)
+        else:
+            t = torch.randn(B, h, s, d, device=DEV, dtype=dtype, generator=g)
+        return t.requires_grad_()
+    return make(Hq, Sq, D), make(Hkv, Skv, D), make(Hkv, Skv, Dv)
+
+
+def _grads(out, inputs, dout):
+    return torch.autograd.grad(out, inputs, dout, allow_unused=True)
+
+
+def _check(name, q, k, v, score_mod=None, block_mask=None, mask_mod=None, trainable=(),
+           fa4_score_mod=None, fa4_kwargs=None, enable_gqa=False):
+    """Run fa4jit, torch's flex_attention and the float64 reference; compare out, LSE, grads."""
+    fa4_kwargs = dict(fa4_kwargs or {})
+    inputs = [q, k, v, *trainable]
+    out, lse = fa4jit.flex_attention(q, k, v, score_mod=fa4_score_mod or score_mod,
+                                     block_mask=block_mask, return_lse=True,
+                                     enable_gqa=enable_gqa, **fa4_kwargs)
+    assert out.shape == (q.shape[0], q.shape[1], q.shape[2], v.shape[3]) and out.dtype == q.dtype
+    assert lse.dtype == torch.float32 and lse.shape == q.shape[:3]
+    dout = torch.randn_like(out)
+    got = _grads(out, inputs, dout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt_out, pt_lse = fa.flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask,
+                                           return_lse=True, enable_gqa=enable_gqa)
+    pt = _grads(pt_out, inputs, dout)
+    mask = mask_mod if mask_mod is not None else (
+        block_mask.mask_mod if block_mask is not None else None)
+    ref_out, ref_lse = reference_attention(q, k, v, score_mod, mask)
+    ref = _grads(ref_out, inputs, dout.double())
+    assert_close(f"{name} out", out, ref_out, pt_out, q.dtype)
+    assert_close(f"{name} lse", lse, ref_lse, pt_lse, q.dtype)
+    for label, g, p, r in zip(["dq", "dk", "dv"] + [f"d_aux{i}" for i in range(len(trainable))],
+                              got, pt, ref):
+        assert g is not None, f"{name}: no gradient for {label}"
+        assert_close(f"{name} {label}", g, r, p, q.dtype)
+    return out
+
+
+# -------------------------------------------------------------------------- user-style mods
+def test_plain():
+    _check("plain", *_inputs())
+
+
+def test_odd_lengths_and_bshd_layout():
+    _check("odd", *_inputs(Sq=200, Skv=333, bshd=True))
+
+
+def test_alibi_closure_over_a_tensor():
+    q, k, v = _inputs()
+    slopes = torch.exp2(-8.0 * torch.arange(1, 5, device=DEV) / 4)
+
+    def alibi(score, b, h, q_idx, kv_idx):
+        return score + slopes[h] * (kv_idx - q_idx)
+    _check("alibi", q, k, v, score_mod=alibi)
+
+
+def test_softcap_closure_over_a_number():
+    q, k, v = _inputs()
+    cap = 5.0
+
+    def softcap(score, b, h, q_idx, kv_idx):
+        return cap * torch.tanh(score / cap)
+    _check("softcap", q, k, v, score_mod=softcap)
+
+
+def test_trainable_relative_bias_gets_its_gradient():
+    q, k, v = _inputs(Sq=128, Skv=128)
+    S = 128
+    table = (0.5 * torch.randn(4, 2 * S - 1, device=DEV)).requires_grad_()
+
+    def rel(score, b, h, q_idx, kv_idx):
+        return score + table[h, q_idx - kv_idx + S - 1]
+    _check("rel_bias", q, k, v, score_mod=rel, trainable=[table])
+
+
+def test_gqa_with_torch_causal_block_mask():
+    q, k, v = _inputs(Hq=8, Hkv=2, Sq=256, Skv=256)
+
+    def causal(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+    bm = fa.create_block_mask(causal, None, None, 256, 256, device=DEV)
+    _check("gqa causal", q, k, v, block_mask=bm, enable_gqa=True)
+
+
+def test_document_mask_with_int_tensor_and_score_mod():
+    q, k, v = _inputs(B=1, Sq=384, Skv=384)
+    doc = torch.repeat_interleave(torch.arange(3, device=DEV, dtype=torch.int32), 128)
+    doc = doc[torch.randperm(384, device=DEV)].sort().values
+
+    def same_doc(b, h, q_idx, kv_idx):
+        return (doc[q_idx] == doc[kv_idx]) & (q_idx >= kv_idx)
+
+    def scaled(score, b, h, q_idx, kv_idx):
+        return score * 0.5
+    bm = fa.create_block_mask(same_doc, 1, None, 384, 384, device=DEV)
+    _check("document", q, k, v, score_mod=scaled, block_mask=bm)
+
+
+def test_fa4jit_block_mask_matches_torch_and_runs():
+    window = 64
+
+    def sliding(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & (q_idx - kv_idx <= window)
+    ours = fa4jit.create_block_mask(sliding, 2, 4, 320, 320, device=DEV)
+    theirs = fa.create_block_mask(sliding, 2, 4, 320, 320, device=DEV)
+    assert isinstance(ours, fa.BlockMask)
+    assert torch.equal(ours.to_dense(), theirs.to_dense())
+    assert ours.mask_mod is sliding and ours.seq_lengths == (320, 320)
+    q, k, v = _inputs(B=2, Hq=4, Sq=320, Skv=320)
+    _check("fa4jit block mask", q, k, v, block_mask=ours)
+
+
+def test_per_head_mask_from_a_captured_tensor():
+    windows = torch.tensor([16, 64, 128, 1000], device=DEV, dtype=torch.int32)
+
+    def per_head(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx).abs() <= windows[h]
+    ours = fa4jit.create_block_mask(per_head, 1, 4, 256, 256, device=DEV)
+    theirs = fa.create_block_mask(per_head, 1, 4, 256, 256, device=DEV)
+    assert torch.equal(ours.to_dense(), theirs.to_dense())
+    _check("per-head window", *_inputs(B=1), block_mask=ours)
+
+
+def test_mod_source_and_shipped_name_agree_with_python():
+    q, k, v = _inputs()
+    cap = 8.0
+
+    def softcap(score, b, h, q_idx, kv_idx):
+        return cap * torch.tanh(score / cap)
+    py = fa4jit.flex_attention(q, k, v, score_mod=softcap)
+    src = ("float score_mod(float score, int b, int h, int q_idx, int kv_idx, float cap) {\n"
+           "    return cap * tanhf(score / cap);\n}\n")
+    text = fa4jit.flex_attention(q, k, v, score_mod=src, aux={"cap": cap})
+    assert torch.equal(py, text)
+    if "softcap" in fa4jit.shipped_mods():
+        named = fa4jit.flex_attention(q, k, v, score_mod="softcap", aux={"cap": cap})
+        assert torch.equal(py, named)
+
+
+def test_missing_aux_is_a_clear_error():
+    q, k, v = _inputs()
+    src = ("float score_mod(float score, int b, int h, int q_idx, int kv_idx, float cap) {\n"
+           "    return cap * tanhf(score / cap);\n}\n")
+    with pytest.raises(fa4jit.InvalidArgumentError) as ei:
+        fa4jit.flex_attention(q, k, v, score_mod=src)
+    assert "'cap'" in str(ei.value)
+
+
+def test_untranslatable_mod_raises_with_line():
+    q, k, v = _inputs()
+
+    def bad(score, b, h, q_idx, kv_idx):
+        return torch.softmax(score, dim=-1)
+    with pytest.raises(fa4jit.TranslationError) as ei:
+        fa4jit.flex_attention(q, k, v, score_mod=bad)
+    assert ei.value.operation == "torch.softmax" and ei.value.line > 0
+
+
+def test_current_stream_is_used():
+    q, k, v = _inputs()
+    s = torch.cuda.Stream()
+    with torch.no_grad():
+        ref = fa4jit.flex_attention(q, k, v)
+        with torch.cuda.stream(s):
+            out = fa4jit.flex_attention(q, k, v)
+        s.synchronize()
+    assert torch.equal(out, ref)
+
+
+def test_compile_returns_launchable_kernel_info():
+    k = fa4jit.compile("causal" if "causal" in fa4jit.shipped_mods() else None, dtype="bf16",
+                       head_dim=64, device=torch.cuda.current_device())
+    assert k.info.launchable and k.info.arch.startswith("sm_")
+
+
+# --------------------------------------------------------------------------------- twins
+def _twins():
+    try:
+        import twins
+    except ImportError:
+        return []
+    cases = getattr(twins, "TWINS", None) or getattr(twins, "twins", None)
+    if cases is None:
+        return []
+    return sorted(cases.items()) if isinstance(cases, dict) else list(cases)
+
+
+@pytest.mark.parametrize("name,twin", _twins() or [pytest.param(None, None, marks=pytest.mark.skip(
+    reason="mods/twins.py has no TWINS table yet"))])
+def test_shipped_mod_twin(name, twin):
+    """The shipped mod (by name, with the twin's aux values) and the twin's Python functions
+    (translated by fa4jit) both match the float64 reference and torch."""
+    S = getattr(twin, "seq_len", 256)
+    q, k, v = _inputs(B=1, Hq=4, Hkv=4, Sq=S, Skv=S)
+    aux = twin.aux(DEV, H=4, S=S) if callable(getattr(twin, "aux", None)) else {}
+    score_mod = getattr(twin, "score_mod", None)
+    mask_mod = getattr(twin, "mask_mod", None)
+    if callable(score_mod) and aux:
+        score_mod_py = score_mod(**aux) if getattr(twin, "factory", False) else score_mod
+    else:
+        score_mod_py = score_mod
+    bm = fa.create_block_mask(mask_mod, 1, 4, S, S, device=DEV) if mask_mod else None
+    _check(f"twin {name}", q, k, v, score_mod=score_mod_py, block_mask=bm)
+
+
+# ---------------------------------------------------------------------------- torch.compile
+class _TinyAttention(torch.nn.Module):
+    def __init__(self, d=64, heads=4, cap=10.0):
+        super().__init__()
+        self.heads, self.cap = heads, cap
+        self.qkv = torch.nn.Linear(d * heads, 3 * d * heads, dtype=DTYPE, device=DEV)
+        self.src = ("float score_mod(float score, int b, int h, int q_idx, int kv_idx, "
+                    "float cap) { return cap * tanhf(score / cap); }")
+
+    def forward(self, x):
+        B, S, _ = x.shape
+        q, k, v = self.qkv(x).view(B, S, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        o = fa4jit.flex_attention(q, k, v, score_mod=self.src, aux={"cap": self.cap})
+        return o.transpose(1, 2).reshape(B, S, -1)
+
+
+def test_torch_compile_sees_one_opaque_op():
+    model = _TinyAttention()
+    x = torch.randn(2, 128, 256, device=DEV, dtype=DTYPE, requires_grad=True)
+    graphs = []
+
+    def recording_backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    eager = model(x)
+    compiled = torch.compile(model, backend=recording_backend)
+    out = compiled(x)
+    assert torch.equal(out, eager)
+    targets = [str(n.target) for gm in graphs for n in gm.graph.nodes if n.op == "call_function"]
+    assert any("fa4jit.flex_fwd" in t for t in targets), targets
+    out.float().sum().backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_torch_compile_aot_backward_matches_eager():
+    model = _TinyAttention()
+    x = torch.randn(2, 128, 256, device=DEV, dtype=DTYPE, requires_grad=True)
+    eager = model(x)
+    (g_eager,) = torch.autograd.grad(eager.float().sum(), x)
+    compiled = torch.compile(model, backend="aot_eager")
+    out = compiled(x)
+    (g_comp,) = torch.autograd.grad(out.float().sum(), x)
+    assert torch.equal(out, eager)
+    assert torch.equal(g_comp, g_eager)
+
+
+# ---------------------------------------------------------------------------------- enable()
+def test_enable_routes_unchanged_code_and_falls_back_with_a_warning():
+    from torch.nn.attention.flex_attention import flex_attention as imported_before
+
+    q, k, v = _inputs()
+
+    def alibi(score, b, h, q_idx, kv_idx):
+        return score + 0.1 * (kv_idx - q_idx)
+    direct = fa4jit.flex_attention(q, k, v, score_mod=alibi)
+    with fa4jit.enable():
+        from torch.nn.attention import flex_attention as mod
+        assert mod.flex_attention is not imported_before
+        routed = mod.flex_attention(q, k, v, score_mod=alibi)
+        assert torch.equal(routed, direct)
+        # fp32 inputs: fa4jit computes in bf16/fp16 only, so torch serves the call.
+        q32, k32, v32 = (t.detach().float() for t in (q, k, v))
+        with pytest.warns(RuntimeWarning, match="fa4jit: using torch's flex_attention"):
+            out32 = mod.flex_attention(q32, k32, v32, score_mod=alibi)
+        ref, _ = reference_attention(q32, k32, v32, alibi)
+        assert (out32.double() - ref).abs().max() < 1e-3
+        # The same reason warns once.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            mod.flex_attention(q32, k32, v32, score_mod=alibi)
+    assert fa.flex_attention is fa4jit.original_flex_attention()
+    assert not fa4jit.is_enabled()
