@@ -294,7 +294,7 @@ void fa4__cache_after_put(fa4__cache *c, int tier, const char *key_hex)
     /* one evictor per tier at a time; the others just carry on */
     if (fa4__cache_path(lock, sizeof lock, "%s/evict.lock", t->vdir) != 0)
         return;
-    int fd = fa4__fs_open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, fa4__cache_file_mode(t));
+    int fd = fa4__fs_open(lock, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, fa4__cache_file_mode(t));
     if (fd < 0) {
         FA4__COUNT(c, io_errors);
         return;

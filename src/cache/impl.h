@@ -1,7 +1,15 @@
 /*
  * impl.h - the cache object behind fa4__cache and the helpers its parts share (configuration and
- * tiers in config.c, get/put/quarantine in store.c, eviction in evict.c, locks in lock.c).
- * Only src/cache includes this.
+ * tiers in config.c, get/put/quarantine in store.c, eviction in evict.c, locks in lock.c; the
+ * entry format is entry.c, every file-system call goes through fs.c). Only src/cache includes this.
+ *
+ * On disk, per tier root:
+ *   <root>/v1/<k0k1>/<key>.fa4          an entry (format 1, see entry.h); key = 32 hex digits
+ *   <root>/v1/<k0k1>/.tmp.<key>.<rand>  a put in progress (or a crashed one: removed after 1 h)
+ *   <root>/v1/<k0k1>/<key>.lock         a compile lock (flock; unlinked by its holder)
+ *   <root>/v1/quarantine/<key>.<rand>.fa4  entries the driver rejected, kept for inspection
+ *   <root>/v1/evict.lock                one evicting process per tier at a time
+ * A reader computes the path from the key and never lists a directory.
  */
 #ifndef FA4_CACHE_IMPL_H
 #define FA4_CACHE_IMPL_H

@@ -81,7 +81,8 @@ int fa4__cache_lock(fa4__cache *c, const char *key_hex, int timeout_ms)
     int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     int wait = 1;
     for (;;) {
-        int fd = fa4__fs_open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+        /* read-only is enough for flock, and works on a teammate's 0644 lock file */
+        int fd = fa4__fs_open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
                               fa4__cache_file_mode(t));
         if (fd < 0) {
             FA4__COUNT(c, io_errors);
