@@ -31,6 +31,16 @@ constexpr int kM = 128;                    /* query rows per CTA */
 constexpr int kN = (kDp <= 128 && kDvp <= 128) ? 128 : 64; /* keys per step */
 constexpr int kStages = 2;
 constexpr int kThreads = 384;
+/* The pipeline writes the threshold with "%.9gf", which gives "0f" or "8f" for whole numbers: an
+ * integer with a suffix, i.e. a user-defined literal in C++. This operator reads those as floats
+ * (proper float literals such as 8.5f never reach it); see notes/sm90-requests.md. */
+#pragma nv_diag_suppress 2506
+__host__ __device__ constexpr float operator""f(unsigned long long v)
+{
+    return (float)v;
+}
+#pragma nv_diag_default 2506
+constexpr float kRescaleThreshold = FA4_RESCALE_THRESHOLD; /* log2 units; <= 0: off */
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
 constexpr int kPanelBytes = 128;           /* one swizzled row of a panel */

@@ -78,16 +78,14 @@ __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2
         mnew[r] = fmaxf(m[r], mx);
     }
     bool rescale = true;
-#if FA4_RESCALE_THRESHOLD > 0
-    {
-        const bool need = mnew[0] > m[0] + FA4_RESCALE_THRESHOLD || mnew[1] > m[1] + FA4_RESCALE_THRESHOLD;
+    if constexpr (kRescaleThreshold > 0.f) {
+        const bool need = mnew[0] > m[0] + kRescaleThreshold || mnew[1] > m[1] + kRescaleThreshold;
         if (!__any_sync(0xffffffffu, need)) {
             mnew[0] = m[0];
             mnew[1] = m[1];
             rescale = false;
         }
     }
-#endif
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const float ref = mnew[r] == -FA4_INF ? 0.f : mnew[r];

@@ -1,0 +1,284 @@
+/*
+ * path_sm90.c - the Hopper kernel path (sm_90a: TMA + wgmma + warp specialisation): which programs
+ * it compiles, the shared memory its forward asks for, and the launches. The forward is its own
+ * program (src/kernels/sm90/fwd.cu); the backward and the block-mask programs are the portable
+ * path's, compiled for sm_90a, and their launchers are delegated to fa4__sm80_ops.
+ *
+ * The forward reads Q, K and V through tensor maps built here from the problem's views with
+ * cuTensorMapEncodeTiled: 4-d (dim, row, head, batch) maps of 64-element boxes in the 128-byte
+ * swizzle that the kernel's wgmma descriptors expect. Under varlen the rows are the packed tokens
+ * and the batch dimension has size 1. Rows and columns past the tensor's end are zero-filled by
+ * TMA; the kernel masks keys past each sequence's end.
+ * Tile geometry mirrors src/kernels/sm90/config.cuh: keep the two in step.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "params.h"
+
+enum { FWD_M = 128, FWD_THREADS = 384, STAGES = 2, BOX_COLS = 64 };
+
+static const fa4__program_desc programs[] = {
+    {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd"},
+    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre"},
+    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main"},
+    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post"},
+    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval"},
+};
+
+static int head_dim_v(const fa4_kernel_spec *spec)
+{
+    return spec->head_dim_v > 0 ? spec->head_dim_v : spec->head_dim;
+}
+
+static int pad64(int d)
+{
+    return (d + 63) / 64 * 64;
+}
+
+/* Keys per step, as config.cuh's kN. */
+static int fwd_n(int d, int dv)
+{
+    return pad64(d) <= 128 && pad64(dv) <= 128 ? 128 : 64;
+}
+
+static int fwd_smem(int d, int dv)
+{
+    const int n = fwd_n(d, dv);
+    return 1024 + FWD_M * pad64(d) * 2 + STAGES * (n * pad64(d) * 2 + n * pad64(dv) * 2) + 128;
+}
+
+static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts[][64], int max)
+{
+    (void)spec;
+    (void)arch;
+    if (max < 1)
+        return 0;
+    snprintf(opts[0], 64, "-DFA4_PATH_SM90=1");
+    return 1;
+}
+
+static int sm90_smem_bytes(const fa4_kernel_spec *spec, const char *program)
+{
+    if (strcmp(program, "fwd") == 0)
+        return fwd_smem(spec->head_dim, head_dim_v(spec));
+    return fa4__sm80_ops.smem_bytes(spec, program);
+}
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static void view(fa4_view *v, const fa4__tview *t)
+{
+    v->data = t->data;
+    v->sb = t->sb;
+    v->sh = t->sh;
+    v->ss = t->ss;
+}
+
+static fa4_status check_problem(fa4_kernel *k, const fa4__problem *p)
+{
+    fa4_ctx *ctx = k->ctx;
+    const int n = fwd_n(p->head_dim, p->head_dim_v);
+    if (p->head_dim != k->spec.head_dim || p->head_dim_v != head_dim_v(&k->spec))
+        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: head dims %d/%d, kernel compiled for %d/%d",
+                              p->head_dim, p->head_dim_v, k->spec.head_dim, head_dim_v(&k->spec));
+    if (p->hkv <= 0 || p->hq % p->hkv != 0)
+        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: Hq (%d) must be a multiple of Hkv (%d)",
+                              p->hq, p->hkv);
+    if (p->seqlen_q > INT32_MAX / 2 || p->seqlen_k > INT32_MAX / 2 || p->total_q > INT32_MAX / 2 ||
+        p->total_k > INT32_MAX / 2)
+        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: sequence too long");
+    if (p->has_block_mask) {
+        const fa4_block_mask *bm = &p->bm;
+        if (p->cu_seqlens_q || p->cu_seqlens_k)
+            return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
+                                  "sm90: block masks with variable-length batches are not supported");
+        if (bm->q_block <= 0 || bm->kv_block <= 0 || bm->q_block % FWD_M ||
+            (bm->kv_block >= n && bm->kv_block % n))
+            return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
+                                  "sm90: block mask block sizes %dx%d: q_block must be a multiple of %d, "
+                                  "kv_block a multiple of %d or smaller than it",
+                                  bm->q_block, bm->kv_block, FWD_M, n);
+        if (bm->num_q_blocks < cdiv(p->seqlen_q, bm->q_block) ||
+            bm->num_kv_blocks < cdiv(p->seqlen_k, bm->kv_block))
+            return fa4__set_error(ctx, FA4_ERR_SHAPE,
+                                  "sm90: block mask has %d x %d blocks, the problem needs %lld x %lld",
+                                  bm->num_q_blocks, bm->num_kv_blocks,
+                                  (long long)cdiv(p->seqlen_q, bm->q_block),
+                                  (long long)cdiv(p->seqlen_k, bm->kv_block));
+        if ((bm->batch != 1 && bm->batch != p->batch) || (bm->heads != 1 && bm->heads != p->hq))
+            return fa4__set_error(ctx, FA4_ERR_SHAPE,
+                                  "sm90: block mask batch/heads %d/%d do not match %d/%d",
+                                  bm->batch, bm->heads, p->batch, p->hq);
+        if (!bm->kv_num_blocks || !bm->kv_indices ||
+            (!bm->full_kv_num_blocks != !bm->full_kv_indices))
+            return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "sm90: block mask index arrays missing");
+    }
+    return FA4_OK;
+}
+
+static void fill_params(fa4_params *pr, const fa4__problem *p)
+{
+    memset(pr, 0, sizeof(*pr));
+    view(&pr->q, &p->q);
+    view(&pr->k, &p->k);
+    view(&pr->v, &p->v);
+    view(&pr->o, &p->o);
+    view(&pr->lse, &p->lse);
+    pr->batch = p->batch;
+    pr->hq = p->hq;
+    pr->hkv = p->hkv;
+    pr->group = p->hq / p->hkv;
+    pr->seqlen_q = (int)p->seqlen_q;
+    pr->seqlen_k = (int)p->seqlen_k;
+    pr->head_dim = p->head_dim;
+    pr->head_dim_v = p->head_dim_v;
+    pr->scale = p->scale;
+    pr->cu_seqlens_q = p->cu_seqlens_q;
+    pr->cu_seqlens_k = p->cu_seqlens_k;
+    pr->q_offset = p->q_offset;
+    pr->kv_offset = p->kv_offset;
+    if (p->has_block_mask) {
+        const fa4_block_mask *bm = &p->bm;
+        pr->has_block_mask = 1;
+        pr->bm_batch = bm->batch;
+        pr->bm_heads = bm->heads;
+        pr->bm_q_block = bm->q_block;
+        pr->bm_kv_block = bm->kv_block;
+        pr->bm_nq = bm->num_q_blocks;
+        pr->bm_nkv = bm->num_kv_blocks;
+        pr->kv_num = bm->kv_num_blocks;
+        pr->kv_idx = bm->kv_indices;
+        pr->full_kv_num = bm->full_kv_num_blocks;
+        pr->full_kv_idx = bm->full_kv_indices;
+    }
+}
+
+/* A 4-d tensor map (dim, row, head, batch) over a 16-bit tensor, boxes of 64 x box_rows. Strides of
+ * dimensions of size 1 are never used by the copy engine but must still be legal. */
+static fa4_status make_map(fa4_ctx *ctx, CUtensorMap *map, const char *what, const fa4__tview *t,
+                           fa4_dtype dtype, int d, int64_t rows, int heads, int batch, int box_rows)
+{
+    cuuint64_t dims[4], strides[3];
+    cuuint32_t box[4] = {BOX_COLS, (cuuint32_t)box_rows, 1, 1}, estr[4] = {1, 1, 1, 1};
+    int64_t st[3] = {t->ss, t->sh, t->sb};
+    const int64_t size[3] = {rows, heads, batch};
+    CUresult r;
+    dims[0] = (cuuint64_t)d;
+    for (int i = 0; i < 3; i++) {
+        dims[i + 1] = (cuuint64_t)(size[i] > 0 ? size[i] : 1);
+        if (size[i] <= 1 || st[i] == 0)
+            st[i] = st[i] > 0 ? st[i] : 8; /* unused: any multiple of 16 bytes */
+        if (st[i] < 0 || (st[i] * 2) % 16 || st[i] * 2 >= ((int64_t)1 << 40))
+            return fa4__set_error(ctx, FA4_ERR_ALIGNMENT,
+                                  "sm90: %s strides must be positive multiples of 16 bytes for TMA", what);
+        strides[i] = (cuuint64_t)(st[i] * 2);
+    }
+    if ((size[1] > 1 && t->sh == 0) || (size[2] > 1 && t->sb == 0 && batch > 1))
+        return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED, "sm90: %s has a zero (broadcast) stride", what);
+    if ((uintptr_t)t->data % 16)
+        return fa4__set_error(ctx, FA4_ERR_ALIGNMENT, "sm90: %s must be 16-byte aligned for TMA", what);
+    r = ctx->cu->tensorMapEncodeTiled(map,
+                                      dtype == FA4_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                              : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                      4, t->data, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, what);
+    return FA4_OK;
+}
+
+static const uint8_t zero_aux[FA4__AUX_BLOCK_MAX];
+
+static fa4_status sm90_launch_fwd(fa4_kernel *k, const fa4__problem *p)
+{
+    fa4_ctx *ctx = k->ctx;
+    const fa4__cu *cu = ctx->cu;
+    fa4_params pr;
+    CUtensorMap mq, mk, mv;
+    CUfunction f;
+    CUresult r;
+    void *args[5];
+    const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
+    const int n = fwd_n(p->head_dim, p->head_dim_v), smem = fwd_smem(p->head_dim, p->head_dim_v);
+    const int64_t tiles = cdiv(p->seqlen_q, FWD_M);
+    fa4_status st = check_problem(k, p);
+    if (st != FA4_OK)
+        return st;
+    if (!cu)
+        return fa4__set_error(ctx, FA4_ERR_NO_DRIVER, "sm90: no CUDA driver");
+    f = fa4__kernel_function(k, "fwd", "fa4_sm90_fwd");
+    if (!f)
+        return fa4__set_error(ctx, FA4_ERR_WRONG_KERNEL,
+                              "sm90: program 'fwd' is not loaded (compile with FA4_COMPILE_FWD, on an "
+                              "sm_90a device)");
+    if (tiles == 0 || p->hq == 0 || p->batch == 0)
+        return FA4_OK;
+    if (tiles > INT32_MAX || p->hq > 65535 || p->batch > 65535)
+        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: grid too large");
+
+    st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
+                  varlen_q ? 1 : p->batch, FWD_M);
+    if (st == FA4_OK)
+        st = make_map(ctx, &mk, "k", &p->k, p->dtype, p->head_dim, varlen_k ? p->total_k : p->seqlen_k,
+                      p->hkv, varlen_k ? 1 : p->batch, n);
+    if (st == FA4_OK)
+        st = make_map(ctx, &mv, "v", &p->v, p->dtype, p->head_dim_v, varlen_k ? p->total_k : p->seqlen_k,
+                      p->hkv, varlen_k ? 1 : p->batch, n);
+    if (st != FA4_OK)
+        return st;
+    fill_params(&pr, p);
+
+    if (smem > ctx->max_smem_optin && ctx->max_smem_optin > 0)
+        return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
+                              "sm90: the forward needs %d bytes of shared memory, the device has %d", smem,
+                              ctx->max_smem_optin);
+    r = cu->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuFuncSetAttribute(max dynamic smem)");
+    args[0] = &pr;
+    args[1] = (void *)(p->aux_block ? p->aux_block : zero_aux);
+    args[2] = &mq;
+    args[3] = &mk;
+    args[4] = &mv;
+    r = cu->launchKernel(f, (unsigned)tiles, (unsigned)p->hq, (unsigned)p->batch, FWD_THREADS, 1, 1,
+                         (unsigned)smem, p->stream, args, NULL);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fwd");
+    return FA4_OK;
+}
+
+static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
+{
+    return fa4__sm80_ops.bwd_workspace(k, p, bytes);
+}
+
+static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
+{
+    return fa4__sm80_ops.launch_bwd(k, p);
+}
+
+static fa4_status sm90_block_mask(fa4_kernel *k, int batch, int heads, int64_t sq, int64_t skv,
+                                  const void *aux_block, size_t aux_size, fa4_block_mask *out,
+                                  CUstream stream)
+{
+    return fa4__sm80_ops.block_mask(k, batch, heads, sq, skv, aux_block, aux_size, out, stream);
+}
+
+const fa4__path_ops fa4__sm90_ops = {
+    FA4_PATH_SM90,
+    programs,
+    (int)(sizeof(programs) / sizeof(programs[0])),
+    sm90_options,
+    sm90_smem_bytes,
+    sm90_launch_fwd,
+    sm90_bwd_workspace,
+    sm90_launch_bwd,
+    sm90_block_mask,
+};
