@@ -309,7 +309,7 @@ int fa4__cli_check(int argc, char **argv)
     /* read a little past the language's limit so the parser reports it in its own words */
     if (fa4__cli_read_file(path, 16u << 20, &src, &len, err, sizeof err) != 0) {
         fprintf(stderr, "fa4jit check: %s\n", err);
-        return 2;
+        return 1;
     }
     fa4__mod *m = NULL;
     fa4__diag d;

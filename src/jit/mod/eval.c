@@ -11,6 +11,9 @@
 
 #include "mod_internal.h"
 
+/* ln 2, spelled out: M_LN2 is not C11 */
+#define LN2 0.69314718055994530942
+
 typedef struct val {
     double v, d; /* float: value and derivative */
     int32_t i;   /* int, bool (0/1) */
@@ -185,9 +188,9 @@ static val eval_builtin(evaluator *E, const fa4__expr *e, val *frame)
     double b = e->nargs > 1 ? x[1].v : 0, db = e->nargs > 1 ? x[1].d : 0;
     switch (e->op) {
     case BI_EXP: { double v = exp(a); return fv(v, da != 0 ? v * da : 0); }
-    case BI_EXP2: { double v = exp2(a); return fv(v, da != 0 ? v * M_LN2 * da : 0); }
+    case BI_EXP2: { double v = exp2(a); return fv(v, da != 0 ? v * LN2 * da : 0); }
     case BI_LOG: return fv(log(a), da != 0 ? da / a : 0);
-    case BI_LOG2: return fv(log2(a), da != 0 ? da / (a * M_LN2) : 0);
+    case BI_LOG2: return fv(log2(a), da != 0 ? da / (a * LN2) : 0);
     case BI_LOG1P: return fv(log1p(a), da != 0 ? da / (1 + a) : 0);
     case BI_EXPM1: { double v = expm1(a); return fv(v, da != 0 ? (v + 1) * da : 0); }
     case BI_SQRT: { double v = sqrt(a); return fv(v, da != 0 ? 0.5 * da / v : 0); }
