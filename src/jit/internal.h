@@ -156,6 +156,7 @@ typedef struct fa4__path_ops {
 } fa4__path_ops;
 
 extern const fa4__path_ops fa4__sm80_ops;
+extern const fa4__path_ops fa4__sm90_ops;
 const fa4__path_ops *fa4__path_for(int path);
 
 /* --------------------------------------------------------------------------- embedded sources */
