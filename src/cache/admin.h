@@ -15,6 +15,7 @@ typedef struct fa4__cache_tier_info {
     const char *root;        /* as configured */
     const char *dir;         /* where format-1 entries live: root/v1 */
     int writable, shared, enabled;
+    int declared_rw;         /* a writable tier by configuration, opened read-only by this cache */
     const char *state;       /* "ok" or why the tier is off */
 } fa4__cache_tier_info;
 

@@ -204,6 +204,7 @@ static fa4_status add_tier(fa4__cache *c, const char *dir, size_t n, int writabl
     memcpy(t->vdir, t->root, rl);
     memcpy(t->vdir + rl, "/" FA4__CACHE_VDIR, sizeof("/" FA4__CACHE_VDIR));
     t->writable = writable && c->mode == FA4_CACHE_MODE_RW;
+    t->declared_rw = writable;
     t->shared = shared;
     c->num_tiers++;
     return FA4_OK;
@@ -531,6 +532,7 @@ int fa4__cache_tier_info_get(const fa4__cache *c, int i, fa4__cache_tier_info *o
     out->root = t->root;
     out->dir = t->vdir;
     out->writable = t->writable;
+    out->declared_rw = t->declared_rw;
     out->shared = t->shared;
     out->enabled = t->enabled;
     out->state = t->state;

@@ -36,7 +36,8 @@
 typedef struct fa4__tier {
     char root[PATH_MAX];     /* as configured, "~" expanded */
     char vdir[PATH_MAX];     /* root/v1 */
-    int writable;
+    int writable;            /* puts, touches and eviction allowed (rw tier, cache mode rw) */
+    int declared_rw;         /* the tier list calls it rw/shared (even when the mode is ro) */
     int shared;              /* group/world-writable allowed, files group-readable, dirs setgid */
     int enabled;
     char state[160];         /* "ok", "refused: symlink", "missing", ... */

@@ -282,7 +282,7 @@ static int cmd_stats(const opts *o)
             printf("%s\n{\"tier\":%d,\"dir\":", i ? "," : "", i);
             json_cstr(ti.dir);
             printf(",\"writable\":%s,\"shared\":%s,\"enabled\":%s,\"state\":",
-                   ti.writable ? "true" : "false", ti.shared ? "true" : "false",
+                   ti.declared_rw ? "true" : "false", ti.shared ? "true" : "false",
                    ti.enabled ? "true" : "false");
             json_cstr(ti.state);
             printf(",\"entries\":%lld,\"bytes\":%lld,\"temp_files\":%lld,\"lock_files\":%lld,"
@@ -294,10 +294,10 @@ static int cmd_stats(const opts *o)
             char size[32], limit[32];
             human_size(t.bytes[FA4__ITEM_ENTRY], size, sizeof size);
             human_size(fa4__cache_max_size(c), limit, sizeof limit);
-            printf("tier %d  %s%s %s (%s)\n", i, ti.writable ? "rw" : "ro", ti.shared ? " shared" : "",
-                   ti.dir, ti.state);
+            printf("tier %d  %s%s %s (%s)\n", i, ti.declared_rw ? "rw" : "ro",
+                   ti.shared ? " shared" : "", ti.dir, ti.state);
             printf("  entries      %lld (%s", (long long)t.n[FA4__ITEM_ENTRY], size);
-            if (ti.writable)
+            if (ti.declared_rw)
                 printf(" of %s", limit);
             printf(")\n  temp files   %lld\n  lock files   %lld\n  quarantined  %lld\n",
                    (long long)t.n[FA4__ITEM_TEMP], (long long)t.n[FA4__ITEM_LOCK],

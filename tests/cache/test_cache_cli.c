@@ -157,6 +157,45 @@ static void test_cli_basics(void **state)
     fa4__cache_close(c);
 }
 
+static void test_cli_hmac(void **state)
+{
+    (void)state;
+    char dir[512], key[512], other[512];
+    fmt_path(dir, sizeof dir, "%s/h", scratch_root);
+    fmt_path(key, sizeof key, "%s/team.key", scratch_root);
+    fmt_path(other, sizeof other, "%s/other.key", scratch_root);
+    spit(key, "team secret", 11);
+    spit(other, "not the team secret", 19);
+    fa4__cache_config cfg = {0};
+    cfg.mode = FA4_CACHE_MODE_RW;
+    cfg.cache_dir = dir;
+    cfg.hmac_key_file = key;
+    fa4__cache *signer = open_cfg(&cfg);
+    fa4__cache *plain = open_dir(dir, FA4_CACHE_MODE_RW);
+    test_entry s1, u1;
+    test_entry_make(&s1, 950, 500);
+    test_entry_make(&u1, 951, 500);
+    assert_int_equal(fa4__cache_put(signer, s1.key_inputs, s1.key_len, &s1.e), 1);
+    assert_int_equal(fa4__cache_put(plain, u1.key_inputs, u1.key_len, &u1.e), 1);
+
+    assert_int_equal(run_cli("verify", "--cache-dir", dir, "--hmac-key", key, NULL), 0);
+    assert_non_null(strstr(out_text, "2 ok, 0 bad"));
+    assert_int_equal(run_cli("verify", "--cache-dir", dir, "--hmac-key", key, "--require-hmac", NULL), 1);
+    assert_non_null(strstr(out_text, "1 ok, 1 bad"));
+    assert_non_null(strstr(out_text, "unsigned"));
+    assert_int_equal(run_cli("verify", "--cache-dir", dir, "--hmac-key", other, NULL), 1);
+    assert_non_null(strstr(out_text, "HMAC mismatch"));
+    assert_int_equal(run_cli("ls", "--cache-dir", dir, "--hmac-key", key, "--json", NULL), 0);
+    assert_int_equal(occurrences(out_text, "\"signed\":true"), 1);
+    assert_int_equal(run_cli("stats", "--cache-dir", dir, "--hmac-key", key, "--require-hmac",
+                             "--json", NULL), 0);
+    assert_non_null(strstr(out_text, "\"hmac\":true,\"require_hmac\":true"));
+    fa4__cache_close(signer);
+    fa4__cache_close(plain);
+    test_entry_free(&s1);
+    test_entry_free(&u1);
+}
+
 /* Swap the bytes of blob `name` of the entry at path (same size), checksum recomputed. */
 static int swap_blob(const char *path, const char *name)
 {
@@ -230,6 +269,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cli_basics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cli_hmac, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli_recompile, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

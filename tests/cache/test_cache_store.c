@@ -714,6 +714,7 @@ static void test_config(void **state)
     assert_int_equal(fa4__cache_tier_info_get(c, 0, &ti), 0);
     assert_string_equal(ti.root, sub("envdir"));
     assert_false(ti.writable);
+    assert_true(ti.declared_rw); /* rw by configuration, read-only by the mode */
     assert_false(ti.enabled); /* read-only and absent: not created */
     fa4__cache_close(c);
     setenv("FA4JIT_CACHE_MODE", "sideways", 1);
