@@ -171,8 +171,9 @@ int fa4__cache_get(fa4__cache *c, const char *key_inputs, size_t len, fa4__cache
         entry->storage_ = buf;
         /* approximate LRU: refresh the mtime at most hourly, and never in a read-only tier */
         time_t now = time(NULL);
-        if (t->writable && now - mtime > FA4__CACHE_TOUCH_AGE && fa4__fs_utimens(path, NULL) != 0)
-            FA4__COUNT(c, io_errors);
+        if (t->writable && now - mtime > FA4__CACHE_TOUCH_AGE && fa4__fs_utimens(path, NULL) != 0 &&
+            errno != EACCES && errno != EPERM && errno != EROFS && errno != ENOENT)
+            FA4__COUNT(c, io_errors); /* a teammate's file in a shared tier just stays old */
         FA4__COUNT(c, hits);
         if (tier)
             *tier = i;
