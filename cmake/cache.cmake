@@ -49,5 +49,13 @@ if(FA4JIT_FUZZ)
     target_compile_options(fuzz_cache_entry PRIVATE ${FA4_WARNINGS} -g -O1
                            -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
     target_link_options(fuzz_cache_entry PRIVATE -fsanitize=fuzzer,address,undefined)
+    # a short smoke run in ctest, seeded with the golden files (copied: libFuzzer writes into
+    # its corpus directory)
+    file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz-cache-corpus)
+    file(GLOB FA4_CACHE_GOLDEN ${CMAKE_SOURCE_DIR}/tests/cache/golden/*.fa4)
+    file(COPY ${FA4_CACHE_GOLDEN} DESTINATION ${CMAKE_BINARY_DIR}/fuzz-cache-corpus)
+    add_test(NAME fuzz_cache_entry_smoke
+             COMMAND fuzz_cache_entry -runs=200000 -max_len=4096 ${CMAKE_BINARY_DIR}/fuzz-cache-corpus)
+    set_tests_properties(fuzz_cache_entry_smoke PROPERTIES LABELS cache TIMEOUT 120)
   endif()
 endif()
