@@ -246,6 +246,104 @@ static void test_get_faults(void **state)
     test_entry_free(&t);
 }
 
+/* Every operation under a fault at every call: nothing crashes, leaks a descriptor or a temp
+ * file, and whatever is published is valid. */
+static int sequence_valid_bad;
+static int check_valid(const fa4__cache_item *it, void *ud)
+{
+    fa4__cache *c = ud;
+    if (it->kind != FA4__ITEM_ENTRY)
+        return 0;
+    fa4__cache_check chk;
+    fa4__cache_check_file(c, it->path, it->key, &chk);
+    sequence_valid_bad += chk.result != FA4__ENTRY_OK;
+    fa4__cache_check_free(&chk);
+    return 0;
+}
+
+static void fault_sequence(fa4__cache *c, test_entry *t, test_entry *u)
+{
+    fa4__cache_entry got;
+    char key[33];
+    fa4__cache_key(t->key_inputs, t->key_len, key);
+    fa4__cache_put(c, t->key_inputs, t->key_len, &t->e);
+    if (fa4__cache_get(c, t->key_inputs, t->key_len, &got, NULL)) {
+        assert_true(entry_equal(&got, &t->e));
+        fa4__cache_entry_free(&got);
+    }
+    int tok = fa4__cache_lock(c, key, 50);
+    fa4__cache_put(c, u->key_inputs, u->key_len, &u->e);
+    fa4__cache_unlock(c, tok);
+    fa4__cache_quarantine(c, t->key_inputs, t->key_len);
+    fa4__cache_put(c, t->key_inputs, t->key_len, &t->e);
+    fa4__cache_prune(c, 0, 1 << 20, NULL);
+    if (fa4__cache_get(c, u->key_inputs, u->key_len, &got, NULL)) {
+        assert_true(entry_equal(&got, &u->e));
+        fa4__cache_entry_free(&got);
+    }
+}
+
+static void test_faults_everywhere(void **state)
+{
+    (void)state;
+    fa4__cache_config cfg = {0};
+    cfg.mode = FA4_CACHE_MODE_RW;
+    cfg.cache_dir = sub("fe");
+    cfg.use_lock = 1;
+    test_entry t, u;
+    test_entry_make(&t, 30, 4000);
+    test_entry_make(&u, 31, 6000);
+    fa4__cache *c = open_cfg(&cfg);
+    fa4__cache_fs_reset_counts();
+    fault_sequence(c, &t, &u);
+    uint64_t calls = fa4__cache_fs_calls();
+    fa4__cache_close(c);
+    const int errs[] = {EIO, ENOSPC, EINTR};
+    for (size_t e = 0; e < 3; e++) {
+        for (uint64_t k = 1; k <= calls; k++) {
+            rm_rf(sub("fe"));
+            c = open_cfg(&cfg);
+            int fds = count_fds();
+            fa4__cache_fs_fault(k, errs[e], FA4__FAULT_FAIL, -1);
+            fault_sequence(c, &t, &u);
+            fa4__cache_fs_fault_clear();
+            assert_int_equal(count_fds(), fds);
+            assert_int_equal(count_files(sub("fe"), ".tmp."), 0);
+            sequence_valid_bad = 0;
+            assert_int_equal(fa4__cache_foreach(c, 0, check_valid, c), 0);
+            assert_int_equal(sequence_valid_bad, 0);
+            fa4__cache_close(c);
+        }
+    }
+
+    /* durable mode: a failing fsync of the file or the directory at each call of one put */
+    cfg.durable = 1;
+    rm_rf(sub("fe"));
+    c = open_cfg(&cfg);
+    fa4__cache_fs_reset_counts();
+    assert_int_equal(fa4__cache_put(c, t.key_inputs, t.key_len, &t.e), 1);
+    calls = fa4__cache_fs_calls();
+    fa4__cache_close(c);
+    for (uint64_t k = 1; k <= calls; k++) {
+        rm_rf(sub("fe"));
+        c = open_cfg(&cfg);
+        int fds = count_fds();
+        fa4__cache_fs_fault(k, EIO, FA4__FAULT_FAIL, -1);
+        int ok = fa4__cache_put(c, t.key_inputs, t.key_len, &t.e);
+        fa4__cache_fs_fault_clear();
+        assert_int_equal(count_fds(), fds);
+        assert_int_equal(count_files(sub("fe"), ".tmp."), 0);
+        fa4__cache_entry got;
+        int hit = fa4__cache_get(c, t.key_inputs, t.key_len, &got, NULL);
+        if (hit)
+            fa4__cache_entry_free(&got);
+        assert_true(hit || !ok);
+        fa4__cache_close(c);
+    }
+    test_entry_free(&t);
+    test_entry_free(&u);
+}
+
 /* ---------------------------------------------------------------------------------- T10 */
 
 static void test_read_only(void **state)
@@ -490,7 +588,7 @@ static void test_hmac_entries(void **state)
     /* an attacker who can write the directory changes a byte and fixes the checksum */
     char path[1024];
     entry_path_of(strict, &t, path, sizeof path);
-    size_t n;
+    size_t n = 0;
     uint8_t *b = slurp(path, &n);
     assert_non_null(b);
     b[n - 32 - 16 - 1] ^= 1; /* last byte of the payload */
@@ -792,6 +890,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_faults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_get_faults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_faults_everywhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tier_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_roots, setup, teardown),
