@@ -28,6 +28,9 @@ def lib():
     try:
         return _lib.load()
     except LibraryNotFoundError as e:
+        if os.environ.get("FA4JIT_LIBRARY"):
+            # A library named explicitly (as CI does) that does not load is a failure.
+            pytest.fail(f"FA4JIT_LIBRARY is set but the library does not load: {e}")
         pytest.skip(f"libfa4jit not available: {e}")
 
 
