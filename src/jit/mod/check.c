@@ -1,9 +1,9 @@
 /*
- * check.c - the checker: resolves names, types every expression (making implicit int->float
- * conversions explicit casts so no back end reasons about promotion), enforces MODS.md's rules
- * (fixed mod parameters, read-only aux, a return on every path, no recursion, reserved names) and
- * builds the aux list shared by score_mod and mask_mod. After it succeeds the AST is a closed,
- * well-typed program that the emitter and the evaluator walk without further checks.
+ * check.c - the checker's core: resolves names through scopes, types every expression (making
+ * implicit int->float conversions explicit casts so no back end reasons about promotion), and
+ * enforces the statement rules of MODS.md (read-only aux, const, reserved names, a return on every
+ * path). check_mod.c checks the mods' signatures and the call graph and builds the aux list. After
+ * both, the AST is a closed, well-typed program the emitter and the evaluator walk without checks.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -11,23 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mod_internal.h"
+#include "check_internal.h"
 
-#define MAX_SCOPE_VARS 4096
-
-typedef struct checker {
-    fa4__mod *m;
-    fa4__diag *d;
-    fa4__func *f;
-    fa4__var *vars[MAX_SCOPE_VARS]; /* scope stack */
-    int nvars;
-    int scope_base;                 /* first var of the innermost scope */
-    const fa4__var *initializing;   /* declared variable whose initializer is being checked */
-    fa4_status st;
-} checker;
-
-__attribute__((format(printf, 6, 7))) static fa4_status err(checker *C, fa4_status st, int line,
-                                                            int col, int len, const char *fmt, ...)
+fa4_status fa4__check_err(checker *C, fa4_status st, int line, int col, int len, const char *fmt,
+                          ...)
 {
     if (C->st != FA4_OK)
         return C->st;
@@ -40,7 +27,8 @@ __attribute__((format(printf, 6, 7))) static fa4_status err(checker *C, fa4_stat
     return C->st;
 }
 
-#define EERR(C, e, ...) err(C, FA4_ERR_MOD_CHECK, (e)->line, (e)->col, (e)->len, __VA_ARGS__)
+#define EERR(C, e, ...)                                                                            \
+    fa4__check_err(C, FA4_ERR_MOD_CHECK, (e)->line, (e)->col, (e)->len, __VA_ARGS__)
 
 static void name_of(const checker *C, uint32_t off, uint32_t len, char *out)
 {
@@ -52,22 +40,110 @@ static void name_of(const checker *C, uint32_t off, uint32_t len, char *out)
 /* --------------------------------------------------------------------------- reserved names */
 static const char *const reserved[] = {
     /* C++ and CUDA words the emitted code could trip on */
-    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "break", "case",
-    "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "consteval",
-    "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield",
-    "decltype", "default", "delete", "do", "double", "dynamic_cast", "enum", "explicit", "export",
-    "extern", "for", "friend", "goto", "inline", "long", "mutable", "namespace", "new",
-    "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected",
-    "public", "register", "reinterpret_cast", "requires", "short", "signed", "sizeof", "static",
-    "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
-    "throw", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual",
-    "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "NULL",
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "char8_t",
+    "char16_t",
+    "char32_t",
+    "class",
+    "compl",
+    "concept",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "const_cast",
+    "continue",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "dynamic_cast",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "for",
+    "friend",
+    "goto",
+    "inline",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "requires",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "while",
+    "xor",
+    "xor_eq",
+    "threadIdx",
+    "blockIdx",
+    "blockDim",
+    "gridDim",
+    "warpSize",
+    "NULL",
     /* the language's own constants and type words */
-    "INFINITY", "NAN", "M_PI", "M_E", "half", "bf16", "int8", "uint8", "int16", "int32", "int64",
+    "INFINITY",
+    "NAN",
+    "M_PI",
+    "M_E",
+    "half",
+    "bf16",
+    "int8",
+    "uint8",
+    "int16",
+    "int32",
+    "int64",
 };
 
-static const char *reserved_reason(const char *name)
+const char *fa4__check_reserved_reason(const char *name)
 {
     if (!strncmp(name, "fa4", 3) || !strncmp(name, "FA4", 3))
         return "names starting with 'fa4' are reserved for the generated code";
@@ -81,7 +157,7 @@ static const char *reserved_reason(const char *name)
     return NULL;
 }
 
-static fa4__func *find_func(const fa4__mod *m, const char *name)
+fa4__func *fa4__check_find_func(const fa4__mod *m, const char *name)
 {
     for (int i = 0; i < m->nfuncs; i++)
         if (!strcmp(m->funcs[i]->name, name))
@@ -92,13 +168,13 @@ static fa4__func *find_func(const fa4__mod *m, const char *name)
 /* A name being declared (parameter or local): reserved, or a function's name? */
 static fa4_status check_new_name(checker *C, const fa4__var *v)
 {
-    const char *why = reserved_reason(v->name);
+    const char *why = fa4__check_reserved_reason(v->name);
     if (why)
-        return err(C, FA4_ERR_MOD_CHECK, v->line, v->col, v->len, "cannot name a variable '%s': %s",
-                   v->name, why);
-    if (find_func(C->m, v->name))
-        return err(C, FA4_ERR_MOD_CHECK, v->line, v->col, v->len,
-                   "'%s' is already the name of a function", v->name);
+        return fa4__check_err(C, FA4_ERR_MOD_CHECK, v->line, v->col, v->len,
+                              "cannot name a variable '%s': %s", v->name, why);
+    if (fa4__check_find_func(C->m, v->name))
+        return fa4__check_err(C, FA4_ERR_MOD_CHECK, v->line, v->col, v->len,
+                              "'%s' is already the name of a function", v->name);
     return FA4_OK;
 }
 
@@ -118,12 +194,12 @@ static fa4_status declare(checker *C, fa4__var *v)
         return st;
     for (int i = C->scope_base; i < C->nvars; i++)
         if (!strcmp(C->vars[i]->name, v->name))
-            return err(C, FA4_ERR_MOD_CHECK, v->line, v->col, v->len,
-                       "redefinition of '%s' (first declared at line %d)", v->name,
-                       C->vars[i]->line);
+            return fa4__check_err(C, FA4_ERR_MOD_CHECK, v->line, v->col, v->len,
+                                  "redefinition of '%s' (first declared at line %d)", v->name,
+                                  C->vars[i]->line);
     if (C->nvars == MAX_SCOPE_VARS)
-        return err(C, FA4_ERR_MOD_LIMIT, v->line, v->col, v->len,
-                   "more than %d variables in scope", MAX_SCOPE_VARS);
+        return fa4__check_err(C, FA4_ERR_MOD_LIMIT, v->line, v->col, v->len,
+                              "more than %d variables in scope", MAX_SCOPE_VARS);
     C->vars[C->nvars++] = v;
     v->slot = C->f->nslots++;
     return FA4_OK;
@@ -186,8 +262,10 @@ static fa4__expr *coerce(checker *C, fa4__expr *e, int to, const char *what)
     if (e->type == TY_INT && to == TY_FLOAT)
         return make_cast(C, e, TY_FLOAT);
     if (e->type == TY_FLOAT && to == TY_INT)
-        EERR(C, e, "implicit conversion from 'float' to 'int' in %s loses precision; write "
-                   "'(int)' to truncate", what);
+        EERR(C, e,
+             "implicit conversion from 'float' to 'int' in %s loses precision; write "
+             "'(int)' to truncate",
+             what);
     else if (to == TY_BOOL)
         EERR(C, e, "'%s' does not convert implicitly to 'bool' in %s; compare it, e.g. 'x != 0'",
              from, what);
@@ -340,9 +418,7 @@ static fa4__expr *check_binary(checker *C, fa4__expr *e)
             return NULL;
         e->type = TY_BOOL;
         return e;
-    default:
-        EERR(C, e, "unsupported operator");
-        return NULL;
+    default: EERR(C, e, "unsupported operator"); return NULL;
     }
 }
 
@@ -382,7 +458,7 @@ static fa4__expr *check_var(checker *C, fa4__expr *e)
         e->type = TY_FLOAT;
         return e;
     }
-    if (find_func(C->m, name) || fa4__builtin_lookup(name, strlen(name)) != BI_NONE) {
+    if (fa4__check_find_func(C->m, name) || fa4__builtin_lookup(name, strlen(name)) != BI_NONE) {
         EERR(C, e, "'%s' is a function; call it as '%s(...)'", name, name);
         return NULL;
     }
@@ -495,7 +571,7 @@ static fa4__expr *check_call(checker *C, fa4__expr *e)
         e->type = ty;
         return e;
     }
-    fa4__func *g = find_func(C->m, name);
+    fa4__func *g = fa4__check_find_func(C->m, name);
     if (!g) {
         const char *hint = suggest_func(C, name);
         if (hint)
@@ -529,21 +605,12 @@ static fa4__expr *check_expr(checker *C, fa4__expr *e)
         return NULL;
     C->f->own_size += 1;
     switch (e->kind) {
-    case EX_INT:
-        e->type = TY_INT;
-        return e;
-    case EX_FLOAT:
-        e->type = TY_FLOAT;
-        return e;
-    case EX_BOOL:
-        e->type = TY_BOOL;
-        return e;
-    case EX_VAR:
-        return check_var(C, e);
-    case EX_INDEX:
-        return check_index(C, e);
-    case EX_CALL:
-        return check_call(C, e);
+    case EX_INT: e->type = TY_INT; return e;
+    case EX_FLOAT: e->type = TY_FLOAT; return e;
+    case EX_BOOL: e->type = TY_BOOL; return e;
+    case EX_VAR: return check_var(C, e);
+    case EX_INDEX: return check_index(C, e);
+    case EX_CALL: return check_call(C, e);
     case EX_UNARY:
         if (e->op == TK_BANG) {
             e->a = condition(C, check_expr(C, e->a), "the operand of '!'");
@@ -557,14 +624,15 @@ static fa4__expr *check_expr(checker *C, fa4__expr *e)
             return NULL;
         if (e->op == TK_TILDE ? e->a->type != TY_INT : !is_num(e->a->type)) {
             EERR(C, e, "unary '%s' does not take a '%s' operand",
-                 e->op == TK_TILDE ? "~" : e->op == TK_MINUS ? "-" : "+",
+                 e->op == TK_TILDE   ? "~"
+                 : e->op == TK_MINUS ? "-"
+                                     : "+",
                  fa4__type_name(e->a->type));
             return NULL;
         }
         e->type = e->a->type;
         return e;
-    case EX_BINARY:
-        return check_binary(C, e);
+    case EX_BINARY: return check_binary(C, e);
     case EX_COND: {
         e->a = condition(C, check_expr(C, e->a), "the condition of '?:'");
         if (!e->a)
@@ -593,9 +661,7 @@ static fa4__expr *check_expr(checker *C, fa4__expr *e)
         if (!e->a)
             return NULL;
         return e; /* any scalar converts explicitly */
-    default:
-        EERR(C, e, "unsupported expression");
-        return NULL;
+    default: EERR(C, e, "unsupported expression"); return NULL;
     }
 }
 
@@ -605,17 +671,14 @@ static int always_returns(const fa4__stmt *s)
     if (!s)
         return 0;
     switch (s->kind) {
-    case ST_RETURN:
-        return 1;
+    case ST_RETURN: return 1;
     case ST_BLOCK:
         for (int i = 0; i < s->nitems; i++)
             if (always_returns(s->items[i]))
                 return 1;
         return 0;
-    case ST_IF:
-        return s->else_s && always_returns(s->then_s) && always_returns(s->else_s);
-    default:
-        return 0;
+    case ST_IF: return s->else_s && always_returns(s->then_s) && always_returns(s->else_s);
+    default: return 0;
     }
 }
 
@@ -657,20 +720,20 @@ static fa4_status check_assign(checker *C, fa4__stmt *s)
     if (!v) {
         const char *hint = suggest_var(C, name);
         if (hint)
-            return err(C, FA4_ERR_MOD_CHECK, s->name_line, s->name_col, nlen,
-                       "unknown identifier '%s'; did you mean '%s'?", name, hint);
-        return err(C, FA4_ERR_MOD_CHECK, s->name_line, s->name_col, nlen,
-                   "unknown identifier '%s'", name);
+            return fa4__check_err(C, FA4_ERR_MOD_CHECK, s->name_line, s->name_col, nlen,
+                                  "unknown identifier '%s'; did you mean '%s'?", name, hint);
+        return fa4__check_err(C, FA4_ERR_MOD_CHECK, s->name_line, s->name_col, nlen,
+                              "unknown identifier '%s'", name);
     }
     if (v->type == TY_TENSOR)
-        return err(C, FA4_ERR_MOD_CHECK, s->name_line, s->name_col, nlen,
-                   "aux tensor '%s' is read-only", name);
+        return fa4__check_err(C, FA4_ERR_MOD_CHECK, s->name_line, s->name_col, nlen,
+                              "aux tensor '%s' is read-only", name);
     if (v->kind == VK_AUX)
-        return err(C, FA4_ERR_MOD_CHECK, s->name_line, s->name_col, nlen,
-                   "aux parameter '%s' is read-only", name);
+        return fa4__check_err(C, FA4_ERR_MOD_CHECK, s->name_line, s->name_col, nlen,
+                              "aux parameter '%s' is read-only", name);
     if (v->is_const)
-        return err(C, FA4_ERR_MOD_CHECK, s->name_line, s->name_col, nlen,
-                   "cannot assign to const '%s'", name);
+        return fa4__check_err(C, FA4_ERR_MOD_CHECK, s->name_line, s->name_col, nlen,
+                              "cannot assign to const '%s'", name);
     s->var = v;
     int bop = compound_binop(s->op);
     if (bop) {
@@ -705,8 +768,7 @@ static fa4_status check_stmt(checker *C, fa4__stmt *s)
     if (C->st != FA4_OK)
         return C->st;
     switch (s->kind) {
-    case ST_EMPTY:
-        return FA4_OK;
+    case ST_EMPTY: return FA4_OK;
     case ST_BLOCK:
         for (int i = 0; i < s->nitems; i++) {
             fa4__stmt *it = s->items[i];
@@ -727,8 +789,7 @@ static fa4_status check_stmt(checker *C, fa4__stmt *s)
         }
         return FA4_OK;
     }
-    case ST_ASSIGN:
-        return check_assign(C, s);
+    case ST_ASSIGN: return check_assign(C, s);
     case ST_IF:
         s->e = condition(C, check_expr(C, s->e), "the condition of 'if'");
         if (!s->e)
@@ -738,322 +799,30 @@ static fa4_status check_stmt(checker *C, fa4__stmt *s)
         return s->else_s ? check_scoped(C, s->else_s) : FA4_OK;
     case ST_RETURN:
         if (!s->e)
-            return err(C, FA4_ERR_MOD_CHECK, s->line, s->col, s->len,
-                       "'%s' must return a value of type '%s'", C->f->name,
-                       fa4__type_name(C->f->ret));
+            return fa4__check_err(C, FA4_ERR_MOD_CHECK, s->line, s->col, s->len,
+                                  "'%s' must return a value of type '%s'", C->f->name,
+                                  fa4__type_name(C->f->ret));
         s->e = coerce(C, check_expr(C, s->e), C->f->ret, "the return value");
         return s->e ? FA4_OK : C->st;
     default:
-        return err(C, FA4_ERR_MOD_CHECK, s->line, s->col, s->len, "unsupported statement");
+        return fa4__check_err(C, FA4_ERR_MOD_CHECK, s->line, s->col, s->len,
+                              "unsupported statement");
     }
 }
 
-/* ------------------------------------------------------------------------------- signatures */
-static const char *const score_fixed[] = {"score", "b", "h", "q_idx", "kv_idx"};
-static const char *const score_meaning[] = {"the scaled score", "the batch index",
-                                            "the query head", "the query position",
-                                            "the key position"};
-
-static fa4_status check_fixed_params(checker *C, fa4__func *f)
+/* Declare f's parameters and check its body; the body's top block shares the parameters'
+ * scope, as in C++. */
+fa4_status fa4__check_body(checker *C, fa4__func *f)
 {
-    int nfixed = f->role == FR_SCORE ? 5 : 4;
-    const char *const *names = f->role == FR_SCORE ? score_fixed : score_fixed + 1;
-    const char *const *meaning = f->role == FR_SCORE ? score_meaning : score_meaning + 1;
-    int want_ret = f->role == FR_SCORE ? TY_FLOAT : TY_BOOL;
-    if (f->ret != want_ret)
-        return err(C, FA4_ERR_MOD_CHECK, f->line, f->col, f->len, "%s must return %s, not '%s'",
-                   f->name, fa4__type_name(want_ret), fa4__type_name(f->ret));
-    for (int i = 0; i < nfixed; i++) {
-        int want = f->role == FR_SCORE && i == 0 ? TY_FLOAT : TY_INT;
-        if (i >= f->nparams)
-            return err(C, FA4_ERR_MOD_CHECK, f->line, f->col, f->len,
-                       "%s must start with the parameters (%s); parameter %d ('%s %s', %s) is "
-                       "missing", f->name,
-                       f->role == FR_SCORE ? "float score, int b, int h, int q_idx, int kv_idx"
-                                           : "int b, int h, int q_idx, int kv_idx",
-                       i + 1, fa4__type_name(want), names[i], meaning[i]);
-        fa4__var *v = f->params[i];
-        if (v->type != want)
-            return err(C, FA4_ERR_MOD_CHECK, v->type_line, v->type_col, v->type_len,
-                       "parameter %d of %s must be '%s' (%s), not '%s'", i + 1, f->name,
-                       fa4__type_name(want), meaning[i],
-                       v->pointer ? "a pointer" : fa4__type_name(v->type));
-        v->is_const = v->has_const_kw;
-    }
-    return FA4_OK;
-}
-
-static int same_aux_type(const fa4__aux_decl *a, const fa4__var *v)
-{
-    if (a->is_tensor != (v->type == TY_TENSOR))
-        return 0;
-    if (a->is_tensor)
-        return a->dtype == v->dtype;
-    return a->dtype == v->dtype;
-}
-
-static void aux_type_text(int is_tensor, fa4_dtype dt, char *out, size_t cap)
-{
-    static const char *const el[] = {"?", "bf16", "half", "float", "int8", "uint8", "int16",
-                                     "int32", "int64", "bool"};
-    const char *e = (int)dt >= 0 && (int)dt <= 9 ? el[dt] : "?";
-    if (is_tensor)
-        snprintf(out, cap, "const %s *", e);
-    else
-        snprintf(out, cap, "%s", dt == FA4_DTYPE_FP32 ? "float" : dt == FA4_DTYPE_BOOL ? "bool"
-                                                                                         : "int");
-}
-
-static fa4_status check_aux_params(checker *C, fa4__func *f)
-{
-    fa4__mod *m = C->m;
-    int nfixed = f->role == FR_SCORE ? 5 : 4;
-    for (int i = nfixed; i < f->nparams; i++) {
-        fa4__var *v = f->params[i];
-        v->kind = VK_AUX;
-        v->is_const = 1;
-        if (v->type == TY_TENSOR && !v->has_const_kw)
-            return err(C, FA4_ERR_MOD_CHECK, v->type_line, v->type_col, v->type_len,
-                       "aux tensor '%s' must be declared 'const': mods cannot write to aux "
-                       "tensors", v->name);
-        if (v->type != TY_TENSOR)
-            v->dtype = v->type == TY_FLOAT ? FA4_DTYPE_FP32 : v->type == TY_INT ? FA4_DTYPE_INT32
-                                                                                 : FA4_DTYPE_BOOL;
-        int k;
-        for (k = 0; k < m->naux; k++)
-            if (!strcmp(m->aux[k].name, v->name))
-                break;
-        if (k < m->naux) {
-            if (!same_aux_type(&m->aux[k], v)) {
-                char t1[32], t2[32];
-                aux_type_text(m->aux[k].is_tensor, m->aux[k].dtype, t1, sizeof t1);
-                aux_type_text(v->type == TY_TENSOR, v->dtype, t2, sizeof t2);
-                return err(C, FA4_ERR_MOD_CHECK, v->line, v->col, v->len,
-                           "aux '%s' is declared '%s' here but '%s' in the other mod; aux "
-                           "parameters are matched by name and must have the same type",
-                           v->name, t2, t1);
-            }
-        } else {
-            if (m->naux == FA4__MOD_MAX_AUX)
-                return err(C, FA4_ERR_MOD_LIMIT, v->line, v->col, v->len,
-                           "too many aux parameters: at most %d", FA4__MOD_MAX_AUX);
-            fa4__aux_decl *a = &m->aux[m->naux];
-            memcpy(a->name, v->name, sizeof a->name);
-            a->is_tensor = v->type == TY_TENSOR;
-            a->dtype = v->dtype;
-            k = m->naux++;
-        }
-        v->aux_index = k;
-        if (f->role == FR_SCORE) {
-            m->aux[k].used_by_score = 1;
-            m->aux_score[k] = v;
-        } else {
-            m->aux[k].used_by_mask = 1;
-            m->aux_mask[k] = v;
-        }
-    }
-    return FA4_OK;
-}
-
-/* The kernel's struct has `name_len` / `name_grad` members beside tensor `name`. */
-static fa4_status check_aux_member_names(checker *C)
-{
-    fa4__mod *m = C->m;
-    for (int i = 0; i < m->naux; i++) {
-        if (!m->aux[i].is_tensor)
-            continue;
-        size_t n = strlen(m->aux[i].name);
-        for (int j = 0; j < m->naux; j++) {
-            const char *o = m->aux[j].name;
-            if (j != i && !strncmp(o, m->aux[i].name, n) &&
-                (!strcmp(o + n, "_len") || !strcmp(o + n, "_grad"))) {
-                const fa4__var *v = m->aux_score[j] ? m->aux_score[j] : m->aux_mask[j];
-                return err(C, FA4_ERR_MOD_CHECK, v ? v->line : 0, v ? v->col : 0,
-                           v ? v->len : 1,
-                           "aux '%s' clashes with the %s field the kernel keeps for tensor '%s'; "
-                           "rename it", o, !strcmp(o + n, "_len") ? "length" : "gradient",
-                           m->aux[i].name);
-            }
-        }
-    }
-    return FA4_OK;
-}
-
-static fa4_status check_function(checker *C, fa4__func *f)
-{
-    C->f = f;
-    C->nvars = 0;
-    C->scope_base = 0;
-    if (f->role != FR_HELPER) {
-        if (check_fixed_params(C, f) != FA4_OK || check_aux_params(C, f) != FA4_OK)
-            return C->st;
-    } else {
-        for (int i = 0; i < f->nparams; i++) {
-            fa4__var *v = f->params[i];
-            if (v->type == TY_TENSOR)
-                return err(C, FA4_ERR_MOD_CHECK, v->type_line, v->type_col, v->type_len,
-                           "helper parameters must be float, int or bool; read the aux tensor "
-                           "in the mod and pass the value");
-            v->is_const = v->has_const_kw;
-        }
-    }
     for (int i = 0; i < f->nparams; i++)
         if (declare(C, f->params[i]) != FA4_OK)
             return C->st;
-    /* the body's top block shares the parameters' scope, as in C++ */
     for (int i = 0; i < f->body->nitems; i++)
         if (check_stmt(C, f->body->items[i]) != FA4_OK)
             return C->st;
     if (!always_returns(f->body))
-        return err(C, FA4_ERR_MOD_CHECK, f->end_line, f->end_col, 1,
-                   "control reaches the end of '%s' without a return on some path", f->name);
+        return fa4__check_err(C, FA4_ERR_MOD_CHECK, f->end_line, f->end_col, 1,
+                              "control reaches the end of '%s' without a return on some path",
+                              f->name);
     return FA4_OK;
-}
-
-/* ------------------------------------------------------------------------------- call graph */
-static void mark_builtins(fa4__mod *m, const fa4__expr *e)
-{
-    /* walk with an explicit stack: expression height is bounded, but keep this pass cheap */
-    const fa4__expr *stack[4 * FA4__MOD_MAX_DEPTH + 8];
-    int n = 0;
-    if (e)
-        stack[n++] = e;
-    while (n) {
-        const fa4__expr *x = stack[--n];
-        if (x->kind == EX_BUILTIN)
-            m->builtins_used |= 1u << x->op;
-        const fa4__expr *kids[3] = {x->a, x->b, x->c};
-        for (int i = 0; i < 3; i++)
-            if (kids[i] && n < (int)(sizeof stack / sizeof stack[0]))
-                stack[n++] = kids[i];
-        for (int i = 0; i < x->nargs; i++)
-            if (n < (int)(sizeof stack / sizeof stack[0]))
-                stack[n++] = x->args[i];
-    }
-}
-
-static void mark_builtins_stmt(fa4__mod *m, const fa4__stmt *s)
-{
-    if (!s)
-        return;
-    mark_builtins(m, s->e);
-    for (int i = 0; i < s->nitems; i++)
-        mark_builtins_stmt(m, s->items[i]);
-    mark_builtins_stmt(m, s->then_s);
-    mark_builtins_stmt(m, s->else_s);
-}
-
-static void mark_reach(fa4__mod *m, fa4__func *f, int score)
-{
-    if (score ? f->used_in_score : f->used_in_mask)
-        return;
-    if (score)
-        f->used_in_score = 1;
-    else
-        f->used_in_mask = 1;
-    if (score)
-        mark_builtins_stmt(m, f->body);
-    for (int i = 0; i < f->ncalls; i++)
-        mark_reach(m, f->calls[i]->func, score);
-}
-
-/* Depth-first over calls: rejects recursion, orders callees first, bounds depth and size. */
-static fa4_status visit(checker *C, fa4__func *f, int *order)
-{
-    if (f->done)
-        return FA4_OK;
-    f->visiting = 1;
-    double size = f->own_size;
-    int depth = 0;
-    for (int i = 0; i < f->ncalls; i++) {
-        fa4__expr *call = f->calls[i];
-        fa4__func *g = call->func;
-        C->f = f;
-        if (g->visiting) {
-            if (g == f)
-                return EERR(C, call, "recursion is not allowed: '%s' calls itself", f->name);
-            return EERR(C, call, "recursion is not allowed: '%s' calls '%s', which leads back to "
-                                 "'%s'", f->name, g->name, f->name);
-        }
-        if (visit(C, g, order) != FA4_OK)
-            return C->st;
-        size += g->inlined_size;
-        if (g->call_depth + 1 > depth)
-            depth = g->call_depth + 1;
-        if (depth > FA4__MOD_MAX_DEPTH) {
-            C->f = f;
-            return err(C, FA4_ERR_MOD_LIMIT, call->line, call->col, call->len,
-                       "helper calls are nested more than %d deep", FA4__MOD_MAX_DEPTH);
-        }
-        if (size > FA4__MOD_MAX_INLINED) {
-            C->f = f;
-            return err(C, FA4_ERR_MOD_LIMIT, call->line, call->col, call->len,
-                       "'%s' grows to more than %.0f operations once its helpers are inlined",
-                       f->name, FA4__MOD_MAX_INLINED);
-        }
-    }
-    f->inlined_size = size;
-    f->call_depth = depth;
-    f->visiting = 0;
-    f->done = 1;
-    f->order = (*order)++;
-    C->m->order[f->order] = f;
-    return FA4_OK;
-}
-
-fa4_status fa4__mod_check(fa4__mod *m, fa4__diag *d)
-{
-    checker *C = calloc(1, sizeof *C);
-    if (!C)
-        return fa4__diag_plain(d, FA4_ERR_OUT_OF_MEMORY, "out of memory while checking");
-    C->m = m;
-    C->d = d;
-    fa4_status st = FA4_OK;
-    /* function names: unique, not reserved; find the mods */
-    for (int i = 0; i < m->nfuncs && st == FA4_OK; i++) {
-        fa4__func *f = m->funcs[i];
-        C->f = NULL;
-        const char *why = reserved_reason(f->name);
-        if (why) {
-            st = err(C, FA4_ERR_MOD_CHECK, f->line, f->col, f->len,
-                     "cannot name a function '%s': %s", f->name, why);
-            break;
-        }
-        for (int j = 0; j < i; j++)
-            if (!strcmp(m->funcs[j]->name, f->name)) {
-                st = err(C, FA4_ERR_MOD_CHECK, f->line, f->col, f->len,
-                         "redefinition of '%s' (first defined at line %d)", f->name,
-                         m->funcs[j]->line);
-                break;
-            }
-        if (f->role == FR_SCORE)
-            m->score = f;
-        else if (f->role == FR_MASK)
-            m->mask = f;
-    }
-    if (st == FA4_OK && !m->score && !m->mask)
-        st = fa4__diag_at(d, m, NULL, FA4_ERR_MOD_CHECK, m->nfuncs ? m->funcs[0]->line : 0,
-                          m->nfuncs ? m->funcs[0]->col : 0, m->nfuncs ? m->funcs[0]->len : 0,
-                          "the source defines neither 'score_mod' nor 'mask_mod'");
-    for (int i = 0; i < m->nfuncs && st == FA4_OK; i++)
-        st = check_function(C, m->funcs[i]);
-    if (st == FA4_OK)
-        st = check_aux_member_names(C);
-    if (st == FA4_OK) {
-        m->order = fa4__arena_alloc(&m->arena, (size_t)(m->nfuncs ? m->nfuncs : 1) *
-                                                   sizeof *m->order);
-        if (!m->order)
-            st = fa4__diag_plain(d, FA4_ERR_OUT_OF_MEMORY, "out of memory while checking");
-    }
-    int order = 0;
-    for (int i = 0; i < m->nfuncs && st == FA4_OK; i++)
-        st = visit(C, m->funcs[i], &order);
-    if (st == FA4_OK) {
-        if (m->score)
-            mark_reach(m, m->score, 1);
-        if (m->mask)
-            mark_reach(m, m->mask, 0);
-    }
-    free(C);
-    return st;
 }
