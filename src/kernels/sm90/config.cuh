@@ -48,7 +48,7 @@ constexpr int kQBytes = kM * kDp * 2;
 constexpr int kKBytes = kN * kDp * 2;
 constexpr int kVBytes = kN * kDvp * 2;
 constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
-constexpr int kSmemBytes = 1024 + kSmemTiles + 128; /* alignment slack, tiles, barriers */
+constexpr int kSmemBytes = 1024 + kSmemTiles + 128; /* alignment slack, tiles, 9 barriers */
 
 static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
 static_assert(kDp <= 256 && kDvp <= 256, "head dims above 256 are not supported");

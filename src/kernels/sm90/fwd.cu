@@ -11,14 +11,15 @@
  *     (tiles inside a full block and inside the sequence skip every check); the online softmax in
  *     registers; P converted to 16-bit in registers and used as the A operand of the RS-wgmma
  *     O += P V (V is read N-major, transposed by the descriptor); then the epilogue.
+ *     K and V stages have separate empty barriers (K is released as soon as S is done).
  * Heavier query tiles are launched first (blockIdx.x reversed), which helps causal block masks.
  *
  * Supported: bf16 and fp16; head dims 64/96/128/192/256 with Dv independent; any batch, head and
  * sequence strides that are multiples of 16 bytes (TMA); GQA/MQA; any Sq, Skv (tails: TMA zero fill
  * plus masking); score_mod and mask_mod with aux; block masks (q_block a multiple of 128, kv_block
  * a multiple of 16); varlen via cu_seqlens; q/kv offsets; empty rows give O = 0 and LSE = -inf.
- * Not yet: intra-warpgroup overlap of softmax with the next QK^T, ping-pong between consumers,
- * persistent scheduling, TMA-store epilogue.
+ * The consumers' schedule (intra-warpgroup overlap, ping-pong) is in mainloop.cuh.
+ * Not yet: persistent scheduling, TMA-store epilogue.
  */
 #include "fa4_mod.cuh"
 #include "common/params.h"
@@ -30,6 +31,7 @@
 #include "sm90/wgmma.cuh"
 #include "sm90/schedule.cuh"
 #include "sm90/softmax.cuh"
+#include "sm90/mainloop.cuh"
 #include "sm90/epilogue.cuh"
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
@@ -45,7 +47,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     const unsigned bar_q = s_bar;
 #define FA4_BAR_K(s) (s_bar + 8u * (1u + (unsigned)(s)))
 #define FA4_BAR_V(s) (s_bar + 8u * (1u + kStages + (unsigned)(s)))
-#define FA4_BAR_E(s) (s_bar + 8u * (1u + 2u * kStages + (unsigned)(s)))
+#define FA4_BAR_EK(s) (s_bar + 8u * (1u + 2u * kStages + (unsigned)(s)))
+#define FA4_BAR_EV(s) (s_bar + 8u * (1u + 3u * kStages + (unsigned)(s)))
 
     const int m_tile = (int)(gridDim.x - 1 - blockIdx.x), h = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x;
@@ -62,7 +65,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         for (int s = 0; s < kStages; ++s) {
             fa4_mbar_init(FA4_BAR_K(s), 1);
             fa4_mbar_init(FA4_BAR_V(s), 1);
-            fa4_mbar_init(FA4_BAR_E(s), 8);
+            fa4_mbar_init(FA4_BAR_EK(s), 8);
+            fa4_mbar_init(FA4_BAR_EV(s), 8);
         }
         fa4_mbar_init_fence();
     }
@@ -85,15 +89,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                 fa4_tma_load_4d(s_q + c * kM * kPanelBytes, &tm_q, bar_q, c * 64, qrow, h, qb);
             for (int j = 0; j < n_tiles; ++j) {
                 const int s = j % kStages;
-                if (j >= kStages)
-                    fa4_mbar_wait(FA4_BAR_E(s), (unsigned)((j / kStages) - 1) & 1u);
+                const unsigned ph = (unsigned)((j / kStages) - 1) & 1u;
                 bool full;
                 const int krow = krow0 + tiles.start(j, &full);
+                if (j >= kStages)
+                    fa4_mbar_wait(FA4_BAR_EK(s), ph);
                 fa4_mbar_expect_tx(FA4_BAR_K(s), kKBytes);
 #pragma unroll
                 for (int c = 0; c < kDp / 64; ++c)
                     fa4_tma_load_4d(s_k + s * kKBytes + c * kN * kPanelBytes, &tm_k, FA4_BAR_K(s), c * 64,
                                     krow, hk, kb);
+                if (j >= kStages)
+                    fa4_mbar_wait(FA4_BAR_EV(s), ph);
                 fa4_mbar_expect_tx(FA4_BAR_V(s), kVBytes);
 #pragma unroll
                 for (int c = 0; c < kDvp / 64; ++c)
@@ -119,71 +126,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         float m[2] = {-FA4_INF, -FA4_INF}, l[2] = {0.f, 0.f};
         if (n_tiles > 0)
             fa4_mbar_wait(bar_q, 0);
-        const unsigned q_base = s_q + cw * 64 * kPanelBytes;
-
-        for (int j = 0; j < n_tiles; ++j) {
-            const int s = j % kStages;
-            const unsigned ph = (unsigned)(j / kStages) & 1u;
-            bool full;
-            const int n0 = tiles.start(j, &full);
-            fa4_mbar_wait(FA4_BAR_K(s), ph);
-
-            float sc[kN / 8][4];
-            fa4_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < kD / 16; ++kk) {
-                const unsigned long long da =
-                    fa4_desc_sw128(q_base + (kk / 4) * kM * kPanelBytes + (kk % 4) * 32, 16, 1024);
-                const unsigned long long db =
-                    fa4_desc_sw128(s_k + s * kKBytes + (kk / 4) * kN * kPanelBytes + (kk % 4) * 32, 16, 1024);
-                fa4_wgmma<kN>::ss(sc, da, db, kk > 0);
-            }
-            fa4_wgmma_commit();
-            fa4_wgmma_wait<0>();
-            fa4_reg_fence(sc);
-
-            const int lim_k = min(seq.len_k, n0 + tiles.span);
-            const bool mask_free = q_inside && n0 + kN <= lim_k && (!FA4_HAS_MASK_MOD || full);
-            if (mask_free)
-                fa4_sm90_scores<kN / 8, false>(sc, p, aux, b, h, row0, n0 + 2 * (lane & 3), seq.len_q,
-                                               lim_k, full);
-            else
-                fa4_sm90_scores<kN / 8, true>(sc, p, aux, b, h, row0, n0 + 2 * (lane & 3), seq.len_q,
-                                              lim_k, full);
-            float corr[2];
-            if (fa4_sm90_softmax<kN / 8>(sc, m, l, corr, k2)) {
-#pragma unroll
-                for (int i = 0; i < kDvp / 8; ++i) {
-                    o[i][0] *= corr[0];
-                    o[i][1] *= corr[0];
-                    o[i][2] *= corr[1];
-                    o[i][3] *= corr[1];
-                }
-            }
-            unsigned pa[kN / 16][4];
-#pragma unroll
-            for (int kk = 0; kk < kN / 16; ++kk) {
-                pa[kk][0] = fa4_pack2(sc[2 * kk][0], sc[2 * kk][1]);
-                pa[kk][1] = fa4_pack2(sc[2 * kk][2], sc[2 * kk][3]);
-                pa[kk][2] = fa4_pack2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-                pa[kk][3] = fa4_pack2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
-            }
-
-            fa4_mbar_wait(FA4_BAR_V(s), ph);
-            fa4_reg_fence(o);
-            fa4_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < kN / 16; ++kk) {
-                const unsigned long long dv =
-                    fa4_desc_sw128(s_v + s * kVBytes + kk * 16 * kPanelBytes, kN * kPanelBytes, 1024);
-                fa4_wgmma<kDvp>::rs(o, pa[kk], dv, 1);
-            }
-            fa4_wgmma_commit();
-            fa4_wgmma_wait<0>();
-            fa4_reg_fence(o);
-            if (lane == 0)
-                fa4_mbar_arrive(FA4_BAR_E(s));
-        }
+        const fa4_sm90_consumer c = {p,   aux,       tiles,       b,   h,   row0, lane, cw, seq.len_q,
+                                     seq.len_k, q_inside, k2, s_q + cw * 64 * kPanelBytes, s_k, s_v, s_bar};
+        c.run(o, m, l);
 
         fa4_elem *g_o = (fa4_elem *)p.o.data + b * p.o.sb + h * p.o.sh + seq.row_q * p.o.ss;
         float *g_l = p.lse.data ? (float *)p.lse.data + b * p.lse.sb + h * p.lse.sh + seq.row_q * p.lse.ss : 0;
@@ -191,5 +136,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     }
 #undef FA4_BAR_K
 #undef FA4_BAR_V
-#undef FA4_BAR_E
+#undef FA4_BAR_EK
+#undef FA4_BAR_EV
 }
