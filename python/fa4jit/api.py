@@ -314,9 +314,9 @@ def _launch(query, key, value, call):
     needs_grad = torch.is_grad_enabled() and (
         query.requires_grad or key.requires_grad or value.requires_grad or any_trainable)
     options = options + (";needs_grad=1" if needs_grad else ";needs_grad=0")
-    flex_fwd, _ = ops()
-    return flex_fwd(query, key, value, aux_tensors, aux_scalars, bm_tensors, bm_meta, source,
-                    aux_spec, scale, options)
+    ops()  # registers fa4jit::flex_fwd / flex_bwd on first use
+    return torch.ops.fa4jit.flex_fwd(query, key, value, aux_tensors, aux_scalars, bm_tensors,
+                                     bm_meta, source, aux_spec, scale, options)
 
 
 # ------------------------------------------------------------------------- create_block_mask

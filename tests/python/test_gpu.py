@@ -197,6 +197,7 @@ def test_current_stream_is_used():
     s = torch.cuda.Stream()
     with torch.no_grad():
         ref = fa4jit.flex_attention(q, k, v)
+        s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
             out = fa4jit.flex_attention(q, k, v)
         s.synchronize()
@@ -204,9 +205,10 @@ def test_current_stream_is_used():
 
 
 def test_compile_returns_launchable_kernel_info():
-    k = fa4jit.compile("causal" if "causal" in fa4jit.shipped_mods() else None, dtype="bf16",
-                       head_dim=64, device=torch.cuda.current_device())
-    assert k.info.launchable and k.info.arch.startswith("sm_")
+    k = fa4jit.compile(mask_mod="causal", dtype="bf16", head_dim=64,
+                       device=torch.cuda.current_device())
+    assert k.info.launchable and k.info.arch.startswith("sm_") and k.info.has_mask_mod
+    assert {"fwd", "bwd_main", "block_mask"} <= {p.name for p in k.info.programs}
 
 
 # --------------------------------------------------------------------------------- twins
@@ -283,13 +285,15 @@ def test_torch_compile_aot_backward_matches_eager():
     out = compiled(x)
     (g_comp,) = torch.autograd.grad(out.float().sum(), x)
     assert torch.equal(out, eager)
-    assert torch.equal(g_comp, g_eager)
+    # dQ is accumulated with atomics: equal up to the order of fp32 additions.
+    assert (g_comp.float() - g_eager.float()).abs().max() <= 1e-2 * g_eager.float().abs().max()
 
 
 # ---------------------------------------------------------------------------------- enable()
 def test_enable_routes_unchanged_code_and_falls_back_with_a_warning():
     from torch.nn.attention.flex_attention import flex_attention as imported_before
 
+    assert not getattr(imported_before, "fa4jit_routed", False)
     q, k, v = _inputs()
 
     def alibi(score, b, h, q_idx, kv_idx):
@@ -307,8 +311,9 @@ def test_enable_routes_unchanged_code_and_falls_back_with_a_warning():
         ref, _ = reference_attention(q32, k32, v32, alibi)
         assert (out32.double() - ref).abs().max() < 1e-3
         # The same reason warns once.
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
             mod.flex_attention(q32, k32, v32, score_mod=alibi)
-    assert fa.flex_attention is fa4jit.original_flex_attention()
+        assert not [w for w in seen if "fa4jit" in str(w.message)]
+    assert fa.flex_attention is imported_before
     assert not fa4jit.is_enabled()
