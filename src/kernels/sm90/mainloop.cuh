@@ -173,6 +173,9 @@ struct fa4_sm90_consumer {
         for (int j = 1; j < n_tiles; ++j) {
             const int s = j % kStages, sp = (j - 1) % kStages;
             fa4_mbar_wait(bar_k(s), (unsigned)(j / kStages) & 1u);
+            /* V(j-1) arrived long ago; waiting here keeps branches out from between the two issues
+             * (ptxas would otherwise insert a warpgroup fence before the RS-wgmma, C7519) */
+            fa4_mbar_wait(bar_v(sp), (unsigned)((j - 1) / kStages) & 1u);
             if (pp)
                 fa4_named_sync(1 + cw);
             fa4_reg_fence(o);
@@ -180,7 +183,6 @@ struct fa4_sm90_consumer {
             fa4_wgmma_fence();
             issue_qk(sc, s);
             fa4_wgmma_commit();
-            fa4_mbar_wait(bar_v(sp), (unsigned)((j - 1) / kStages) & 1u);
             issue_pv(o, pa, sp);
             fa4_wgmma_commit();
             if (pp)
