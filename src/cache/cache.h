@@ -26,7 +26,8 @@ typedef struct fa4__cache_config {
     int64_t max_size;           /* 0: FA4JIT_CACHE_MAX_SIZE, else 2 GiB */
     const char *hmac_key_file;  /* NULL: FA4JIT_CACHE_HMAC_KEY_FILE */
     int require_hmac;           /* or FA4JIT_CACHE_REQUIRE_HMAC=1 */
-    int durable;                /* fsync file and directory on put (tools that build caches to ship) */
+    int durable;                /* fsync file and directory on put (tools that build caches to ship;
+                                 * or FA4JIT_CACHE_DURABLE=1) */
     int use_lock;               /* take a per-key lock around compile to avoid duplicate work */
     int shared;                 /* cache_dir is a team directory: group/world-writable roots are
                                  * accepted, files group-readable (or FA4JIT_CACHE_SHARED=1) */

@@ -394,7 +394,8 @@ fa4_status fa4__cache_open(const fa4__cache_config *cfg, fa4__cache **out, char 
         }
     }
     c->max_entry = c->max_size / 4 < FA4__ENTRY_MAX_FILE ? c->max_size / 4 : FA4__ENTRY_MAX_FILE;
-    c->durable = cfg->durable;
+    const char *dur = getenv("FA4JIT_CACHE_DURABLE");
+    c->durable = cfg->durable || (dur && !strcmp(dur, "1"));
     c->use_lock = cfg->use_lock;
     const char *req = getenv("FA4JIT_CACHE_REQUIRE_HMAC");
     c->require_hmac = cfg->require_hmac || (req && !strcmp(req, "1"));

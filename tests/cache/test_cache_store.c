@@ -20,6 +20,7 @@ static void reset_env(void)
     unsetenv("FA4JIT_CACHE_HMAC_KEY_FILE");
     unsetenv("FA4JIT_CACHE_REQUIRE_HMAC");
     unsetenv("FA4JIT_CACHE_SHARED");
+    unsetenv("FA4JIT_CACHE_DURABLE");
 }
 
 static int setup(void **state)
@@ -879,6 +880,13 @@ static void test_durable(void **state)
     fa4__cache_fs_reset_counts();
     assert_int_equal(fa4__cache_put(c, t.key_inputs, t.key_len, &t.e), 1);
     assert_int_equal(fa4__cache_fs_op_calls(FA4__FS_FSYNC), 0);
+    fa4__cache_close(c);
+    setenv("FA4JIT_CACHE_DURABLE", "1", 1); /* e.g. `fa4jit compile` filling a cache to ship */
+    c = open_dir(sub("dur3"), FA4_CACHE_MODE_RW);
+    unsetenv("FA4JIT_CACHE_DURABLE");
+    fa4__cache_fs_reset_counts();
+    assert_int_equal(fa4__cache_put(c, t.key_inputs, t.key_len, &t.e), 1);
+    assert_int_equal(fa4__cache_fs_op_calls(FA4__FS_FSYNC), 2);
     fa4__cache_close(c);
     test_entry_free(&t);
 }
