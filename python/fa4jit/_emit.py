@@ -483,6 +483,19 @@ def _op(em: _Emitter, name, args, kwargs):
         if size not in (None, (), []):
             em.fail(name, f"{name} with size {size}: a mod computes one number")
         return em.full(value, kw.get("dtype"), like)
+    if name == "nan_to_num":
+        x = em.scalar(a[0])
+        if x.type != "float":
+            return x
+        big = float(torch.finfo(torch.float32).max)
+        nan = a[1] if len(a) > 1 else kw.get("nan", 0.0)
+        pos = a[2] if len(a) > 2 else kw.get("posinf")
+        neg = a[3] if len(a) > 3 else kw.get("neginf")
+        t = em.text(x)
+        pos_t = em.text(pos, "float") if pos is not None else _float_literal(big)
+        neg_t = em.text(neg, "float") if neg is not None else _float_literal(-big)
+        return em.local(f"({t} != {t}) ? {em.text(nan, 'float')} : (({t} > {_float_literal(big)}) "
+                        f"? {pos_t} : (({t} < {_float_literal(-big)}) ? {neg_t} : {t}))", "float")
     if name == "item":
         return em.scalar(a[0])
     op = f"torch.{name}" if not name.startswith("__") else name

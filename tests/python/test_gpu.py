@@ -214,31 +214,45 @@ def test_compile_returns_launchable_kernel_info():
 # --------------------------------------------------------------------------------- twins
 def _twins():
     try:
-        import twins
+        import twins  # mods/twins.py (conftest puts mods/ on sys.path)
     except ImportError:
-        return []
-    cases = getattr(twins, "TWINS", None) or getattr(twins, "twins", None)
-    if cases is None:
-        return []
-    return sorted(cases.items()) if isinstance(cases, dict) else list(cases)
+        return None
+    return twins
 
 
-@pytest.mark.parametrize("name,twin", _twins() or [pytest.param(None, None, marks=pytest.mark.skip(
-    reason="mods/twins.py has no TWINS table yet"))])
-def test_shipped_mod_twin(name, twin):
-    """The shipped mod (by name, with the twin's aux values) and the twin's Python functions
-    (translated by fa4jit) both match the float64 reference and torch."""
-    S = getattr(twin, "seq_len", 256)
-    q, k, v = _inputs(B=1, Hq=4, Hkv=4, Sq=S, Skv=S)
-    aux = twin.aux(DEV, H=4, S=S) if callable(getattr(twin, "aux", None)) else {}
-    score_mod = getattr(twin, "score_mod", None)
-    mask_mod = getattr(twin, "mask_mod", None)
-    if callable(score_mod) and aux:
-        score_mod_py = score_mod(**aux) if getattr(twin, "factory", False) else score_mod
-    else:
-        score_mod_py = score_mod
-    bm = fa.create_block_mask(mask_mod, 1, 4, S, S, device=DEV) if mask_mod else None
-    _check(f"twin {name}", q, k, v, score_mod=score_mod_py, block_mask=bm)
+@pytest.mark.parametrize("name", sorted(getattr(_twins(), "TWINS", {})) or ["(no twins)"])
+def test_shipped_mod_twin(name):
+    """Every shipped mod twice: its PyTorch twin translated by fa4jit (out, LSE, all gradients
+    including trainable aux), and the shipped .mod by name with the twin's aux values (out and
+    LSE, the block mask built by fa4jit from the mod), each against the float64 reference and
+    torch's flex_attention on the twin."""
+    twins = _twins()
+    if twins is None:
+        pytest.skip("mods/twins.py not found")
+    B, H, S = 2, 4, 256
+    aux = twins.example_aux(name, B, H, S, device=DEV)
+    trainable = [aux[t].requires_grad_() for t in twins.TWINS[name].trainable
+                 if aux[t].dtype.is_floating_point]
+    score_mod, mask_mod = twins.build(name, aux)
+    bm = fa.create_block_mask(mask_mod, B, H, S, S, device=DEV) if mask_mod else None
+    q, k, v = _inputs(B=B, Hq=H, Hkv=H, Sq=S, Skv=S, seed=3)
+    _check(f"twin {name}", q, k, v, score_mod=score_mod, block_mask=bm, trainable=trainable)
+
+    text = fa4jit.shipped_mod_source(name)
+    has_score, has_mask = "float score_mod(" in text, "bool mask_mod(" in text
+    ours = fa4jit.create_block_mask(name, B, H, S, S, device=DEV, aux=aux) if has_mask else None
+    if ours is not None:
+        assert torch.equal(ours.to_dense(), bm.to_dense()), f"{name}: block masks differ"
+    with torch.no_grad():
+        out, lse = fa4jit.flex_attention(q, k, v, score_mod=name if has_score else None,
+                                         block_mask=ours, return_lse=True, aux=aux)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pt_out, pt_lse = fa.flex_attention(q, k, v, score_mod=score_mod, block_mask=bm,
+                                               return_lse=True)
+        ref_out, ref_lse = reference_attention(q, k, v, score_mod, mask_mod)
+    assert_close(f"mod {name} out", out, ref_out, pt_out, q.dtype)
+    assert_close(f"mod {name} lse", lse, ref_lse, pt_lse, q.dtype)
 
 
 # ---------------------------------------------------------------------------- torch.compile

@@ -154,3 +154,74 @@ def test_translation_evaluates_like_python(cli, tmp_path, name):
         for label, g, w in (("value", got[0], want[0]), ("d/dscore", got[1], want[1])):
             assert abs(g - w) <= 1e-5 * max(1.0, abs(w)), \
                 f"{name} {label} at {point}: mod {g}, python {w}\n{t.source}"
+
+
+def _twins():
+    try:
+        import twins  # mods/twins.py (conftest puts mods/ on sys.path)
+    except ImportError:
+        return None
+    return twins
+
+
+@pytest.mark.parametrize("name", sorted(getattr(_twins(), "TWINS", {})) or ["(no twins)"])
+def test_twin_translation_evaluates_like_the_twin(cli, tmp_path, name):
+    twins = _twins()
+    if twins is None:
+        pytest.skip("mods/twins.py not found")
+    aux = twins.example_aux(name, 2, H, S)
+    score_mod, mask_mod = twins.build(name, aux)
+    t = translate(score_mod, mask_mod)
+    path = str(tmp_path / f"{name}.mod")
+    with open(path, "w") as f:
+        f.write(t.source)
+    for point in _points(H, S, seed=1):
+        if name == "t5_bias" and abs(point[3] - point[2]) in (16, 32, 64, 128):
+            # int(log(n / 8) / log(16) * 8) is exactly integral here: float32 (the twin, the
+            # GPU) and double (the CPU evaluator) round it to different buckets.
+            continue
+        got = _evaluate(cli, path, t, point)
+        want = _python(score_mod, mask_mod, point)
+        assert got[2] == want[2], f"{name} mask at {point}: mod {got[2]}, twin {want[2]}"
+        for label, g, w in (("value", got[0], want[0]), ("d/dscore", got[1], want[1])):
+            assert abs(g - w) <= 1e-5 * max(1.0, abs(w)), \
+                f"{name} {label} at {point}: mod {g}, twin {w}\n{t.source}"
+
+
+@pytest.mark.parametrize("name", sorted(getattr(_twins(), "TWINS", {})) or ["(no twins)"])
+def test_twin_translation_agrees_with_the_shipped_mod(cli, tmp_path, name):
+    """The translation of the twin and the shipped .mod give the same numbers at the same
+    points (the shipped mod evaluated with the twin's example aux values)."""
+    twins = _twins()
+    if twins is None:
+        pytest.skip("mods/twins.py not found")
+    import fa4jit
+    mods = fa4jit.shipped_mods()
+    if name not in mods:
+        pytest.skip(f"no shipped mod '{name}'")
+    aux = twins.example_aux(name, 2, H, S)
+    score_mod, mask_mod = twins.build(name, aux)
+    t = translate(score_mod, mask_mod)
+    mine = str(tmp_path / "translated.mod")
+    with open(mine, "w") as f:
+        f.write(t.source)
+
+    class _Shipped:  # the shipped mod's aux list, from the twin's values by name
+        def __init__(self):
+            self.aux = []
+            for key, value in aux.items():
+                if isinstance(value, torch.Tensor):
+                    self.aux.append(AuxTensor(name=key, tensor=value, mod_dtype=""))
+                else:
+                    self.aux.append(_Scalar(key, value))
+
+    for point in _points(H, S, seed=2):
+        a = _evaluate(cli, mine, t, point)
+        b = _evaluate(cli, mods[name], _Shipped(), point)
+        assert a[2] == b[2], f"{name} mask at {point}"
+        assert abs(a[0] - b[0]) <= 1e-5 * max(1.0, abs(b[0])), f"{name} value at {point}"
+
+
+class _Scalar:
+    def __init__(self, name, value):
+        self.name, self.value = name, value
