@@ -81,6 +81,7 @@ struct fa4_kernel {
     char *source_copy;
     char key[33];
     char *key_inputs;
+    uint8_t raw_key[16];         /* hash of the spec as given: the fast in-process lookup */
     int path;                    /* fa4_path resolved */
     int num_programs;
     fa4__program programs[FA4_MAX_PROGRAMS];
