@@ -49,10 +49,12 @@ static int fwd_smem(int d, int dv)
     return (FWD_M * (d + PAD) + fwd_n(dv) * (d + PAD) + fwd_n(dv) * (dv + PAD)) * 2;
 }
 
+/* Backward: K, V, P, dS, lse2, dpsum, then 1 or 2 stages of (Q, dO) (config.cuh: kBwdStages). */
 static int bwd_smem(int d, int dv)
 {
-    return (BWD_N * (d + PAD) + BWD_N * (dv + PAD) + BWD_M * (d + PAD) + BWD_M * (dv + PAD) +
-            2 * BWD_M * (BWD_N + PAD)) * 2 + 2 * BWD_M * 4;
+    const int fixed = (BWD_N * (d + PAD) + BWD_N * (dv + PAD) + 2 * BWD_M * (BWD_N + PAD)) * 2 + 2 * BWD_M * 4;
+    const int stage = (BWD_M * (d + PAD) + BWD_M * (dv + PAD)) * 2;
+    return fixed + (fixed + 2 * stage <= 160 * 1024 ? 2 : 1) * stage;
 }
 
 static int sm80_options(const fa4_kernel_spec *spec, const char *arch, char opts[][64], int max)

@@ -1,7 +1,8 @@
 /*
- * bench.c - times the benchmark shape of DESIGN.md (bf16, B*H = 64, S = 4096, D = 128) on the sm80
- * path: forward, backward, and forward + backward TFLOP/s (fwd = 4 B H S^2 D, causal halved;
- * bwd = 2.5 x fwd), median of 11 runs after one warm-up, host clock around synchronised launches.
+ * bench.c - times the benchmark shapes of DESIGN.md on the sm80 path (bf16): forward, backward and
+ * forward + backward TFLOP/s, median of 11 runs after one warm-up, host clock around synchronised
+ * launches. FLOPs: fwd = 4 B H S^2 D times the fraction of (q, kv) pairs the mask allows (causal
+ * about 1/2, as DESIGN.md counts it), bwd = 2.5 x fwd, fwd + bwd = 3.5 x fwd.
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,54 +11,85 @@
 
 #include "suite.h"
 
-/* ------------------------------------------------------------------------------ bench */
-void bench(int mod, const char *label, int causal_bm)
+/* Cheap uniform values in [-sqrt(3), sqrt(3)] (unit variance) straight into the device layout. */
+static void fill(dtensor *x, uint64_t seed)
+{
+    uint16_t *buf = malloc(x->bytes);
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < x->bytes / 2; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        buf[i] = f2bf((float)(((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0) * 1.7320508));
+    }
+    CK(g_cu->memcpyHtoD(x->ptr, buf, x->bytes));
+    free(buf);
+}
+
+/* Fraction of allowed pairs for the masks used here (window: causal and q - kv < window). */
+static double density(int mod, int64_t s, int window)
+{
+    if (mod == M_CAUSAL || mod == M_ALIBI_CAUSAL)
+        return (double)(s + 1) / (2.0 * s);
+    if (mod == M_WINDOW) {
+        double n = 0;
+        for (int64_t i = 0; i < s; i++)
+            n += (double)(i + 1 < window ? i + 1 : window);
+        return n / ((double)s * s);
+    }
+    return 1.0;
+}
+
+void bench(const bench_shape *b)
 {
     tcase c;
     memset(&c, 0, sizeof c);
-    c.mod = mod;
+    c.mod = b->mod;
     c.dtype = FA4_DTYPE_BF16;
-    c.d = c.dv = 128;
-    c.batch = 4;
-    c.hq = c.hkv = 16;
-    c.sq = c.skv = 4096;
+    c.d = c.dv = b->d;
+    c.batch = b->batch;
+    c.hq = b->hq;
+    c.hkv = b->hkv;
+    c.sq = c.skv = b->s;
     c.layout = L_BHSD;
-    kvariant *kv = &g_kv[variant_index(mod, c.dtype, 128, 128)];
+    kvariant *kv = &g_kv[variant_index(c.mod, c.dtype, c.d, c.dv)];
     if (kv->st != FA4_OK || !kv->k) {
-        printf("bench %s: kernel not compiled\n", label);
+        printf("BENCH %-26s kernel not compiled\n", b->label);
         return;
     }
     rng r = {7};
     const int64_t t = (int64_t)c.batch * c.sq;
     dtensor Q, K, V, O, dO, dQ, dK, dV;
-    make_tensor(&Q, &c, c.dtype, c.hq, t, c.sq, 128);
-    make_tensor(&K, &c, c.dtype, c.hkv, t, c.sq, 128);
-    make_tensor(&V, &c, c.dtype, c.hkv, t, c.sq, 128);
-    make_tensor(&O, &c, c.dtype, c.hq, t, c.sq, 128);
-    make_tensor(&dO, &c, c.dtype, c.hq, t, c.sq, 128);
-    make_tensor(&dQ, &c, c.dtype, c.hq, t, c.sq, 128);
-    make_tensor(&dK, &c, c.dtype, c.hkv, t, c.sq, 128);
-    make_tensor(&dV, &c, c.dtype, c.hkv, t, c.sq, 128);
-    free(upload_random(&Q, c.dtype, t, &r, 1.0));
-    free(upload_random(&K, c.dtype, t, &r, 1.0));
-    free(upload_random(&V, c.dtype, t, &r, 1.0));
-    free(upload_random(&dO, c.dtype, t, &r, 1.0));
-    CUdeviceptr lse;
+    make_tensor(&Q, &c, c.dtype, c.hq, t, c.sq, c.d);
+    make_tensor(&K, &c, c.dtype, c.hkv, t, c.sq, c.d);
+    make_tensor(&V, &c, c.dtype, c.hkv, t, c.sq, c.d);
+    make_tensor(&O, &c, c.dtype, c.hq, t, c.sq, c.d);
+    make_tensor(&dO, &c, c.dtype, c.hq, t, c.sq, c.d);
+    make_tensor(&dQ, &c, c.dtype, c.hq, t, c.sq, c.d);
+    make_tensor(&dK, &c, c.dtype, c.hkv, t, c.sq, c.d);
+    make_tensor(&dV, &c, c.dtype, c.hkv, t, c.sq, c.d);
+    fill(&Q, 1);
+    fill(&K, 2);
+    fill(&V, 3);
+    fill(&dO, 4);
+    CUdeviceptr lse, ws = 0;
     CK(g_cu->memAlloc(&lse, (size_t)c.hq * t * 4));
     bmask bm;
     memset(&bm, 0, sizeof bm);
     aux_set aux;
-    memset(&aux, 0, sizeof aux);
-    if (causal_bm) {
+    make_aux(&aux, &c, &r, c.sq + 8);
+    if (c.mod == M_WINDOW)
+        aux.dev[0].i = aux.host[0].i = b->window;
+    if (b->block_mask) {
+        /* one mask for every batch entry and head (broadcast), made on the GPU and checked */
         c.q_block = c.kv_block = 128;
         c.bm_heads1 = 1;
-        c.batch = 1; /* the mask is the same for every batch entry: broadcast */
+        c.batch = 1;
         fa4_status st = bm_gpu(&bm, &c, kv->k, kv->m, &aux);
-        c.batch = 4;
-        bm.bm.batch = 1;
-        if (st != FA4_OK) {
-            printf("bench %s: block mask failed\n", label);
-            return;
+        c.batch = b->batch;
+        if (st != FA4_OK || !bm.ok) {
+            printf("BENCH %-26s block mask failed (%s)\n", b->label, fa4_status_name(st));
+            goto out;
         }
     }
     fa4_fwd_args fa;
@@ -67,7 +99,9 @@ void bench(int mod, const char *label, int causal_bm)
     fa.v = V.t;
     fa.o = O.t;
     fa.lse = lse_tensor(lse, c.batch, c.hq, c.sq);
-    fa.block_mask = causal_bm ? &bm.bm : NULL;
+    fa.aux = aux.dev;
+    fa.num_aux = aux.n;
+    fa.block_mask = b->block_mask ? &bm.bm : NULL;
     fa4_bwd_args ba;
     fa4_bwd_args_init(&ba);
     ba.q = Q.t;
@@ -79,16 +113,20 @@ void bench(int mod, const char *label, int causal_bm)
     ba.dq = dQ.t;
     ba.dk = dK.t;
     ba.dv = dV.t;
+    ba.aux = aux.dev;
+    ba.num_aux = aux.n;
     ba.block_mask = fa.block_mask;
     size_t ws_bytes = 0;
-    CUdeviceptr ws = 0;
-    fa4_bwd_workspace_size(kv->k, &ba, &ws_bytes);
+    if (fa4_bwd_workspace_size(kv->k, &ba, &ws_bytes) != FA4_OK) {
+        printf("BENCH %-26s workspace: %s\n", b->label, fa4_ctx_errmsg(g_ctx));
+        goto out;
+    }
     CK(g_cu->memAlloc(&ws, ws_bytes));
     ba.workspace = (void *)(uintptr_t)ws;
     ba.workspace_size = ws_bytes;
-    double tf[2] = {0, 0}, med_ms[2] = {0, 0};
+    double med_ms[2] = {0, 0};
     for (int pass = 0; pass < 2; pass++) {
-        double ms[15];
+        double ms[11];
         const int n = 11;
         for (int i = 0; i < n + 1; i++) {
             CK(g_cu->ctxSynchronize());
@@ -96,8 +134,8 @@ void bench(int mod, const char *label, int causal_bm)
             fa4_status st = pass == 0 ? fa4_launch_fwd(kv->k, &fa) : fa4_launch_bwd(kv->k, &ba);
             CK(g_cu->ctxSynchronize());
             if (st != FA4_OK) {
-                printf("bench %s: launch failed: %s\n", label, fa4_ctx_errmsg(g_ctx));
-                return;
+                printf("BENCH %-26s launch failed: %s\n", b->label, fa4_ctx_errmsg(g_ctx));
+                goto out;
             }
             if (i > 0)
                 ms[i - 1] = now_ms() - t0;
@@ -105,25 +143,37 @@ void bench(int mod, const char *label, int causal_bm)
         for (int i = 0; i < n; i++)
             for (int j = i + 1; j < n; j++)
                 if (ms[j] < ms[i]) {
-                    double x = ms[i];
+                    const double x = ms[i];
                     ms[i] = ms[j];
                     ms[j] = x;
                 }
         med_ms[pass] = ms[n / 2];
-        double flops = 4.0 * c.batch * c.hq * (double)c.sq * c.skv * 128 * (causal_bm ? 0.5 : 1.0);
-        if (pass == 1)
-            flops *= 2.5;
-        tf[pass] = flops / (med_ms[pass] * 1e-3) / 1e12;
     }
-    printf("BENCH %-22s B=%d H=%d S=%d D=128 bf16: fwd %.3f ms %.1f TFLOP/s | bwd %.3f ms %.1f TFLOP/s | "
-           "fwd+bwd %.1f TFLOP/s\n",
-           label, c.batch, c.hq, c.sq, med_ms[0], tf[0], med_ms[1], tf[1],
-           3.5 * 4.0 * c.batch * c.hq * (double)c.sq * c.skv * 128 * (causal_bm ? 0.5 : 1.0) /
-               ((med_ms[0] + med_ms[1]) * 1e-3) / 1e12);
+    const double fwd_flops = 4.0 * c.batch * c.hq * (double)c.sq * c.skv * c.d * density(c.mod, c.sq, b->window);
+    printf("BENCH %-26s B=%d H=%d/%d S=%d D=%d: fwd %7.3f ms %6.1f TFLOP/s | bwd %7.3f ms %6.1f TFLOP/s | "
+           "fwd+bwd %6.1f TFLOP/s\n",
+           b->label, c.batch, c.hq, c.hkv, c.sq, c.d, med_ms[0], fwd_flops / (med_ms[0] * 1e-3) / 1e12,
+           med_ms[1], 2.5 * fwd_flops / (med_ms[1] * 1e-3) / 1e12,
+           3.5 * fwd_flops / ((med_ms[0] + med_ms[1]) * 1e-3) / 1e12);
+out:;
     dtensor *all[8] = {&Q, &K, &V, &O, &dO, &dQ, &dK, &dV};
     for (int i = 0; i < 8; i++)
         free_tensor(all[i]);
     g_cu->memFree(lse);
-    g_cu->memFree(ws);
+    if (ws)
+        g_cu->memFree(ws);
     bm_free(&bm);
+    free_aux(&aux);
 }
+
+const bench_shape bench_shapes[] = {
+    {"plain", M_NONE, 4, 16, 16, 4096, 128, 0, 0},
+    {"plain S=8192", M_NONE, 4, 16, 16, 8192, 128, 0, 0},
+    {"causal (block mask)", M_CAUSAL, 4, 16, 16, 4096, 128, 1, 0},
+    {"plain D=64 (B=8)", M_NONE, 8, 8, 8, 4096, 64, 0, 0},
+    {"GQA 32:4 causal (bm)", M_CAUSAL, 2, 32, 4, 4096, 128, 1, 0},
+    {"ALiBi (score_mod)", M_ALIBI, 4, 16, 16, 4096, 128, 0, 0},
+    {"soft-cap tanh (score_mod)", M_SOFTCAP, 4, 16, 16, 4096, 128, 0, 0},
+    {"sliding window 1024 (bm)", M_WINDOW, 4, 16, 16, 4096, 128, 1, 1024},
+};
+const int num_bench_shapes = (int)(sizeof bench_shapes / sizeof bench_shapes[0]);

@@ -159,17 +159,18 @@ void make_aux(aux_set *a, const tcase *c, rng *r, int64_t idx_len)
         v.i = rng_int(r, 1, 120);
         break;
     case M_RELBIAS: {
-        float *s = malloc(sizeof(float) * 512);
-        for (int i = 0; i < 512; i++)
+        const int n = c->aux_small ? 300 : 512;
+        float *s = malloc(sizeof(float) * n);
+        for (int i = 0; i < n; i++)
             s[i] = (float)(0.5 * rng_normal(r));
         v.name = "bias";
         v.dtype = FA4_DTYPE_FP32;
-        v.numel = 512;
+        v.numel = n;
         a->hbuf = s;
-        CK(g_cu->memAlloc(&a->dbuf, sizeof(float) * 512));
-        CK(g_cu->memcpyHtoD(a->dbuf, s, sizeof(float) * 512));
-        CK(g_cu->memAlloc(&a->grad, sizeof(float) * 512));
-        a->grad_numel = 512;
+        CK(g_cu->memAlloc(&a->dbuf, sizeof(float) * n));
+        CK(g_cu->memcpyHtoD(a->dbuf, s, sizeof(float) * n));
+        CK(g_cu->memAlloc(&a->grad, sizeof(float) * n));
+        a->grad_numel = n;
         break;
     }
     case M_DOCUMENT: {

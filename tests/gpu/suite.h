@@ -47,6 +47,7 @@ typedef struct tcase {
     int layout, varlen, bm, q_block, kv_block, bm_heads1;
     int64_t q_off, kv_off;
     int bwd, determ;
+    int aux_small; /* aux tensor shorter than the indices read: reads clamp */
     int validation; /* > 0: a launch-validation case number */
     uint64_t seed;
     char tags[256];
@@ -106,6 +107,12 @@ typedef struct case_out {
 } case_out;
 
 void run_case(tcase *c, case_out *res);
-void bench(int mod, const char *label, int causal_bm);
+typedef struct bench_shape {
+    const char *label;
+    int mod, batch, hq, hkv, s, d, block_mask, window;
+} bench_shape;
+extern const bench_shape bench_shapes[];
+extern const int num_bench_shapes;
+void bench(const bench_shape *b);
 
 #endif /* FA4_TESTS_GPU_SUITE_H */

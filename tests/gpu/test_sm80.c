@@ -291,6 +291,14 @@ static void make_cases(int quick)
         }
         add_case(c);
     }
+    /* aux tensors shorter than the indices read: release builds clamp, forward and gradient */
+    for (int k = 0; k < (quick ? 1 : 4); k++) {
+        tcase c = random_case(&r, M_RELBIAS, dtypes[k % 2], k % 2 ? 64 : 128, k % 2 ? 64 : 128);
+        c.aux_small = 1;
+        c.sq = rng_int(&r, 200, 400);
+        c.skv = rng_int(&r, 200, 400);
+        add_case(c);
+    }
     /* F: rows with nothing allowed (causal with kv_offset > q_offset) */
     for (int k = 0; k < (quick ? 2 : 8); k++) {
         tcase c = random_case(&r, k & 1 ? M_ALIBI_CAUSAL : M_CAUSAL, dtypes[k % 2], k % 2 ? 64 : 128,
@@ -356,6 +364,7 @@ static void case_tags(tcase *c)
     TAG(c->kv_off > c->q_off && mods[c->mod].has_mask, "empty-rows");
     TAG(c->determ, "deterministic");
     TAG(c->mod == M_RELBIAS, "trainable-aux");
+    TAG(c->aux_small, "aux-clamp");
     TAG(c->validation, "validation");
 #undef TAG
 }
@@ -454,10 +463,9 @@ int main(int argc, char **argv)
         make_cases(quick);
         select_cases(filter, max_cases);
     }
-    if (!no_bench) {
-        variant_index(M_NONE, FA4_DTYPE_BF16, 128, 128);
-        variant_index(M_CAUSAL, FA4_DTYPE_BF16, 128, 128);
-    }
+    if (!no_bench)
+        for (int i = 0; i < num_bench_shapes; i++)
+            variant_index(bench_shapes[i].mod, FA4_DTYPE_BF16, bench_shapes[i].d, bench_shapes[i].d);
     compile_all();
 
     int npass = 0, nrun = 0;
@@ -513,10 +521,10 @@ int main(int argc, char **argv)
             printf("%-16s %6d %6d %10.2e\n", g_feat[i].name, g_feat[i].n, g_feat[i].pass, g_feat[i].worst);
         printf("\nTOTAL: %d/%d cases passed\n", npass, nrun);
     }
-    if (!no_bench) {
-        bench(M_NONE, "plain", 0);
-        bench(M_CAUSAL, "causal (block mask)", 1);
-    }
+    if (!no_bench)
+        for (int i = 0; i < num_bench_shapes; i++)
+            if (!filter || !bench_only || strstr(bench_shapes[i].label, filter))
+                bench(&bench_shapes[i]);
     for (int i = 0; i < g_nkv; i++) {
         fa4_kernel_destroy(g_kv[i].k);
         fa4__mod_free(g_kv[i].m);

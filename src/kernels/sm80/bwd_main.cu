@@ -7,6 +7,8 @@
  *   trainable aux: fa4_score_mod_aux_grad(.., P (dP - dpsum))
  *   P, dS -> shared memory (16-bit); dV += P^T dO; dK += dS^T Q; dQ += dS K (fp32 atomics into the
  *   workspace, or plain stores into this kv tile's own slot in deterministic mode).
+ * The query tiles of all heads of the group form one walk (fa4_bwd_cursor); with two stages the
+ * next tile's Q and dO load (cp.async) while the current one computes.
  * The softmax scale is applied to dK here and to dQ in bwd_post.
  *
  * Supported: everything the forward supports (dtypes, head dims, Dv != D, strides, GQA/MQA, varlen,
@@ -23,18 +25,42 @@
 #include "sm80/scheduler.cuh"
 #include "sm80/mask.cuh"
 
+/* The walk over (query head of the group, query tile of that head's list). */
+struct fa4_bwd_cursor {
+    int hh, j, h, m0;
+    bool full;
+    fa4_tile_list tiles;
+
+    /* Advance to the next tile inside the sequence; false when the walk is over. */
+    __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
+    {
+        for (;;) {
+            ++j;
+            while (j >= tiles.count) {
+                if (++hh >= p.group)
+                    return false;
+                tiles = fa4_q_tiles(p, b, hk * p.group + hh, n_tile, kBwdM, kBwdN, len_q);
+                j = 0;
+            }
+            h = hk * p.group + hh;
+            m0 = tiles.tile(j, &full) * kBwdM;
+            if (m0 < len_q)
+                return true;
+        }
+    }
+};
+
 extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
     fa4_sm80_bwd_main(const fa4_params p, const fa4_aux aux)
 {
     extern __shared__ __attribute__((aligned(128))) unsigned char fa4_smem[];
     fa4_elem *sK = (fa4_elem *)fa4_smem;
     fa4_elem *sV = sK + kBwdN * kLdQ;
-    fa4_elem *sQ = sV + kBwdN * kLdV;
-    fa4_elem *sdO = sQ + kBwdM * kLdQ;
-    fa4_elem *sP = sdO + kBwdM * kLdV;
+    fa4_elem *sP = sV + kBwdN * kLdV;
     fa4_elem *sdS = sP + kBwdM * kLdP;
     float *sL2 = (float *)(sdS + kBwdM * kLdP);
     float *sDps = sL2 + kBwdM;
+    fa4_elem *sStage = (fa4_elem *)(sDps + kBwdM); /* kBwdStages x (Q tile, dO tile) */
 
     const int n_tile = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -49,7 +75,6 @@ extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
     const fa4_elem *gV = (const fa4_elem *)p.v.data + b * p.v.sb + hk * p.v.sh + (seq.row_k + n0) * p.v.ss;
     fa4_load_tile<kBwdN, kD, kBwdThreads>(sK, kLdQ, gK, p.k.ss, seq.len_k - n0, p.k.data, tid);
     fa4_load_tile<kBwdN, kDv, kBwdThreads>(sV, kLdV, gV, p.v.ss, seq.len_k - n0, p.v.data, tid);
-    fa4_cp_async_commit();
 
     float acc_dk[1][kD / 16][4], acc_dv[1][kDv / 16][4];
 #pragma unroll
@@ -61,107 +86,128 @@ extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
 
     float *dq_base = p.dq_accum + (p.deterministic ? (long long)n_tile * p.hq * p.ws_rows * kD : 0);
 
-    for (int hh = 0; hh < p.group; ++hh) {
-        const int h = hk * p.group + hh;
-        const fa4_tile_list tiles = fa4_q_tiles(p, b, h, n_tile, kBwdM, kBwdN, seq.len_q);
-        const fa4_elem *gQh = (const fa4_elem *)p.q.data + b * p.q.sb + h * p.q.sh + seq.row_q * p.q.ss;
-        const fa4_elem *gdOh = (const fa4_elem *)p.dout.data + b * p.dout.sb + h * p.dout.sh + seq.row_q * p.dout.ss;
-        const float *l2h = p.lse2 + h * p.ws_rows + seq.ws_row;
-        const float *dpsh = p.dpsum + h * p.ws_rows + seq.ws_row;
-        float *dqh = dq_base + ((long long)h * p.ws_rows + seq.ws_row) * kD;
+    /* Q and dO of query tile (h, m0) into stage `st` (no commit). */
+    auto load_q = [&](int h, int m0, int st) {
+        fa4_elem *sQ = sStage + st * (kBwdM * kLdQ + kBwdM * kLdV);
+        fa4_elem *sdO = sQ + kBwdM * kLdQ;
+        const fa4_elem *gQ = (const fa4_elem *)p.q.data + b * p.q.sb + h * p.q.sh + (seq.row_q + m0) * p.q.ss;
+        const fa4_elem *gdO =
+            (const fa4_elem *)p.dout.data + b * p.dout.sb + h * p.dout.sh + (seq.row_q + m0) * p.dout.ss;
+        fa4_load_tile<kBwdM, kD, kBwdThreads>(sQ, kLdQ, gQ, p.q.ss, seq.len_q - m0, p.q.data, tid);
+        fa4_load_tile<kBwdM, kDv, kBwdThreads>(sdO, kLdV, gdO, p.dout.ss, seq.len_q - m0, p.dout.data, tid);
+    };
 
-        for (int j = 0; j < tiles.count; ++j) {
-            bool full;
-            const int m_tile = tiles.tile(j, &full);
-            const int m0 = m_tile * kBwdM;
-            if (m0 >= seq.len_q)
-                continue;
-            __syncthreads(); /* the previous step is done with sQ, sdO, sP, sdS */
-            fa4_load_tile<kBwdM, kD, kBwdThreads>(sQ, kLdQ, gQh + (long long)m0 * p.q.ss, p.q.ss,
-                                                  seq.len_q - m0, p.q.data, tid);
-            fa4_load_tile<kBwdM, kDv, kBwdThreads>(sdO, kLdV, gdOh + (long long)m0 * p.dout.ss,
-                                                   p.dout.ss, seq.len_q - m0, p.dout.data, tid);
+    fa4_bwd_cursor cur;
+    cur.hh = 0;
+    cur.j = -1;
+    cur.tiles = fa4_q_tiles(p, b, hk * p.group, n_tile, kBwdM, kBwdN, seq.len_q);
+    bool have = cur.next(p, b, hk, n_tile, seq.len_q);
+    if (have && kBwdStages == 2)
+        load_q(cur.h, cur.m0, 0);
+    fa4_cp_async_commit(); /* K, V (and the first Q, dO) */
+    int stage = 0;
+
+    while (have) {
+        fa4_bwd_cursor nxt = cur;
+        const bool have_next = nxt.next(p, b, hk, n_tile, seq.len_q);
+        if (kBwdStages == 2) {
+            if (have_next)
+                load_q(nxt.h, nxt.m0, stage ^ 1); /* its last readers passed the barrier below */
             fa4_cp_async_commit();
-            if (tid < kBwdM) {
-                const bool ok = m0 + tid < seq.len_q;
-                sL2[tid] = ok ? l2h[m0 + tid] : FA4_INF;
-                sDps[tid] = ok ? dpsh[m0 + tid] : 0.f;
-            }
+            fa4_cp_async_wait<1>();
+        } else {
+            load_q(cur.h, cur.m0, 0);
+            fa4_cp_async_commit();
             fa4_cp_async_wait<0>();
-            __syncthreads();
+        }
+        const int h = cur.h, m0 = cur.m0;
+        const bool full = cur.full;
+        const fa4_elem *sQ = sStage + stage * (kBwdM * kLdQ + kBwdM * kLdV);
+        const fa4_elem *sdO = sQ + kBwdM * kLdQ;
+        if (tid < kBwdM) {
+            const bool ok = m0 + tid < seq.len_q;
+            sL2[tid] = ok ? p.lse2[h * p.ws_rows + seq.ws_row + m0 + tid] : FA4_INF;
+            sDps[tid] = ok ? p.dpsum[h * p.ws_rows + seq.ws_row + m0 + tid] : 0.f;
+        }
+        __syncthreads();
 
-            float s[1][4][4], dp[1][4][4];
+        float s[1][4][4], dp[1][4][4];
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < 4; ++i)
 #pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    s[0][i][e] = dp[0][i][e] = 0.f;
-            fa4_warp_gemm<16, 32, kD, false, false>(s, sQ + wm * 16 * kLdQ, kLdQ, sK + wn * 32 * kLdQ, kLdQ, lane);
-            fa4_warp_gemm<16, 32, kDv, false, false>(dp, sdO + wm * 16 * kLdV, kLdV, sV + wn * 32 * kLdV, kLdV, lane);
+            for (int e = 0; e < 4; ++e)
+                s[0][i][e] = dp[0][i][e] = 0.f;
+        fa4_warp_gemm<16, 32, kD, false, false>(s, sQ + wm * 16 * kLdQ, kLdQ, sK + wn * 32 * kLdQ, kLdQ, lane);
+        fa4_warp_gemm<16, 32, kDv, false, false>(dp, sdO + wm * 16 * kLdV, kLdV, sV + wn * 32 * kLdV, kLdV, lane);
 
 #pragma unroll
-            for (int ni = 0; ni < 4; ++ni) {
+        for (int ni = 0; ni < 4; ++ni) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int r = wm * 16 + g + (e >= 2 ? 8 : 0);
+                const int c = wn * 32 + ni * 8 + 2 * t + (e & 1);
+                const int qi = m0 + r, ki = n0 + c;
+                const float xs = s[0][ni][e] * p.scale;
+                const bool ok = fa4_allowed(p, aux, b, h, qi, ki, seq.len_q, seq.len_k, full);
+                float x = xs, dmod = 1.f;
+#if FA4_HAS_SCORE_MOD
+                if (ok)
+                    x = fa4_score_mod_fwd_deriv(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux,
+                                                &dmod);
+#endif
+                const float pr = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -sL2[r])) : 0.f;
+                const float ds = pr * (dp[0][ni][e] - sDps[r]);
+#if FA4_HAS_TRAINABLE_AUX
+                if (ok)
+                    fa4_score_mod_aux_grad(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, ds);
+#endif
+                s[0][ni][e] = pr;
+                dp[0][ni][e] = ok ? ds * dmod : 0.f;
+            }
+            const int c = wn * 32 + ni * 8 + 2 * t;
+            const int r = wm * 16 + g;
+            *(unsigned *)(sP + r * kLdP + c) = fa4_pack2(s[0][ni][0], s[0][ni][1]);
+            *(unsigned *)(sP + (r + 8) * kLdP + c) = fa4_pack2(s[0][ni][2], s[0][ni][3]);
+            *(unsigned *)(sdS + r * kLdP + c) = fa4_pack2(dp[0][ni][0], dp[0][ni][1]);
+            *(unsigned *)(sdS + (r + 8) * kLdP + c) = fa4_pack2(dp[0][ni][2], dp[0][ni][3]);
+        }
+        __syncthreads();
+
+        /* dV (keys wm*16.., columns wn*Dv/2..) += P^T dO; dK += dS^T Q */
+        fa4_warp_gemm<16, kDv / 2, kBwdM, true, true>(acc_dv, sP + wm * 16, kLdP, sdO + wn * (kDv / 2), kLdV, lane);
+        fa4_warp_gemm<16, kD / 2, kBwdM, true, true>(acc_dk, sdS + wm * 16, kLdP, sQ + wn * (kD / 2), kLdQ, lane);
+
+        /* dQ (queries wm*16.., columns wn*D/2..) += dS K, a chunk of columns at a time */
+        float *dqh = dq_base + ((long long)h * p.ws_rows + seq.ws_row) * kD;
+#pragma unroll 1
+        for (int c0 = wn * (kD / 2); c0 < (wn + 1) * (kD / 2); c0 += kBwdDqChunk) {
+            float dq[1][kBwdDqChunk / 8][4];
+#pragma unroll
+            for (int i = 0; i < kBwdDqChunk / 8; ++i)
+                dq[0][i][0] = dq[0][i][1] = dq[0][i][2] = dq[0][i][3] = 0.f;
+            fa4_warp_gemm<16, kBwdDqChunk, kBwdN, false, true>(dq, sdS + wm * 16 * kLdP, kLdP, sK + c0, kLdQ, lane);
+#pragma unroll
+            for (int i = 0; i < kBwdDqChunk / 8; ++i) {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    const int r = wm * 16 + g + (e >= 2 ? 8 : 0);
-                    const int c = wn * 32 + ni * 8 + 2 * t + (e & 1);
-                    const int qi = m0 + r, ki = n0 + c;
-                    const float xs = s[0][ni][e] * p.scale;
-                    const bool ok = fa4_allowed(p, aux, b, h, qi, ki, seq.len_q, seq.len_k, full);
-                    float x = xs, dmod = 1.f;
-#if FA4_HAS_SCORE_MOD
-                    if (ok)
-                        x = fa4_score_mod_fwd_deriv(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset),
-                                                    aux, &dmod);
-#endif
-                    const float pr = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -sL2[r])) : 0.f;
-                    float ds = pr * (dp[0][ni][e] - sDps[r]);
-#if FA4_HAS_TRAINABLE_AUX
-                    if (ok)
-                        fa4_score_mod_aux_grad(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, ds);
-#endif
-                    s[0][ni][e] = pr;
-                    dp[0][ni][e] = ok ? ds * dmod : 0.f;
-                }
-                const int c = wn * 32 + ni * 8 + 2 * t;
-                const int r = wm * 16 + g;
-                *(unsigned *)(sP + r * kLdP + c) = fa4_pack2(s[0][ni][0], s[0][ni][1]);
-                *(unsigned *)(sP + (r + 8) * kLdP + c) = fa4_pack2(s[0][ni][2], s[0][ni][3]);
-                *(unsigned *)(sdS + r * kLdP + c) = fa4_pack2(dp[0][ni][0], dp[0][ni][1]);
-                *(unsigned *)(sdS + (r + 8) * kLdP + c) = fa4_pack2(dp[0][ni][2], dp[0][ni][3]);
-            }
-            __syncthreads();
-
-            /* dV (keys wm*16.., columns wn*Dv/2..) += P^T dO; dK += dS^T Q */
-            fa4_warp_gemm<16, kDv / 2, kBwdM, true, true>(acc_dv, sP + wm * 16, kLdP, sdO + wn * (kDv / 2), kLdV, lane);
-            fa4_warp_gemm<16, kD / 2, kBwdM, true, true>(acc_dk, sdS + wm * 16, kLdP, sQ + wn * (kD / 2), kLdQ, lane);
-
-            /* dQ (queries wm*16.., columns wn*D/2..) += dS K, a chunk of columns at a time */
-#pragma unroll 1
-            for (int c0 = wn * (kD / 2); c0 < (wn + 1) * (kD / 2); c0 += kBwdDqChunk) {
-                float dq[1][kBwdDqChunk / 8][4];
-#pragma unroll
-                for (int i = 0; i < kBwdDqChunk / 8; ++i)
-                    dq[0][i][0] = dq[0][i][1] = dq[0][i][2] = dq[0][i][3] = 0.f;
-                fa4_warp_gemm<16, kBwdDqChunk, kBwdN, false, true>(dq, sdS + wm * 16 * kLdP, kLdP, sK + c0, kLdQ, lane);
-#pragma unroll
-                for (int i = 0; i < kBwdDqChunk / 8; ++i) {
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const int qi = m0 + wm * 16 + g + (e >= 2 ? 8 : 0);
-                        const int col = c0 + i * 8 + 2 * t + (e & 1);
-                        if (qi < seq.len_q) {
-                            float *dst = dqh + (long long)qi * kD + col;
-                            if (p.deterministic)
-                                *dst = dq[0][i][e];
-                            else
-                                atomicAdd(dst, dq[0][i][e]);
-                        }
+                    const int qi = m0 + wm * 16 + g + (e >= 2 ? 8 : 0);
+                    const int col = c0 + i * 8 + 2 * t + (e & 1);
+                    if (qi < seq.len_q) {
+                        float *dst = dqh + (long long)qi * kD + col;
+                        if (p.deterministic)
+                            *dst = dq[0][i][e];
+                        else
+                            atomicAdd(dst, dq[0][i][e]);
                     }
                 }
             }
         }
+        __syncthreads(); /* this step is done with its Q/dO stage, sP, sdS, sL2, sDps */
+        stage ^= (kBwdStages - 1);
+        cur = nxt;
+        have = have_next;
     }
+    fa4_cp_async_wait<0>();
 
     /* epilogue: dK (scaled) and dV for the keys inside the sequence */
     fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;

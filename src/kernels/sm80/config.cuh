@@ -33,7 +33,11 @@ static_assert(kFwdM == 16 * kFwdWarps, "one warp per 16 query rows");
 static_assert((kD / 2) % kBwdDqChunk == 0, "dQ chunks must tile the warp's columns");
 
 constexpr int kFwdSmem = (kFwdM * kLdQ + kFwdN * kLdQ + kFwdN * kLdV) * 2;
-constexpr int kBwdSmem =
-    (kBwdN * kLdQ + kBwdN * kLdV + kBwdM * kLdQ + kBwdM * kLdV + 2 * kBwdM * kLdP) * 2 + 2 * kBwdM * 4;
+/* The backward double-buffers Q and dO (the next query tile loads while this one computes) when
+ * that fits in the shared memory every sm80+ GPU has (A100: 163 KB); D 192/256 use one stage. */
+constexpr int kBwdSmemStage = (kBwdM * kLdQ + kBwdM * kLdV) * 2;
+constexpr int kBwdSmemFixed = (kBwdN * kLdQ + kBwdN * kLdV + 2 * kBwdM * kLdP) * 2 + 2 * kBwdM * 4;
+constexpr int kBwdStages = kBwdSmemFixed + 2 * kBwdSmemStage <= 160 * 1024 ? 2 : 1;
+constexpr int kBwdSmem = kBwdSmemFixed + kBwdStages * kBwdSmemStage;
 
 #endif /* FA4_SM80_CONFIG_CUH */
