@@ -22,7 +22,8 @@ typedef struct fa4__cache fa4__cache;
 typedef struct fa4__cache_config {
     int mode;                   /* fa4_cache_mode; FA4_CACHE_MODE_DEFAULT resolved from env */
     const char *cache_dir;      /* NULL: FA4JIT_CACHE_DIR, else $XDG_CACHE_HOME/fa4jit, else ~/.cache/fa4jit */
-    const char *cache_path;     /* NULL: FA4JIT_CACHE_PATH; "ro:DIR:rw:DIR..." tier list */
+    const char *cache_path;     /* "ro:DIR:rw:DIR..." tier list; NULL: FA4JIT_CACHE_PATH unless
+                                 * cache_dir is given; "" or none: cache_dir alone */
     int64_t max_size;           /* 0: FA4JIT_CACHE_MAX_SIZE, else 2 GiB */
     const char *hmac_key_file;  /* NULL: FA4JIT_CACHE_HMAC_KEY_FILE */
     int require_hmac;           /* or FA4JIT_CACHE_REQUIRE_HMAC=1 */

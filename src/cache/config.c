@@ -322,6 +322,8 @@ static void load_key(fa4__cache *c, const char *file)
         add_note(c, "HMAC key file unreadable: %s", strerror(errno ? errno : ENOMEM));
         goto out;
     }
+    if (st.st_mode & 0044)
+        add_note(c, "%s", "HMAC key file is readable by group or others (chmod 600 it)");
     /* `echo secret > key` adds a newline that is not meant to be part of the key */
     size_t n = (size_t)st.st_size;
     while (n > 0 && (key[n - 1] == '\n' || key[n - 1] == '\r'))
@@ -400,7 +402,9 @@ fa4_status fa4__cache_open(const fa4__cache_config *cfg, fa4__cache **out, char 
     const char *req = getenv("FA4JIT_CACHE_REQUIRE_HMAC");
     c->require_hmac = cfg->require_hmac || (req && !strcmp(req, "1"));
 
-    const char *list = cfg->cache_path ? cfg->cache_path : getenv("FA4JIT_CACHE_PATH");
+    /* an explicit cache_dir is more specific than a tier list from the environment */
+    const char *list = cfg->cache_path ? cfg->cache_path
+                                       : cfg->cache_dir ? NULL : getenv("FA4JIT_CACHE_PATH");
     if (list && *list) {
         st = parse_tiers(c, list, err, errlen);
         if (st != FA4_OK)

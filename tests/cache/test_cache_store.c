@@ -805,6 +805,14 @@ static void test_config(void **state)
     assert_int_equal(fa4__cache_tier_info_get(c, 0, &ti), 0);
     assert_string_equal(ti.root, fmt_path(want, sizeof want, "%s/tiered", home));
     fa4__cache_close(c);
+    /* an explicit cache_dir beats the environment's tier list */
+    cfg.cache_dir = sub("explicit");
+    c = open_cfg(&cfg);
+    assert_int_equal(fa4__cache_num_tiers(c), 1);
+    assert_int_equal(fa4__cache_tier_info_get(c, 0, &ti), 0);
+    assert_string_equal(ti.root, sub("explicit"));
+    fa4__cache_close(c);
+    cfg.cache_dir = NULL;
     unsetenv("FA4JIT_CACHE_PATH");
     setenv("FA4JIT_CACHE_DIR", sub("envdir"), 1);
     setenv("FA4JIT_CACHE_MODE", "ro", 1);
