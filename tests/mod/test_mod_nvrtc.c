@@ -3,7 +3,8 @@
  * NVRTC compiles for sm_90a and sm_80 with no warnings: the header is wrapped in a small kernel
  * that calls all four entry points (fa4_score_mod, fa4_mask_mod, fa4_score_mod_fwd_deriv,
  * fa4_score_mod_aux_grad), in release and checked builds, with every float aux tensor trainable.
- * NVRTC needs no GPU. Skips (with the reason) where NVRTC cannot be loaded.
+ * NVRTC needs no GPU. Skips (with the reason) where NVRTC cannot be loaded. With
+ * FA4_MOD_DUMP_DIR set, the headers are also written there (tests/mod/gpu/run_emitted.py runs them).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,6 +87,17 @@ static int compile_mod_text(const char *name, const char *src, size_t len)
             fa4__mod_free(m);
             return -1;
         }
+        /* FA4_MOD_DUMP_DIR=dir keeps the headers, e.g. for tests/mod/gpu/run_emitted.py */
+        const char *dump = getenv("FA4_MOD_DUMP_DIR");
+        if (dump && dump[0]) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s%s.cuh", dump, name, checked ? ".checked" : "");
+            FILE *f = fopen(path, "wb");
+            if (f) {
+                fputs(hdr, f);
+                fclose(f);
+            }
+        }
         size_t n = strlen(hdr) + sizeof wrapper;
         char *text = malloc(n);
         snprintf(text, n, "%s%s", hdr, wrapper);
@@ -151,7 +163,11 @@ static void nvrtc_inline_sources(void **state)
         "float score_mod(float s, int b, int h, int q, int kv) {\n"
         "  const float big = 0x7fffffff;\n"
         "  return q >= kv ? s : -INFINITY + big * 0.0f + NAN * 0.0f;\n}";
+    static const char unused_local[] =
+        "float score_mod(float s, int b, int h, int q, int kv) {\n"
+        "  float never = 1.0f;\n  int set_only = 2;\n  set_only = 3;\n  bool z;\n  return s;\n}";
     assert_int_equal(compile_mod_text("mask_only", mask_only, sizeof mask_only - 1), 0);
+    assert_int_equal(compile_mod_text("unused_local", unused_local, sizeof unused_local - 1), 0);
     assert_int_equal(compile_mod_text("score_only", score_only_const,
                                       sizeof score_only_const - 1), 0);
 }

@@ -438,6 +438,7 @@ static fa4__expr *check_var(checker *C, fa4__expr *e)
         }
         e->var = v;
         e->type = v->type;
+        v->reads++;
         return e;
     }
     double k = 0;

@@ -361,6 +361,12 @@ static void emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent)
         fa4__out(E, "%*s}\n", indent, "");
         return;
     case ST_DECL:
+        /* a local that is never read is dropped with its assignments (mods are pure), which also
+         * keeps NVRTC's "set but never used" warnings out of the log */
+        if (!s->var->reads) {
+            fa4__out(E, "%*s// '%s' is never read\n", indent, "", s->var->name);
+            return;
+        }
         fa4__out(E, "%*s%s%s %s = ", indent, "", s->var->is_const ? "const " : "",
                  type_text(E, s->var->type), s->var->name);
         if (s->e)
@@ -372,6 +378,8 @@ static void emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent)
         fa4__out(E, ";\n");
         return;
     case ST_ASSIGN:
+        if (!s->var->reads)
+            return;
         fa4__out(E, "%*s%s = ", indent, "", s->var->name);
         emit_bare(E, s->e);
         fa4__out(E, ";\n");

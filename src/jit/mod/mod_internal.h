@@ -156,6 +156,7 @@ struct fa4__var {
     int has_const_kw;   /* `const` written on an aux scalar / local */
     int type_line, type_col, type_len; /* the type word, for messages about it */
     int pointer;        /* declared with '*' */
+    int reads;          /* times an expression reads it (0: the emitter marks it used) */
 };
 
 typedef enum fa4__func_role { FR_HELPER = 0, FR_SCORE, FR_MASK } fa4__func_role;
