@@ -1,6 +1,6 @@
 /*
  * config.cuh - tile geometry of the sm80 path, in one place with the checks that keep it legal.
- * Forward: 128 query rows x 64 keys per step (32 for Dv 256), 8 warps of 16 query rows each.
+ * Forward: 128 query rows x 64 keys per step (32 for Dv 256), 8 warps of 16 rows (kFwdMI).
  * Backward: 64 keys (the stationary block) x 64 queries per step, 8 warps as a 4 x 2 grid.
  * Shared-memory rows are padded by 8 elements (16 bytes) so ldmatrix rows fall in distinct banks.
  * The host launcher (src/jit/path_sm80.c) mirrors these numbers; keep both in step.
@@ -21,15 +21,21 @@ constexpr int kPad = 8;
 constexpr int kLdQ = kD + kPad;  /* Q and K rows in shared memory */
 constexpr int kLdV = kDv + kPad; /* V and dO rows */
 
-/* Dv 256: 32 keys per step, so the 16 x 256 O accumulator and the scores fit without spilling. */
-constexpr int kFwdM = 128, kFwdN = kDv > 192 ? 32 : 64, kFwdWarps = 8, kFwdThreads = kFwdWarps * 32;
+/* Forward: each warp owns kFwdMI blocks of 16 query rows. Two (4 warps, FA2's split) would halve
+ * the K/V shared-memory reads per row, but spill at 255 registers from D = 96 on (measured with
+ * NVRTC 13.0, sm_90a), so one block (8 warps) for now. Dv 256: 32 keys per step, so the 16 x 256 O
+ * accumulator and the scores fit. */
+constexpr int kFwdMI = 1;
+constexpr int kFwdM = 128, kFwdN = kDv > 192 ? 32 : 64;
+constexpr int kFwdWarps = kFwdM / (16 * kFwdMI), kFwdThreads = kFwdWarps * 32;
+constexpr int kFwdMinBlocks = kFwdMI == 2 ? 2 : 1;
 constexpr int kBwdM = 64, kBwdN = 64, kBwdWarps = 8, kBwdThreads = kBwdWarps * 32;
 constexpr int kLdP = kBwdN + kPad; /* P and dS tiles of the backward, [q][kv] */
 constexpr int kBwdDqChunk = 16;    /* dQ columns per warp per pass (bounds live registers) */
 
 static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
 static_assert(kD <= 256 && kDv <= 256, "head dims above 256 are not supported");
-static_assert(kFwdM == 16 * kFwdWarps, "one warp per 16 query rows");
+static_assert(kFwdM == 16 * kFwdMI * kFwdWarps, "warps must tile the query rows");
 static_assert((kD / 2) % kBwdDqChunk == 0, "dQ chunks must tile the warp's columns");
 
 constexpr int kFwdSmem = (kFwdM * kLdQ + kFwdN * kLdQ + kFwdN * kLdV) * 2;

@@ -1,6 +1,6 @@
 /*
  * fwd.cu - the sm80 forward program: O = softmax(score_mod(scale * Q K^T) masked) V and LSE.
- * FA2-style: a CTA owns 128 query rows of one (batch, head), 8 warps of 16 rows each; K and V tiles
+ * FA2-style: a CTA owns 128 query rows of one (batch, head), 8 warps of 16 rows (config.cuh); K and V tiles
  * of 64 keys stream through shared memory with cp.async (K(j+1) loads while softmax and P V of tile j
  * run, V(j+1) while Q K^T of tile j+1 runs); P stays in registers as the A operand of P V.
  *
@@ -21,7 +21,7 @@
 #include "sm80/softmax.cuh"
 #include "sm80/epilogue.cuh"
 
-extern "C" __global__ void __launch_bounds__(kFwdThreads, 1)
+extern "C" __global__ void __launch_bounds__(kFwdThreads, kFwdMinBlocks)
     fa4_sm80_fwd(const fa4_params p, const fa4_aux aux)
 {
     extern __shared__ __attribute__((aligned(128))) unsigned char fa4_smem[];
@@ -55,21 +55,29 @@ extern "C" __global__ void __launch_bounds__(kFwdThreads, 1)
                                                seq.len_k - n * kFwdN, p.v.data, tid);
     fa4_cp_async_commit();
 
-    float acc_o[kDv / 8][4];
+    float acc_o[kFwdMI][kDv / 8][4];
 #pragma unroll
-    for (int i = 0; i < kDv / 8; ++i)
-        acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
-    float m[2] = {-FA4_INF, -FA4_INF}, l[2] = {0.f, 0.f};
-    const int row0 = m0 + warp * 16 + (lane >> 2);
+    for (int mi = 0; mi < kFwdMI; ++mi)
+#pragma unroll
+        for (int i = 0; i < kDv / 8; ++i)
+            acc_o[mi][i][0] = acc_o[mi][i][1] = acc_o[mi][i][2] = acc_o[mi][i][3] = 0.f;
+    float m[kFwdMI][2], l[kFwdMI][2];
+#pragma unroll
+    for (int mi = 0; mi < kFwdMI; ++mi)
+        m[mi][0] = m[mi][1] = -FA4_INF, l[mi][0] = l[mi][1] = 0.f;
+    const int row0 = m0 + warp * 16 * kFwdMI + (lane >> 2);
 
     for (int j = 0; j < n_tiles; ++j) {
         fa4_cp_async_wait<1>();
         __syncthreads();
-        float s[1][kFwdN / 8][4];
+        float s[kFwdMI][kFwdN / 8][4];
 #pragma unroll
-        for (int i = 0; i < kFwdN / 8; ++i)
-            s[0][i][0] = s[0][i][1] = s[0][i][2] = s[0][i][3] = 0.f;
-        fa4_warp_gemm<16, kFwdN, kD, false, false>(s, sQ + warp * 16 * kLdQ, kLdQ, sK, kLdQ, lane);
+        for (int mi = 0; mi < kFwdMI; ++mi)
+#pragma unroll
+            for (int i = 0; i < kFwdN / 8; ++i)
+                s[mi][i][0] = s[mi][i][1] = s[mi][i][2] = s[mi][i][3] = 0.f;
+        fa4_warp_gemm<16 * kFwdMI, kFwdN, kD, false, false>(s, sQ + warp * 16 * kFwdMI * kLdQ, kLdQ, sK, kLdQ,
+                                                           lane);
         __syncthreads();
         const int n_cur = n;
         const bool full_cur = full;
@@ -80,21 +88,24 @@ extern "C" __global__ void __launch_bounds__(kFwdThreads, 1)
         }
         fa4_cp_async_commit();
 
-        fa4_scores<kFwdN / 8>(s[0], p, aux, b, h, row0 - 0, n_cur * kFwdN + 2 * (lane & 3), seq.len_q,
-                              seq.len_k, full_cur);
-        float corr[2];
-        fa4_online_softmax<kFwdN / 8>(s[0], m, l, corr);
 #pragma unroll
-        for (int i = 0; i < kDv / 8; ++i) {
-            acc_o[i][0] *= corr[0];
-            acc_o[i][1] *= corr[0];
-            acc_o[i][2] *= corr[1];
-            acc_o[i][3] *= corr[1];
+        for (int mi = 0; mi < kFwdMI; ++mi) {
+            fa4_scores<kFwdN / 8>(s[mi], p, aux, b, h, row0 + 16 * mi, n_cur * kFwdN + 2 * (lane & 3),
+                                  seq.len_q, seq.len_k, full_cur);
+            float corr[2];
+            fa4_online_softmax<kFwdN / 8>(s[mi], m[mi], l[mi], corr);
+#pragma unroll
+            for (int i = 0; i < kDv / 8; ++i) {
+                acc_o[mi][i][0] *= corr[0];
+                acc_o[mi][i][1] *= corr[0];
+                acc_o[mi][i][2] *= corr[1];
+                acc_o[mi][i][3] *= corr[1];
+            }
         }
 
         fa4_cp_async_wait<1>();
         __syncthreads();
-        fa4_warp_gemm_rs<kDv, kFwdN>(acc_o, s[0], sV, kLdV, lane);
+        fa4_warp_gemm_rs<kFwdMI, kDv, kFwdN>(acc_o, s, sV, kLdV, lane);
         __syncthreads();
         if (j + 1 < n_tiles)
             fa4_load_tile<kFwdN, kDv, kFwdThreads>(sV, kLdV, gV + (long long)n * kFwdN * p.v.ss, p.v.ss,
@@ -105,5 +116,8 @@ extern "C" __global__ void __launch_bounds__(kFwdThreads, 1)
 
     fa4_elem *gO = (fa4_elem *)p.o.data + b * p.o.sb + h * p.o.sh + seq.row_q * p.o.ss;
     float *gL = p.lse.data ? (float *)p.lse.data + b * p.lse.sb + h * p.lse.sh + seq.row_q * p.lse.ss : 0;
-    fa4_fwd_epilogue<kDv / 8>(acc_o, m, l, gO, p.o.ss, gL, p.lse.ss, row0, seq.len_q, lane);
+#pragma unroll
+    for (int mi = 0; mi < kFwdMI; ++mi)
+        fa4_fwd_epilogue<kDv / 8>(acc_o[mi], m[mi], l[mi], gO, p.o.ss, gL, p.lse.ss, row0 + 16 * mi, seq.len_q,
+                                  lane);
 }

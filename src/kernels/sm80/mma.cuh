@@ -69,25 +69,31 @@ __device__ __forceinline__ void fa4_warp_gemm(float (&acc)[WM / 16][WN / 8][4], 
     }
 }
 
-/* acc (16 x WN) += P (16 x K, registers in C layout of K/8 tiles) * B (K x WN, stored [k][n]).
+/* acc (16 MI x WN) += P (16 MI x K, registers in C layout of K/8 tiles) * B (K x WN, stored [k][n]).
  * The C layout of two adjacent 8-column tiles is exactly the A layout of one k16 step. */
-template <int WN, int K>
-__device__ __forceinline__ void fa4_warp_gemm_rs(float (&acc)[WN / 8][4], const float (&p)[K / 8][4],
+template <int MI, int WN, int K>
+__device__ __forceinline__ void fa4_warp_gemm_rs(float (&acc)[MI][WN / 8][4], const float (&p)[MI][K / 8][4],
                                                  const fa4_elem *sB, int ldb, int lane)
 {
 #pragma unroll
     for (int kk = 0; kk < K / 16; ++kk) {
-        unsigned a[4];
-        a[0] = fa4_pack2(p[2 * kk][0], p[2 * kk][1]);
-        a[1] = fa4_pack2(p[2 * kk][2], p[2 * kk][3]);
-        a[2] = fa4_pack2(p[2 * kk + 1][0], p[2 * kk + 1][1]);
-        a[3] = fa4_pack2(p[2 * kk + 1][2], p[2 * kk + 1][3]);
+        unsigned a[MI][4];
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+            a[mi][0] = fa4_pack2(p[mi][2 * kk][0], p[mi][2 * kk][1]);
+            a[mi][1] = fa4_pack2(p[mi][2 * kk][2], p[mi][2 * kk][3]);
+            a[mi][2] = fa4_pack2(p[mi][2 * kk + 1][0], p[mi][2 * kk + 1][1]);
+            a[mi][3] = fa4_pack2(p[mi][2 * kk + 1][2], p[mi][2 * kk + 1][3]);
+        }
 #pragma unroll
         for (int nj = 0; nj < WN / 16; ++nj) {
             unsigned b[4];
             fa4_ldb_kn(b, sB + kk * 16 * ldb + nj * 16, ldb, lane);
-            fa4_mma16816(acc[2 * nj], a, b[0], b[1]);
-            fa4_mma16816(acc[2 * nj + 1], a, b[2], b[3]);
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+                fa4_mma16816(acc[mi][2 * nj], a[mi], b[0], b[1]);
+                fa4_mma16816(acc[mi][2 * nj + 1], a[mi], b[2], b[3]);
+            }
         }
     }
 }
