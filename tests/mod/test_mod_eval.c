@@ -126,6 +126,49 @@ static void derivative_shipped_mods(void **state)
     assert_int_equal(fails, 0);
 }
 
+/* With FA4_MOD_DUMP_DIR set: write <case>.expect.json, the CPU evaluator's values at random points
+ * with the aux bytes used, for tests/mod/gpu/run_emitted.py to compare the emitted CUDA against. */
+static void dump_expectations(const char *dir, const char *name, const fa4__mod *m, uint64_t seed)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.expect.json", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fa4_aux_value aux[FA4__MOD_MAX_AUX];
+    int n = fa4__mod_num_aux(m);
+    mt_make_aux(m, &seed, 64, aux);
+    fprintf(f, "{\"aux\": [");
+    for (int i = 0; i < n; i++) {
+        const fa4__aux_decl *a = fa4__mod_aux(m, i);
+        fprintf(f, "%s{\"name\": \"%s\", \"tensor\": %d, \"dtype\": %d, \"f\": %.17g, \"i\": %lld, "
+                   "\"hex\": \"", i ? ", " : "", a->name, a->is_tensor, (int)a->dtype,
+                (double)(float)aux[i].f, (long long)aux[i].i);
+        size_t es = a->dtype == FA4_DTYPE_FP32 || a->dtype == FA4_DTYPE_INT32 ? 4
+                  : a->dtype == FA4_DTYPE_INT64 ? 8
+                  : a->dtype == FA4_DTYPE_BF16 || a->dtype == FA4_DTYPE_FP16 ||
+                            a->dtype == FA4_DTYPE_INT16 ? 2 : 1;
+        for (int64_t k = 0; a->is_tensor && k < aux[i].numel * (int64_t)es; k++)
+            fprintf(f, "%02x", ((const unsigned char *)aux[i].data)[k]);
+        fprintf(f, "\"}");
+    }
+    fprintf(f, "],\n \"points\": [");
+    for (int p = 0; p < 2048; p++) {
+        double sc = (double)(float)mt_uniform(&seed, -8, 8);
+        int b = (int)(mt_next(&seed) % 4), h = (int)(mt_next(&seed) % 8);
+        int q = (int)(mt_next(&seed) % 64), kv = (int)(mt_next(&seed) % 64);
+        double v, d;
+        int ok;
+        fa4__diag dg;
+        assert_int_equal(fa4__mod_eval_score(m, sc, b, h, q, kv, aux, n, &v, &d, &dg), FA4_OK);
+        assert_int_equal(fa4__mod_eval_mask(m, b, h, q, kv, aux, n, &ok, &dg), FA4_OK);
+        fprintf(f, "%s\n  [%.9g, %d, %d, %d, %d, %.17g, %.17g, %d]", p ? "," : "", sc, b, h, q, kv,
+                v, d, ok);
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+    mt_free_aux(aux, n);
+}
+
 static void derivative_test_cases(void **state)
 {
     (void)state;
@@ -140,6 +183,9 @@ static void derivative_test_cases(void **state)
         fa4__mod *m = mt_parse(src, len, cases[i]);
         assert_non_null(m);
         fails += check_derivative(cases[i], m, 77 + i, 4000);
+        const char *dump = getenv("FA4_MOD_DUMP_DIR");
+        if (dump && dump[0])
+            dump_expectations(dump, cases[i], m, 500 + i);
         fa4__mod_free(m);
         free(src);
     }

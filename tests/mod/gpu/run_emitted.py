@@ -10,7 +10,8 @@ CuPy, lays out struct fa4_aux by hand (natural C layout, as mod.h describes it),
   mask                 against the twin's mask, exactly
   aux gradients        (atomicAdd of g * d mod / d aux[i] over all points) against autograd's
 
-and, in a child process, that an out-of-range aux read traps in the checked header while the
+the test mods of tests/mod/cases against the CPU evaluator's values (`<case>.expect.json`, written by
+`FA4_MOD_DUMP_DIR=DIR build/test_mod_eval`), and, in a child process, that an out-of-range aux read traps in the checked header while the
 release header clamps it. Needs torch and cupy (both on the H200 image). Exit status 0 = all good.
 
     python3 tests/mod/gpu/run_emitted.py DIR
@@ -51,31 +52,51 @@ extern "C" __global__ void fa4_mod_gpu_check(const float *scores, const int *coo
 B, H, S, N = 2, 4, 64, 8192
 
 
-def pack_aux(aux, grads):
-    """struct fa4_aux bytes: tensors -> pointer, long long len[, float *grad]; scalars as declared."""
-    buf = bytearray()
+def struct_members(header):
+    """(type, name) of each member of `struct fa4_aux` as the header declares it."""
+    body = header[header.index("struct fa4_aux {") + len("struct fa4_aux {"):]
+    body = body[:body.index("};")]
+    members = []
+    for line in body.strip().splitlines():
+        decl = line.strip().rstrip(";")
+        typ, name = decl.rsplit(" ", 1)
+        if name.startswith("*"):
+            typ, name = typ + " *", name[1:]
+        members.append((typ.strip(), name))
+    return members
 
-    def put(fmt, val, align):
-        while len(buf) % align:
+
+def pack_aux(header, aux, grads):
+    """struct fa4_aux bytes, laid out from the header's own declaration (natural C layout):
+    pointers and long long 8 bytes, float and int 4, bool 1. `aux` maps tensor names to torch
+    tensors and scalar names to numbers; `grads` maps trainable tensor names to fp32 buffers."""
+    buf = bytearray()
+    max_align = 1
+
+    def put(fmt, val, size):
+        nonlocal max_align
+        while len(buf) % size:
             buf.append(0)
         buf.extend(struct.pack("<" + fmt, val))
+        max_align = max(max_align, size)
 
-    max_align = 4
-    if not aux:
-        put("i", 0, 4)
-    for key, v in aux.items():
-        if isinstance(v, torch.Tensor):
-            put("Q", v.data_ptr(), 8)
-            put("q", v.numel(), 8)
-            if key in grads:
-                put("Q", grads[key].data_ptr(), 8)
-            max_align = 8
-        elif isinstance(v, bool):
-            put("B", int(v), 1)
-        elif isinstance(v, int):
-            put("i", v, 4)
+    for typ, name in struct_members(header):
+        if name == "fa4_unused_":
+            put("i", 0, 4)
+        elif typ.endswith("*") and name.endswith("_grad") and name[:-5] in grads:
+            put("Q", grads[name[:-5]].data_ptr(), 8)
+        elif typ.endswith("*"):
+            put("Q", aux[name].data_ptr(), 8)
+        elif typ == "long long" and name.endswith("_len"):
+            put("q", aux[name[:-4]].numel(), 8)
+        elif typ == "float":
+            put("f", float(aux[name]), 4)
+        elif typ == "int":
+            put("i", int(aux[name]), 4)
+        elif typ == "bool":
+            put("B", int(bool(aux[name])), 1)
         else:
-            put("f", float(v), 4)
+            raise ValueError(f"unexpected member {typ} {name}")
     while len(buf) % max_align:
         buf.append(0)
     import numpy as np
@@ -83,16 +104,17 @@ def pack_aux(aux, grads):
 
 
 def run_kernel(header, aux, grads, scores, coords):
+    n = len(scores)
     mod = cupy.RawModule(code=header + KERNEL, options=("-std=c++17",))
     fn = mod.get_function("fa4_mod_gpu_check")
-    aux_bytes = pack_aux(aux, grads)
-    out = cupy.zeros(4 * N, dtype=cupy.float32)
+    aux_bytes = pack_aux(header, aux, grads)
+    out = cupy.zeros(4 * n, dtype=cupy.float32)
     torch.cuda.synchronize()
-    fn(((N + 127) // 128,), (128,),
+    fn(((n + 127) // 128,), (128,),
        (cupy.asarray(scores), cupy.asarray(coords), aux_bytes, out, cupy.float32(1.0),
-        cupy.int32(N)))
+        cupy.int32(n)))
     cupy.cuda.runtime.deviceSynchronize()
-    return cupy.asnumpy(out).reshape(N, 4)
+    return cupy.asnumpy(out).reshape(n, 4)
 
 
 def reference(name, aux, scores, coords):
@@ -154,6 +176,46 @@ def check_mod(dump, name, seed):
     return ok
 
 
+def check_case(dump, name):
+    """A test mod (tests/mod/cases) against the CPU evaluator's values from test_mod_eval."""
+    import json
+    import numpy as np
+    exp = json.load(open(os.path.join(dump, name + ".expect.json")))
+    header = open(os.path.join(dump, name + ".cuh")).read()
+    aux = {}
+    for a in exp["aux"]:
+        if a["tensor"]:
+            raw = bytes.fromhex(a["hex"])
+            aux[a["name"]] = torch.frombuffer(bytearray(raw), dtype=torch.uint8).cuda()
+        else:
+            aux[a["name"]] = a["f"] if a["dtype"] == 3 else a["i"]
+    # numel() of a byte buffer is its byte count: give the element count through a view
+    sizes = {3: 4, 7: 4, 8: 8, 1: 2, 2: 2, 6: 2}
+    for a in exp["aux"]:
+        if a["tensor"]:
+            es = sizes.get(a["dtype"], 1)
+            t = aux[a["name"]]
+            aux[a["name"]] = t.view(torch.int16 if es == 2 else torch.int32 if es == 4 else
+                                    torch.int64 if es == 8 else torch.uint8)
+    grads = {}
+    for typ, mname in struct_members(header):
+        if mname.endswith("_grad"):
+            grads[mname[:-5]] = torch.zeros(aux[mname[:-5]].numel(), dtype=torch.float32,
+                                            device="cuda")
+    pts = np.array(exp["points"], dtype=np.float64)
+    scores = pts[:, 0].astype(np.float32)
+    coords = pts[:, 1:5].astype(np.int32).reshape(-1)
+    out = run_kernel(header, aux, grads, scores, coords)
+    bad_v = int((~close(out[:, 0], pts[:, 5], 1e-4)).sum())
+    bad_d = int((~close(out[:, 2], pts[:, 6], 1e-4)).sum())
+    bad_m = int(((out[:, 3] != 0) != (pts[:, 7] != 0)).sum())
+    n = len(scores)
+    ok = bad_v <= n // 200 and bad_d <= n // 200 and bad_m == 0
+    print(f"{name + ' (CPU evaluator)':24s} value {bad_v:4d}  d/dscore {bad_d:4d}  mask {bad_m:4d}"
+          f"  -> {'ok' if ok else 'FAIL'}", flush=True)
+    return ok
+
+
 def trap_child(dump):
     """alibi with 1 slope and heads up to 3: checked traps, release clamps to slopes[0]."""
     import numpy as np
@@ -179,6 +241,9 @@ def main():
     ok = True
     for i, name in enumerate(twins.names()):
         ok &= check_mod(dump, name, 100 + i)
+    for name in ("branches", "dtypes", "builtins"):
+        if os.path.exists(os.path.join(dump, name + ".expect.json")):
+            ok &= check_case(dump, name)
     for mode in ("release", "checked"):
         r = subprocess.run([sys.executable, __file__, "--trap-child", dump, mode],
                            capture_output=True, text=True, timeout=300)
