@@ -1,0 +1,453 @@
+"""Markdown tables and PNG plots from a results dict (the JSON run.py writes)."""
+
+import io
+import math
+import os
+import tarfile
+import tempfile
+
+BACKENDS = ("fa4jit-sm90", "fa4jit-sm80", "cudnn", "fa2", "flex")
+PEERS = ("cudnn", "fa2", "flex")
+LABELS = {
+    "fa4jit-sm90": "fa4jit sm90",
+    "fa4jit-sm80": "fa4jit sm80",
+    "cudnn": "cuDNN (SDPA)",
+    "fa2": "FA2 (SDPA)",
+    "flex": "FlexAttention",
+}
+COLORS = {
+    "fa4jit-sm90": "#d62728",
+    "fa4jit-sm80": "#ff9896",
+    "cudnn": "#1f77b4",
+    "fa2": "#2ca02c",
+    "flex": "#9467bd",
+}
+GROUPS = [
+    ("plain_seqlen", "Plain attention, D=128, H=16, B*S=32k tokens: sequence length"),
+    ("causal_seqlen", "Causal attention, D=128, H=16, B*S=32k tokens: sequence length"),
+    ("headdim", "Plain attention, S=4096, B=8, H=16: head dim (D=128 from the S sweep)"),
+    ("gqa", "Grouped-query causal attention, S=4096, B=8, D=128"),
+    ("mods", "Mods (score_mod / mask_mod), S=4096, B=8, H=16, D=128"),
+    ("varlen", "Variable-length batch, 32k tokens, H=16, D=128"),
+]
+
+
+# --------------------------------------------------------------------------------- helpers
+def backends_in(data):
+    seen = set()
+    for c in data.get("cases", []):
+        seen.update(c.get("results", {}).keys())
+    return [b for b in BACKENDS if b in seen]
+
+
+def group_cases(data, group):
+    cs = [c for c in data.get("cases", []) if c.get("group") == group]
+    if group.endswith("seqlen"):
+        cs.sort(key=lambda c: c["S"])
+    if group == "headdim":  # the D=128 point is the S=4096 case of the plain sweep
+        base = [c for c in data.get("cases", []) if c.get("id") == "plain_seqlen:S=4096"]
+        cs = sorted(cs + [dict(b, label="D=128") for b in base], key=lambda c: c["D"])
+    if group == "gqa":
+        base = [c for c in data.get("cases", []) if c.get("id") == "causal_seqlen:S=4096"]
+        cs = [dict(b, label="MHA 16:16") for b in base] + cs
+    if group == "mods":
+        extra = []
+        for cid, lab in (("plain_seqlen:S=4096", "plain"), ("causal_seqlen:S=4096", "causal")):
+            extra += [dict(b, label=lab) for b in data.get("cases", []) if b.get("id") == cid]
+        cs = extra + cs
+    return cs
+
+
+def value(r, phase):
+    """(TFLOP/s or None, short status text)."""
+    if not r:
+        return None, "-"
+    st = r.get("status", "?")
+    if phase == "fwd":
+        if st == "ok" and "fwd_tflops" in r:
+            return r["fwd_tflops"], "ok"
+        return None, _short(r, st)
+    if st != "ok":
+        return None, _short(r, st)
+    bst = r.get("bwd_status")
+    if bst == "ok" and "fwdbwd_tflops" in r:
+        return r["fwdbwd_tflops"], "ok"
+    return None, _short(r, bst or "?")
+
+
+def _short(r, st):
+    if st == "wrong":
+        return "WRONG"
+    if st == "n/a":
+        return "n/a"
+    if st == "skipped":
+        return "skip"
+    if st == "unverified":
+        return "unverified"
+    if st == "error":
+        return "error"
+    return st
+
+
+def fmt_cell(r, phase):
+    v, s = value(r, phase)
+    if v is not None:
+        return f"{v:.0f}"
+    if s == "WRONG":
+        e = r.get("err_fwd") if phase == "fwd" or r.get("status") == "wrong" else \
+            max(r.get("err_grads") or [float("nan")])
+        return f"**wrong** ({e:.2g})" if isinstance(e, (int, float)) else "**wrong**"
+    return s
+
+
+def best_peer(case, phase):
+    best, who = None, None
+    for p in PEERS:
+        v, _ = value(case.get("results", {}).get(p), phase)
+        if v is not None and (best is None or v > best):
+            best, who = v, p
+    return best, who
+
+
+def best_fa4(case, phase):
+    best, who = None, None
+    for b in ("fa4jit-sm90", "fa4jit-sm80"):
+        v, _ = value(case.get("results", {}).get(b), phase)
+        if v is not None and (best is None or v > best):
+            best, who = v, b
+    return best, who
+
+
+def case_line(rec):
+    parts = []
+    for b in BACKENDS:
+        r = rec.get("results", {}).get(b)
+        if not r:
+            continue
+        f = fmt_cell(r, "fwd")
+        fb = fmt_cell(r, "fwdbwd")
+        err = r.get("err_fwd")
+        e = f" e={err:.1e}" if isinstance(err, float) and math.isfinite(err) else ""
+        parts.append(f"{LABELS[b]} {f}/{fb}{e}")
+    if rec.get("error"):
+        parts.append("CASE ERROR " + rec["error"][:200])
+    return "; ".join(parts) + "  (TFLOP/s fwd/fwd+bwd)"
+
+
+# --------------------------------------------------------------------------------- markdown
+def markdown(data, stem):
+    env = data.get("env", {})
+    sm = env.get("nvidia_smi_before", {}) or {}
+    sma = env.get("nvidia_smi_after", {}) or {}
+    out = io.StringIO()
+    w = out.write
+    dry = data.get("dry_run")
+    w(f"# fa4jit benchmarks: {stem}\n\n")
+    if dry:
+        w("> **DRY RUN: every number below is FAKE** (generated to test the writers; nothing was "
+          "measured).\n\n")
+    w(f"Measured {data.get('date_utc', '?')} (UTC), mode **{data.get('mode')}**, on "
+      f"**{env.get('gpu', '?')}** ({env.get('sm_count', '?')} SMs, driver "
+      f"{sm.get('driver_version', '?')}); torch {env.get('torch')} (CUDA {env.get('torch_cuda')}, "
+      f"cuDNN {env.get('cudnn')}), triton {env.get('triton')}; fa4jit "
+      f"{env.get('fa4jit_version')} (kernel fingerprint `{env.get('fa4jit_kernel_fingerprint')}`, "
+      f"NVRTC {env.get('nvrtc')}, library sha256 `{env.get('fa4jit_library_sha256')}`, "
+      f"commit `{env.get('git_commit')}`).\n")
+    w(f"Clocks before: SM {sm.get('clocks.sm', '?')} (max {sm.get('clocks.max.sm', '?')}), memory "
+      f"{sm.get('clocks.mem', '?')}, {sm.get('temperature.gpu', '?')} C, "
+      f"{sm.get('power.draw', '?')} / {sm.get('power.limit', '?')}, {sm.get('pstate', '?')}; after: "
+      f"SM {sma.get('clocks.sm', '?')}, memory {sma.get('clocks.mem', '?')}, "
+      f"{sma.get('temperature.gpu', '?')} C, throttle reasons "
+      f"{sma.get('clocks_event_reasons.active', '?')}.\n\n")
+    cfg = data.get("config", {})
+    w("Method: bf16 inputs (random normal), TFLOP/s = FLOPs / median time; "
+      f"{cfg.get('flops', '')}. Times are CUDA events around one call after "
+      f"{cfg.get('warmup')} warm-up calls, median of {cfg.get('reps')} (forward) and "
+      f"{max(3, (cfg.get('reps') or 6) // 2)} (forward+backward) repetitions, inputs rotated over "
+      f"{cfg.get('nsets')} buffer sets; a GPU spin before each repetition keeps host launch "
+      "overhead out of the interval (it is measured separately below). Every fa4jit result is "
+      f"compared first with the reference (the first peer that ran: cuDNN, else FA2, else Flex) "
+      f"by relative L2 error: output <= {cfg.get('tol_fwd')}, each gradient <= "
+      f"{cfg.get('tol_grad')}; a wrong result is reported and not timed. Forward timings run "
+      "without autograd; forward+backward computes the gradients of q, k, v (and trainable aux) "
+      "for a random output gradient.\n\n")
+    bks = backends_in(data)
+    for group, title in GROUPS:
+        cs = group_cases(data, group)
+        if not cs:
+            continue
+        w(f"## {title}\n\n")
+        head = ["case", "shape"] + [f"{LABELS[b]} fwd" for b in bks] + \
+               [f"{LABELS[b]} f+b" for b in bks] + ["fa4jit / best peer fwd", "f+b"]
+        w("| " + " | ".join(head) + " |\n")
+        w("|" + "---|" * len(head) + "\n")
+        for c in cs:
+            row = [c["label"], c["shape"] + (f", {c['density']:.2f} dense"
+                                            if c.get("density", 1) < 0.999 else "")]
+            row += [fmt_cell(c["results"].get(b), "fwd") if b in c["results"] else "-"
+                    for b in bks]
+            row += [fmt_cell(c["results"].get(b), "fwdbwd") if b in c["results"] else "-"
+                    for b in bks]
+            for ph in ("fwd", "fwdbwd"):
+                f4, _ = best_fa4(c, ph)
+                bp, who = best_peer(c, ph)
+                row.append(f"{f4 / bp:.2f}x {LABELS[who]}" if f4 and bp else "-")
+            w("| " + " | ".join(str(x) for x in row) + " |\n")
+        notes = [f"{c['label']}: {c['notes']}" for c in cs if c.get("notes")]
+        errs = []
+        for c in cs:
+            for b, r in c.get("results", {}).items():
+                for k in ("reason", "error", "bwd_reason", "bwd_error", "note"):
+                    if r.get(k) and r.get("status") != "n/a" and not (
+                            r.get("status") == "skipped" and k == "reason"):
+                        errs.append(f"{c['label']} / {LABELS.get(b, b)}: {k} {r[k]}")
+            if c.get("error"):
+                errs.append(f"{c['label']}: case error {c['error']}")
+            if c.get("pairs_warning"):
+                errs.append(f"{c['label']}: {c['pairs_warning']}")
+        errors_fa4 = []
+        for c in cs:
+            for b in ("fa4jit-sm90", "fa4jit-sm80"):
+                r = c.get("results", {}).get(b, {})
+                if isinstance(r.get("err_fwd"), float):
+                    g = r.get("err_grads")
+                    gs = "" if not g else ", grads " + "/".join(f"{x:.1e}" for x in g)
+                    errors_fa4.append(f"{c['label']} {b}: out {r['err_fwd']:.1e}{gs} vs "
+                                      f"{r.get('ref')}")
+        if notes:
+            w("\nNotes: " + "; ".join(notes) + ".\n")
+        if errors_fa4:
+            w("\nfa4jit relative L2 errors: " + "; ".join(errors_fa4) + ".\n")
+        if errs:
+            w("\nProblems:\n" + "".join(f"- {e}\n" for e in errs))
+        w(f"\n![{group}]({stem}-{group}.png)\n\n")
+    jit = data.get("jit") or []
+    if jit:
+        w("## JIT: time to a launchable kernel (D=128, bf16)\n\n")
+        w("fa4jit.compile wall time: cold = fresh cache directory (NVRTC), forward alone and "
+          "forward + backward (programs compiled in parallel threads); memory hit = the same "
+          "context again; disk hit = a new context on the filled directory. FlexAttention first "
+          "call = wall time of the first torch.compile'd call of the same mod (trace, Inductor, "
+          "Triton compile and the run; forward alone, then forward+backward), in this process "
+          "after other Flex compiles.\n\n")
+        w("| mod | fa4jit cold fwd ms | cold fwd+bwd ms | slowest bwd program ms | memory hit ms"
+          " | disk hit ms | Flex first fwd call ms | Flex first fwd+bwd call ms |\n")
+        w("|---|---|---|---|---|---|---|---|\n")
+        for r in jit:
+            s = r.get("summary")
+            if not s:
+                w(f"| {r['mod']} | error: {r.get('error', '?')[:150]} | | | | | | |\n")
+                continue
+            ff = r.get("flex_first_fwd_s")
+            fb = r.get("flex_first_fwdbwd_s")
+            ffs = f"{ff * 1e3:.0f}" if ff is not None else "-"
+            fbs = f"{fb * 1e3:.0f}" if fb is not None else "-"
+            w(f"| {r['mod']} | {s['cold_fwd_ms']:.0f} | {s['cold_fwdbwd_ms']:.0f} | "
+              f"{s['cold_bwd_programs_ms']:.0f} | {s['memory_hit_ms']:.3f} "
+              f"({s['memory_hit_result']}) | {s['disk_hit_ms']:.2f} ({s['disk_hit_result']}) | "
+              f"{ffs} | {fbs} |\n")
+        w(f"\n![jit]({stem}-jit.png)\n\n")
+    la = data.get("launch")
+    if la:
+        w(f"## Host launch overhead ({la.get('shape', '')}, {la.get('calls')} calls)\n\n")
+        w("host = time to enqueue one call (the loop without waiting); wall = the loop including "
+          "the device's work, per call. A tiny problem, so the host is the limit.\n\n")
+        w("| caller | host us/call | wall us/call |\n|---|---|---|\n")
+        for k, lab in (("fa4jit_python", "fa4jit.flex_attention (Python, ctypes)"),
+                       ("fa4jit_c", "fa4_launch_fwd (C API via ctypes, prebuilt args)"),
+                       ("cudnn_python", "SDPA cuDNN (Python)"),
+                       ("flex_python", "FlexAttention compiled (Python)")):
+            r = la.get(k)
+            if not r:
+                continue
+            if "error" in r:
+                w(f"| {lab} | error: {r['error'][:120]} | |\n")
+            else:
+                w(f"| {lab} | {r['host_us_per_call']:.1f} | {r['wall_us_per_call']:.1f} |\n")
+        if "fa4jit_gpu_us_per_kernel" in la:
+            w(f"\nDevice time of the tiny fa4jit kernel: {la['fa4jit_gpu_us_per_kernel']:.2f} us "
+              f"(n launches queued behind a spin). Flex first call at this shape: "
+              f"{la.get('flex_first_call_s', float('nan')):.2f} s.\n")
+        w(f"\n![launch]({stem}-launch.png)\n\n")
+    pre = data.get("precompile")
+    if pre:
+        w(f"Precompiled fa4jit kernels: {pre['jobs']} specs, paths {pre.get('paths')}, "
+          f"{len(pre.get('failed', []))} failed" +
+          ("".join(f"\n- {f.get('error', '')[:300]} {f.get('job', '')}" for f in pre['failed'][:8])
+           if pre.get("failed") else "") + "\n\n")
+    if data.get("skipped"):
+        w("Not run (time budget): " + ", ".join(f"{s['id']}" for s in data["skipped"]) + ".\n\n")
+    if data.get("elapsed_s"):
+        w(f"Run time {data['elapsed_s']:.0f} s.\n")
+    return out.getvalue()
+
+
+def summary_text(data):
+    lines = ["", "SUMMARY (TFLOP/s fwd / fwd+bwd; best fa4jit path vs best peer)"]
+    for c in data.get("cases", []):
+        f4, _ = best_fa4(c, "fwd")
+        f4b, _ = best_fa4(c, "fwdbwd")
+        bp, who = best_peer(c, "fwd")
+        bpb, whob = best_peer(c, "fwdbwd")
+        st = ",".join(sorted({_short(r, r.get("status", "?")) for b, r in c["results"].items()
+                              if b.startswith("fa4jit")}))
+
+        def f(x):
+            return f"{x:6.0f}" if x else "     -"
+        lines.append(f"{c['id']:<34} fa4jit {f(f4)} /{f(f4b)}   peer {f(bp)} ({who}) /{f(bpb)} "
+                     f"({whob})  [{st}]")
+    return "\n".join(lines)
+
+
+def attach_flex_first_calls(data):
+    """Copy Flex's first-call times of each mod's S=4096 case into the JIT rows."""
+    by_mod = {"plain": "plain_seqlen:S=4096", "causal": "causal_seqlen:S=4096"}
+    for c in data.get("cases", []):
+        if c["group"] == "mods" and c["S"] == 4096:
+            key = c.get("score_mod") or c.get("mask_mod")
+            if c.get("score_mod") and c.get("mask_mod"):
+                key = c["score_mod"] + "_" + c["mask_mod"]
+            by_mod.setdefault(key, c["id"])
+    cases = {c["id"]: c for c in data.get("cases", [])}
+    for r in data.get("jit") or []:
+        c = cases.get(by_mod.get(r["mod"], ""))
+        fl = c and c["results"].get("flex")
+        if fl:
+            r["flex_first_fwd_s"] = fl.get("first_call_fwd_s")
+            r["flex_first_fwdbwd_s"] = fl.get("first_call_fwdbwd_s")
+            r["flex_case"] = c["id"]
+
+
+# ------------------------------------------------------------------------------------- plots
+def plot_specs(data):
+    """(name, title, ylabel, categories, series [(label, color, values, texts)], log) per plot."""
+    env = data.get("env", {})
+    tag = f"{env.get('gpu', '?')}, bf16, {str(data.get('date_utc', ''))[:10]}"
+    if data.get("dry_run"):
+        tag = "DRY RUN - FAKE NUMBERS - " + tag
+    specs = []
+    bks = backends_in(data)
+    for group, title in GROUPS:
+        cs = group_cases(data, group)
+        if not cs:
+            continue
+        cats = [c["label"] for c in cs]
+        for phase, ph in (("fwd", "forward"), ("fwdbwd", "forward + backward")):
+            series = []
+            for b in bks:
+                vals, texts = [], []
+                for c in cs:
+                    v, s = value(c["results"].get(b), phase)
+                    vals.append(v)
+                    texts.append(None if v is not None else s)
+                if any(v is not None for v in vals) or any(t not in ("-", "n/a") for t in texts):
+                    series.append((LABELS[b], COLORS[b], vals, texts))
+            specs.append((f"{group}", f"{title}\n{ph}, TFLOP/s (higher is better); {tag}",
+                          "TFLOP/s", cats, series, False, phase))
+    jit = [r for r in (data.get("jit") or []) if r.get("summary")]
+    if jit:
+        cats = [r["mod"] for r in jit]
+        series = [
+            ("fa4jit cold fwd", "#d62728", [r["summary"]["cold_fwd_ms"] for r in jit], None),
+            ("fa4jit cold fwd+bwd", "#ff7f0e", [r["summary"]["cold_fwdbwd_ms"] for r in jit], None),
+            ("fa4jit disk hit", "#8c564b", [r["summary"]["disk_hit_ms"] for r in jit], None),
+            ("fa4jit memory hit", "#e377c2", [r["summary"]["memory_hit_ms"] for r in jit], None),
+            ("Flex first fwd call", "#9467bd",
+             [(r.get("flex_first_fwd_s") or 0) * 1e3 or None for r in jit], None),
+            ("Flex first fwd+bwd call", "#17becf",
+             [(r.get("flex_first_fwdbwd_s") or 0) * 1e3 or None for r in jit], None),
+        ]
+        specs.append(("jit", "Time to a launchable kernel per mod (D=128), ms, log scale "
+                             f"(lower is better); {tag}", "ms", cats, series, True, "one"))
+    la = data.get("launch")
+    if la:
+        cats, vals = [], []
+        for k, lab in (("fa4jit_python", "fa4jit Python"), ("fa4jit_c", "fa4jit C API"),
+                       ("cudnn_python", "SDPA cuDNN"), ("flex_python", "Flex compiled")):
+            r = la.get(k) or {}
+            if "wall_us_per_call" in r:
+                cats.append(lab)
+                vals.append(r["wall_us_per_call"])
+        if "fa4jit_gpu_us_per_kernel" in la:
+            cats.append("fa4jit kernel (GPU)")
+            vals.append(la["fa4jit_gpu_us_per_kernel"])
+        if cats:
+            specs.append(("launch", "Launch overhead, tiny problem (B=1 H=1 S=128 D=128): wall "
+                                    f"us per call, 1000 calls (lower is better); {tag}", "us / call",
+                          cats, [("us per call", "#7f7f7f", vals, None)], False, "one"))
+    return specs
+
+
+def write_plots(data, out_dir, stem):
+    """One PNG per group (forward and forward+backward panels), plus jit and launch."""
+    specs = plot_specs(data)
+    by_name = {}
+    for s in specs:
+        by_name.setdefault(s[0], []).append(s)
+    paths = []
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: F401
+        have_mpl = True
+    except Exception:  # noqa: BLE001
+        have_mpl = False
+    for name, panels in by_name.items():
+        path = os.path.join(out_dir, f"{stem}-{name}.png")
+        if have_mpl:
+            _mpl_plot(path, panels)
+        else:
+            import pngplot
+            pngplot.grouped_bars(path, panels)
+        paths.append(path)
+    return paths
+
+
+def _mpl_plot(path, panels):
+    import matplotlib.pyplot as plt
+    n = len(panels)
+    ncat = max(len(p[3]) for p in panels)
+    fig, axes = plt.subplots(n, 1, figsize=(min(20, max(8, 1.6 * ncat + 3)), 4.4 * n),
+                             squeeze=False)
+    for ax, (_, title, ylabel, cats, series, logy, _ph) in zip(axes[:, 0], panels):
+        k = max(1, len(series))
+        width = 0.8 / k
+        top = max([v for s in series for v in s[2] if v] or [1])
+        for j, (lab, color, vals, texts) in enumerate(series):
+            xs = [i - 0.4 + width * (j + 0.5) for i in range(len(cats))]
+            hs = [v if v else 0 for v in vals]
+            bars = ax.bar(xs, hs, width, label=lab, color=color, edgecolor="black", linewidth=0.4)
+            for x, v, b, t in zip(xs, vals, bars, texts or [None] * len(vals)):
+                if v:
+                    ax.text(x, v * (1.05 if logy else 1) + (0 if logy else top * 0.01),
+                            f"{v:.0f}" if v >= 10 else f"{v:.2g}", ha="center", va="bottom",
+                            fontsize=7, rotation=90 if k > 3 else 0)
+                elif t and t not in ("-",):
+                    ax.text(x, (top * 0.02) if not logy else 1e-3, t, ha="center", va="bottom",
+                            fontsize=7, rotation=90, color="#b00000" if t == "WRONG" else "#555")
+        ax.set_xticks(range(len(cats)))
+        ax.set_xticklabels(cats, fontsize=9, rotation=25 if ncat > 8 else 0,
+                           ha="right" if ncat > 8 else "center")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+        if logy:
+            ax.set_yscale("log")
+            low = min([v for s in series for v in s[2] if v] or [1])
+            ax.set_ylim(low * 0.3, top * 30)
+        else:
+            ax.set_ylim(0, top * 1.18)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8, ncol=min(5, k), loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plots_tar(data, tar_path, stem):
+    """All plots in one tar (the device returns at most 8 files)."""
+    d = tempfile.mkdtemp(prefix="fa4jit-plots-")
+    paths = write_plots(data, d, stem)
+    with tarfile.open(tar_path, "w") as t:
+        for p in paths:
+            t.add(p, arcname=os.path.basename(p))
+    return paths

@@ -1,0 +1,704 @@
+#!/usr/bin/env python3
+"""fa4jit benchmarks side by side with cuDNN, FlashAttention-2 and FlexAttention (issue 7).
+
+    python3 bench/run.py --quick --out $OUT     # on the GPU machine (< 8 min)
+    python3 bench/run.py --out $OUT             # full run (< 10 min)
+    python3 bench/run.py --dry-run              # anywhere: cases, FLOPs, report and plot writers
+                                                # on fake timings (no GPU, torch optional)
+    python3 bench/run.py --replot bench/results/<stem>.json   # tables and plots from a JSON
+
+Writes <date>-<gpu>.json (everything measured), .md (tables), .log and -plots.tar (one PNG per
+group) into --out (default bench/results). See bench/README.md for the method.
+"""
+
+import argparse
+import datetime
+import glob
+import hashlib
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CARRY = os.path.join(ROOT, "build-bench-carry")
+
+TOL_FWD = 1e-2     # relative L2 error of the output against the reference (bf16)
+TOL_GRAD = 2e-2    # of each gradient (dq, dk, dv, aux)
+
+
+# ------------------------------------------------------------------------------- environment
+def bootstrap():
+    """Make `python3 bench/run.py` work alone on the device: the carried library and its libffi,
+    CUDA's lib64 on the loader path (needs a re-exec: the loader reads it at start), python/."""
+    want = []
+    if os.path.isdir(CARRY):
+        want.append(CARRY)
+    if os.path.isdir("/usr/local/cuda/lib64"):
+        want.append("/usr/local/cuda/lib64")
+    cur = os.environ.get("LD_LIBRARY_PATH", "")
+    missing = [d for d in want if d not in cur.split(":")]
+    if missing and not os.environ.get("FA4JIT_BENCH_REEXEC"):
+        env = dict(os.environ)
+        env["LD_LIBRARY_PATH"] = ":".join(missing + ([cur] if cur else []))
+        env["FA4JIT_BENCH_REEXEC"] = "1"
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    if "FA4JIT_LIBRARY" not in os.environ:
+        lib = os.path.join(CARRY, "libfa4jit.so")
+        if os.path.exists(lib):
+            os.environ["FA4JIT_LIBRARY"] = lib
+    py = os.path.join(ROOT, "python")
+    if py not in sys.path:
+        sys.path.insert(0, py)
+
+
+class Tee:
+    def __init__(self, stream):
+        self.stream, self.buf = stream, io.StringIO()
+
+    def write(self, s):
+        self.stream.write(s)
+        self.stream.flush()
+        self.buf.write(s)
+
+    def flush(self):
+        self.stream.flush()
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def nvidia_smi():
+    fields = ["name", "driver_version", "clocks.sm", "clocks.max.sm", "clocks.mem",
+              "clocks.max.mem", "temperature.gpu", "power.draw", "power.limit", "pstate",
+              "clocks_event_reasons.active"]
+    for fs in (fields, fields[:-1]):
+        try:
+            r = subprocess.run(["nvidia-smi", "--query-gpu=" + ",".join(fs),
+                                "--format=csv,noheader"], capture_output=True, text=True,
+                               timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return {"error": str(e)}
+        if r.returncode == 0:
+            vals = [v.strip() for v in r.stdout.strip().splitlines()[0].split(",")]
+            return dict(zip(fs, vals))
+    return {"error": (r.stderr or r.stdout).strip()[:300]}
+
+
+def git_commit():
+    try:
+        r = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True,
+                           text=True, timeout=10)
+        if r.returncode == 0:
+            d = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", "src", "python",
+                                "bench", "mods"], capture_output=True, text=True, timeout=10)
+            return r.stdout.strip() + ("+dirty" if d.stdout.strip() else "")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return os.environ.get("FA4JIT_BENCH_COMMIT", "unknown (no .git on this machine)")
+
+
+def collect_env(torch):
+    import ctypes
+    import fa4jit
+    env = {"host": platform.node(), "python": platform.python_version(),
+           "torch": torch.__version__, "torch_cuda": torch.version.cuda,
+           "cudnn": torch.backends.cudnn.version(), "git_commit": git_commit()}
+    try:
+        import triton
+        env["triton"] = triton.__version__
+    except Exception as e:  # noqa: BLE001
+        env["triton"] = f"unavailable ({e})"
+    p = torch.cuda.get_device_properties(0)
+    env["gpu"] = torch.cuda.get_device_name(0)
+    env["sm_count"] = p.multi_processor_count
+    env["capability"] = f"{p.major}.{p.minor}"
+    env["gpu_memory_gib"] = round(p.total_memory / 2 ** 30, 1)
+    lib = fa4jit._lib.load()
+    env["fa4jit_version"] = fa4jit.library_version()
+    env["fa4jit_library"] = fa4jit.library_path()
+    env["fa4jit_kernel_fingerprint"] = lib.fa4_kernel_fingerprint().decode()
+    mj, mn = ctypes.c_int(), ctypes.c_int()
+    if lib.fa4_nvrtc_version(ctypes.byref(mj), ctypes.byref(mn)) == 0:
+        env["nvrtc"] = f"{mj.value}.{mn.value}"
+    with open(os.path.realpath(fa4jit.library_path()), "rb") as f:
+        env["fa4jit_library_sha256"] = hashlib.sha256(f.read()).hexdigest()[:16]
+    env["fa4jit_arch"] = fa4jit.context(0).arch
+    return env
+
+
+def gpu_slug(name):
+    s = name.lower().replace("nvidia", "").strip()
+    return "".join(ch if ch.isalnum() else "-" for ch in s).strip("-") or "gpu"
+
+
+# ------------------------------------------------------------------------------------- results
+class Results:
+    def __init__(self, out_dir, stem, data):
+        self.out_dir, self.stem, self.data = out_dir, stem, data
+        os.makedirs(out_dir, exist_ok=True)
+
+    def path(self, ext):
+        return os.path.join(self.out_dir, self.stem + ext)
+
+    def save(self, plots=False):
+        import report
+        with open(self.path(".json"), "w") as f:
+            json.dump(self.data, f, indent=1, default=str)
+        with open(self.path(".md"), "w") as f:
+            f.write(report.markdown(self.data, self.stem))
+        if plots:
+            report.plots_tar(self.data, self.path("-plots.tar"), self.stem)
+
+
+def status(kind, **kw):
+    d = {"status": kind}
+    d.update(kw)
+    return d
+
+
+# ------------------------------------------------------------------------------- fa4jit pieces
+def fa4_spec_for(case_or_mod, D=128):
+    """(score_mod, mask_mod) names for fa4jit of a case."""
+    c = case_or_mod
+    mask = "causal" if c.causal else c.mask_mod
+    return c.score_mod, (None if c.varlen else mask)
+
+
+def precompile_jobs(cases, paths, torch):
+    """Kernel specs the run will need, compiled ahead in worker threads (each thread its own
+    fa4jit Context, so compiles run in parallel; the library's disk cache then serves the run)."""
+    from fa4jit import _ctypes as C
+    from fa4jit._mods import prepare
+    import backends
+    jobs = {}
+    for c in cases:
+        score, mask = fa4_spec_for(c)
+        aux = {}
+        if c.trainable:
+            for n in c.trainable:
+                aux[n] = torch.zeros(1, device="cuda", requires_grad=True)
+        p = prepare(score, mask, aux)
+        for path in paths:
+            for bw in ((False, True) if c.bwd else (False,)):
+                if c.varlen:
+                    bw = True
+                flags = C.FA4_COMPILE_FWD | (C.FA4_COMPILE_BWD if bw else 0)
+                key = (p.source, c.D, path, flags, p.trainable)
+                jobs[key] = dict(source=p.source, dtype="bf16", head_dim=c.D, head_dim_v=c.D,
+                                 flags=flags, path=path, trainable=p.trainable, source_name="mod")
+        if mask:
+            pm = prepare(None, mask, None, keep_trivial_mask=True)
+            key = (pm.source, 128, "auto", C.FA4_COMPILE_BLOCK_MASK, ())
+            jobs[key] = dict(source=pm.source, dtype="bf16", head_dim=128, head_dim_v=128,
+                             flags=C.FA4_COMPILE_BLOCK_MASK, path="auto", trainable=(),
+                             source_name="mod")
+    del backends
+    return list(jobs.values())
+
+
+def start_precompile(jobs, cache_dir):
+    import concurrent.futures as cf
+    import threading
+    import fa4jit
+    local = threading.local()
+
+    def work(job):
+        ctx = getattr(local, "ctx", None)
+        if ctx is None:
+            ctx = fa4jit.Context(device=0, cache=fa4jit.CacheConfig(dir=cache_dir, mode="rw"))
+            local.ctx = ctx
+        t0 = time.perf_counter()
+        try:
+            k = ctx.compile(**job)
+            i = k.info
+            return {"ok": True, "path": i.path, "cache": i.cache_result,
+                    "wall_s": time.perf_counter() - t0}
+        except Exception as e:  # noqa: BLE001
+            return {"ok": False, "error": f"{type(e).__name__}: {str(e)[:400]}",
+                    "job": {k: v for k, v in job.items() if k != "source"}}
+
+    pool = cf.ThreadPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2) // 2)))
+    futs = [pool.submit(work, j) for j in jobs]
+    return pool, futs
+
+
+def jit_figures(mods, torch, cache_root, log_fn):
+    """Cold compile (fresh cache dir: forward alone; forward + backward in parallel), memory hit,
+    disk hit: wall time of fa4jit.compile to a launchable kernel, plus the library's own numbers."""
+    import fa4jit
+    import backends
+    tw = backends._twins()
+    rows = []
+    for m in mods:
+        row = {"mod": m or "plain"}
+        try:
+            score = mask = None
+            if m in MASK_MODS_ONLY:
+                mask = m
+            elif m is not None:
+                score = m
+            aux = {}
+            if m in tw.TWINS:
+                for n in tw.TWINS[m].trainable:
+                    dt = torch.float16 if m == "head_scale" else torch.float32
+                    aux[n] = torch.zeros(4, device="cuda", dtype=dt, requires_grad=True)
+
+            def one(backward, label):
+                t0 = time.perf_counter()
+                k = fa4jit.compile(score_mod=score, mask_mod=mask, aux=aux, head_dim=128,
+                                   backward=backward, block_mask=False, device=0)
+                wall = (time.perf_counter() - t0) * 1e3
+                i = k.info
+                row[label] = {"wall_ms": wall, "compile_ms": i.compile_ms,
+                              "lookup_ms": i.lookup_ms, "cache_result": i.cache_result,
+                              "launchable": i.launchable, "path": i.path,
+                              "programs": [{"name": p.name, "compile_ms": p.compile_ms,
+                                            "registers": p.registers,
+                                            "spill_bytes": p.spill_stores + p.spill_loads,
+                                            "shared_dynamic": p.shared_dynamic,
+                                            "cubin_size": p.cubin_size} for p in i.programs]}
+                return k
+
+            d1 = tempfile.mkdtemp(prefix="cold-fwd-", dir=cache_root)
+            fa4jit.configure_cache(dir=d1, mode="rw")
+            fa4jit.context(0)
+            one(False, "cold_fwd")
+            d2 = tempfile.mkdtemp(prefix="cold-both-", dir=cache_root)
+            fa4jit.configure_cache(dir=d2, mode="rw")
+            fa4jit.context(0)
+            one(True, "cold_fwdbwd")
+            one(True, "memory_hit")
+            fa4jit.configure_cache(dir=d2, mode="rw")
+            fa4jit.context(0)  # a new context: its memory table is empty
+            one(True, "disk_hit")
+            progs = {p["name"]: p["compile_ms"] for p in row["cold_fwdbwd"]["programs"]}
+            row["summary"] = {
+                "cold_fwd_ms": row["cold_fwd"]["wall_ms"],
+                "cold_fwdbwd_ms": row["cold_fwdbwd"]["wall_ms"],
+                "cold_bwd_programs_ms": max([v for n, v in progs.items() if "bwd" in n] or [0]),
+                "memory_hit_ms": row["memory_hit"]["wall_ms"],
+                "disk_hit_ms": row["disk_hit"]["wall_ms"],
+                "memory_hit_result": row["memory_hit"]["cache_result"],
+                "disk_hit_result": row["disk_hit"]["cache_result"],
+            }
+            log_fn(f"  jit {row['mod']:<22} cold fwd {row['cold_fwd']['wall_ms']:8.1f} ms  "
+                   f"fwd+bwd {row['cold_fwdbwd']['wall_ms']:8.1f} ms  memory "
+                   f"{row['memory_hit']['wall_ms']:.3f} ms ({row['memory_hit']['cache_result']})  "
+                   f"disk {row['disk_hit']['wall_ms']:.2f} ms ({row['disk_hit']['cache_result']})")
+        except Exception as e:  # noqa: BLE001
+            row["error"] = f"{type(e).__name__}: {str(e)[:600]}"
+            log_fn(f"  jit {row['mod']}: ERROR {row['error']}")
+        rows.append(row)
+    return rows
+
+
+MASK_MODS_ONLY = {"causal", "causal_sliding_window", "sliding_window", "document", "prefix_lm",
+                  "dilated_window", "block_diagonal", "longformer", "attention_sink"}
+
+
+def launch_overhead(torch, timer, log_fn, with_flex=True, n=1000):
+    """Host cost per call on a tiny problem (B=1, H=1, S=128, D=128): wall time of n back-to-back
+    calls (host-bound), against the device time of one such kernel."""
+    import ctypes
+    import fa4jit
+    from fa4jit import _ctypes as C
+    from fa4jit._ops import _tensor
+    out = {"shape": "B=1 H=1 S=128 D=128 bf16, forward", "calls": n}
+    g = torch.Generator(device="cuda").manual_seed(1)
+    q, k, v = (torch.randn(1, 1, 128, 128, device="cuda", dtype=torch.bfloat16, generator=g)
+               for _ in range(3))
+
+    def loop(fn):
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        return {"host_us_per_call": (t1 - t0) / n * 1e6, "wall_us_per_call": (t2 - t0) / n * 1e6}
+
+    # fa4jit, Python API
+    try:
+        with torch.no_grad():
+            out["fa4jit_python"] = loop(lambda: fa4jit.flex_attention(q, k, v))
+    except Exception as e:  # noqa: BLE001
+        out["fa4jit_python"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    # fa4jit, C API (one prebuilt fa4_fwd_args, fa4_launch_fwd through ctypes)
+    try:
+        kern = fa4jit.compile(head_dim=128, backward=False, device=0)
+        lib = kern.ctx._lib
+        o = torch.empty_like(q)
+        lse = torch.empty(1, 1, 128, device="cuda", dtype=torch.float32)
+        a = C.new(C.fa4_fwd_args)
+        lib.fa4_fwd_args_init(ctypes.byref(a))
+        a.q, a.k, a.v, a.o, a.lse = _tensor(q, 4), _tensor(k, 4), _tensor(v, 4), _tensor(o, 4), \
+            _tensor(lse, 3)
+        a.stream = torch.cuda.current_stream().cuda_stream
+        h, ref = kern.handle, ctypes.byref(a)
+        launch = lib.fa4_launch_fwd
+
+        def c_call():
+            st = launch(h, ref)
+            if st:
+                raise RuntimeError(f"fa4_launch_fwd returned {st}")
+        out["fa4jit_c"] = loop(c_call)
+        # device time of one tiny kernel: n launches queued behind a spin, timed by events
+        timer._spin(60.0)
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(n):
+            launch(h, ref)
+        e1.record()
+        torch.cuda.synchronize()
+        out["fa4jit_gpu_us_per_kernel"] = e0.elapsed_time(e1) * 1e3 / n
+    except Exception as e:  # noqa: BLE001
+        out["fa4jit_c"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    # peers
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        import torch.nn.functional as F
+
+        def sdpa():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(q, k, v)
+        with torch.no_grad():
+            out["cudnn_python"] = loop(sdpa)
+    except Exception as e:  # noqa: BLE001
+        out["cudnn_python"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    if with_flex:
+        try:
+            import backends
+            fn = backends.flex_compiled()
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                fn(q, k, v)
+            torch.cuda.synchronize()
+            out["flex_first_call_s"] = time.perf_counter() - t0
+            with torch.no_grad():
+                out["flex_python"] = loop(lambda: fn(q, k, v))
+        except Exception as e:  # noqa: BLE001
+            out["flex_python"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    for key in ("fa4jit_python", "fa4jit_c", "cudnn_python", "flex_python"):
+        r = out.get(key, {})
+        if "wall_us_per_call" in r:
+            log_fn(f"  launch {key:<14} host {r['host_us_per_call']:7.2f} us/call   wall "
+                   f"{r['wall_us_per_call']:7.2f} us/call")
+    if "fa4jit_gpu_us_per_kernel" in out:
+        log_fn(f"  launch fa4jit tiny kernel on the GPU {out['fa4jit_gpu_us_per_kernel']:.2f} us")
+    return out
+
+
+# ------------------------------------------------------------------------------------- one case
+def case_record(c):
+    return {"id": c.id, "group": c.group, "label": c.label, "shape": c.shape_text(), "B": c.B,
+            "Hq": c.Hq, "Hkv": c.Hkv, "S": c.S, "D": c.D, "causal": c.causal,
+            "score_mod": c.score_mod, "mask_mod": c.mask_mod, "trainable": list(c.trainable),
+            "varlen": c.varlen, "notes": c.notes, "pairs": c.pairs,
+            "density": c.pairs / (c.B * c.S * c.S) if not c.varlen else c.pairs / (c.S * c.S),
+            "flops_fwd": c.flops_fwd, "flops_fwdbwd": c.flops_fwdbwd, "results": {}}
+
+
+def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
+    import backends
+    rec = case_record(c)
+    res = rec["results"]
+    inp = backends.Inputs(c, args.nsets)
+    try:
+        dense = backends.mask_pairs_dense(c, inp)
+        if dense is not None:
+            rec["pairs_dense_check"] = dense
+            if dense != c.pairs:
+                rec["pairs_warning"] = (f"closed-form pairs {c.pairs} != dense twin count "
+                                        f"{dense}; FLOPs use the dense count")
+                c.pairs = dense
+                c.flops_fwd = 4.0 * c.Hq * c.D * dense
+                c.flops_fwdbwd = 3.5 * c.flops_fwd
+                rec.update(pairs=dense, flops_fwd=c.flops_fwd, flops_fwdbwd=c.flops_fwdbwd)
+    except Exception as e:  # noqa: BLE001
+        rec["pairs_dense_check"] = f"error: {type(e).__name__}: {e}"
+    ref = {"fwd": None, "grads": None, "fwd_by": None, "grads_by": None}
+    wf, rf = (args.warmup, args.reps)
+    wb, rb = (max(1, args.warmup - 1), max(3, args.reps // 2))
+
+    def tflops(flops, ms):
+        return flops / (ms * 1e-3) / 1e12
+
+    def run_backend(name, is_fa4):
+        r = {}
+        res[name] = r
+        if not is_fa4 and name not in c.peers:
+            r.update(status("n/a", reason="cannot express this variant"))
+            return
+        if name == "flex" and not c.flex:
+            r.update(status("skipped", reason="quick mode: Flex (a compile per shape) only at "
+                                              f"S={4096}"))
+            return
+        left = deadline - time.time()
+        if name == "flex" and left < 60:
+            r.update(status("skipped", reason=f"time budget ({left:.0f} s left)"))
+            return
+        try:
+            runner = backends.make_runner(name, c, inp)
+        except backends.Unsupported as e:
+            r.update(status("n/a", reason=str(e)))
+            return
+        except Exception as e:  # noqa: BLE001
+            r.update(status("error", stage="setup", error=f"{type(e).__name__}: {str(e)[:500]}"))
+            log_fn(traceback.format_exc(limit=3))
+            return
+        note = runner.prepare() if hasattr(runner, "prepare") else None
+        if note:
+            r["note"] = note
+        # forward: first call (Flex compiles here), correctness, then timing
+        try:
+            t0 = time.perf_counter()
+            out = runner.fwd(0)
+            torch.cuda.synchronize()
+            r["first_call_fwd_s"] = time.perf_counter() - t0
+            if ref["fwd"] is not None:
+                r["err_fwd"] = backends.rel_l2(out, ref["fwd"])
+                r["ref"] = ref["fwd_by"]
+            ok = True
+            if is_fa4:
+                if ref["fwd"] is None:
+                    r.update(status("unverified", reason="no reference output (no peer ran)"))
+                    ok = False
+                elif not (r["err_fwd"] <= TOL_FWD):
+                    r.update(status("wrong", reason=f"forward rel. L2 error {r['err_fwd']:.3g} "
+                                                    f"> {TOL_FWD} vs {ref['fwd_by']}"))
+                    ok = False
+            elif ref["fwd"] is None:
+                ref["fwd"], ref["fwd_by"] = out, name
+            del out
+            if ok:
+                t = timer.measure(runner.fwd, inp.nsets, wf, rf)
+                r["fwd"] = t
+                r["fwd_tflops"] = tflops(c.flops_fwd, t["median_ms"])
+                r.setdefault("status", "ok")
+        except Exception as e:  # noqa: BLE001
+            r.update(status("error", stage="forward", error=f"{type(e).__name__}: {str(e)[:500]}"))
+            log_fn(traceback.format_exc(limit=4))
+            return
+        if not c.bwd or r.get("status") in ("wrong", "unverified"):
+            return
+        try:
+            t0 = time.perf_counter()
+            out, grads = runner.fwdbwd(0)
+            torch.cuda.synchronize()
+            r["first_call_fwdbwd_s"] = time.perf_counter() - t0
+            if ref["grads"] is not None:
+                errs = [backends.rel_l2(a, b) for a, b in zip(grads, ref["grads"])]
+                if len(grads) != len(ref["grads"]):
+                    errs.append(float("inf"))
+                r["err_grads"] = errs
+            good = True
+            if is_fa4:
+                if ref["grads"] is None:
+                    r["bwd_status"] = "unverified"
+                    good = False
+                elif not all(e <= TOL_GRAD for e in r["err_grads"]):
+                    r["bwd_status"] = "wrong"
+                    r["bwd_reason"] = (f"gradient rel. L2 errors {[round(e, 4) for e in r['err_grads']]}"
+                                       f" > {TOL_GRAD} vs {ref['grads_by']}")
+                    good = False
+            elif ref["grads"] is None:
+                ref["grads"], ref["grads_by"] = grads, name
+            del out, grads
+            if good:
+                t = timer.measure(lambda i: runner.fwdbwd(i), inp.nsets, wb, rb)
+                r["fwdbwd"] = t
+                r["fwdbwd_tflops"] = tflops(c.flops_fwdbwd, t["median_ms"])
+                r["bwd_status"] = "ok"
+        except Exception as e:  # noqa: BLE001
+            r["bwd_status"] = "error"
+            r["bwd_error"] = f"{type(e).__name__}: {str(e)[:500]}"
+            log_fn(traceback.format_exc(limit=4))
+
+    for name in ("cudnn", "fa2", "flex"):
+        run_backend(name, False)
+    for path in fa4_paths:
+        name = "fa4jit-" + path
+        run_backend(name, True)
+        info = _fa4_kernel_info(c, path, torch)
+        if info:
+            res[name]["kernel"] = info
+    del inp, ref
+    torch.cuda.empty_cache()
+    return rec
+
+
+def _fa4_kernel_info(c, path, torch):
+    """Path and resources of the kernel the case ran (a memory-cache hit of fa4jit.compile with the
+    same spec as the run's first call)."""
+    try:
+        import fa4jit
+        score, mask = fa4_spec_for(c)
+        aux = {n: torch.zeros(1, device="cuda", requires_grad=True) for n in c.trainable}
+        k = fa4jit.compile(score_mod=score, mask_mod=mask, aux=aux, head_dim=c.D,
+                           head_dim_v=c.D, backward=c.bwd, block_mask=False, device=0, path=path)
+        i = k.info
+        return {"path": i.path, "arch": i.arch, "key": i.key, "cache_result": i.cache_result,
+                "programs": [{"name": p.name, "registers": p.registers,
+                              "spill_bytes": p.spill_stores + p.spill_loads,
+                              "shared_dynamic": p.shared_dynamic} for p in i.programs]}
+    except Exception as e:  # noqa: BLE001
+        return {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+
+
+# ---------------------------------------------------------------------------------------- main
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the short set (< 8 min on an H200)")
+    ap.add_argument("--out", default=None, help="output folder (default bench/results)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="no GPU: cases, FLOPs, report and plot writers on fake timings")
+    ap.add_argument("--replot", metavar="JSON", help="rewrite .md and plots from a results JSON")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="stop starting new work after this many seconds (default: 420 quick, "
+                         "560 full)")
+    ap.add_argument("--paths", default="sm90,sm80", help="fa4jit kernel paths to run")
+    ap.add_argument("--only", default=None, help="run only cases whose id contains this text")
+    ap.add_argument("--no-jit", action="store_true", help="skip the JIT compile figures")
+    ap.add_argument("--no-launch", action="store_true", help="skip the launch-overhead figures")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--nsets", type=int, default=3, help="input buffer sets rotated in timing")
+    ap.add_argument("--stem", default=None, help="file name stem (default <date>-<gpu>)")
+    a = ap.parse_args(argv)
+    if a.reps is None:
+        a.reps = 10 if a.quick else 20
+    if a.budget_s is None:
+        a.budget_s = 420.0 if a.quick else 560.0
+    return a
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    sys.path.insert(0, HERE)
+    import cases as cs
+    import report
+    if args.replot:
+        with open(args.replot) as f:
+            data = json.load(f)
+        out = args.out or os.path.dirname(os.path.abspath(args.replot))
+        stem = os.path.splitext(os.path.basename(args.replot))[0]
+        with open(os.path.join(out, stem + ".md"), "w") as f:
+            f.write(report.markdown(data, stem))
+        for p in report.write_plots(data, out, stem):
+            print("wrote", p)
+        return 0
+    if args.dry_run:
+        import dryrun
+        return dryrun.run(args)
+
+    t_start = time.time()
+    deadline = t_start + args.budget_s
+    bootstrap()
+    tee = Tee(sys.stdout)
+    sys.stdout = tee
+    import torch
+    if not torch.cuda.is_available():
+        print("error: no CUDA device visible to torch; use --dry-run on a machine without a GPU",
+              file=sys.stderr)
+        return 2
+    import backends
+    from timing import Timer
+    now = datetime.datetime.now(datetime.timezone.utc)
+    env = collect_env(torch)
+    env["nvidia_smi_before"] = nvidia_smi()
+    stem = args.stem or f"{now:%Y-%m-%d}-{gpu_slug(env['gpu'])}" + ("-quick" if args.quick else "")
+    out_dir = args.out or os.path.join(HERE, "results")
+    all_cases = cs.build_cases(args.quick)
+    if args.only:
+        all_cases = [c for c in all_cases if args.only in c.id]
+    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    data = {"schema": "fa4jit-bench/1", "date_utc": now.isoformat(timespec="seconds"),
+            "mode": "quick" if args.quick else "full", "dry_run": False, "env": env,
+            "config": {"tol_fwd": TOL_FWD, "tol_grad": TOL_GRAD, "reps": args.reps,
+                       "warmup": args.warmup, "nsets": args.nsets, "budget_s": args.budget_s,
+                       "fa4jit_paths": paths, "dtype": "bf16",
+                       "flops": "fwd = 4*B*Hq*pairs*D (pairs: S^2 dense, S^2/2 causal, exact "
+                                "count for mask mods); fwd+bwd = 3.5 x fwd"},
+            "cases": [], "jit": [], "launch": None, "skipped": [], "log": []}
+    res = Results(out_dir, stem, data)
+    log(f"fa4jit bench ({data['mode']}) on {env['gpu']} driver "
+        f"{env['nvidia_smi_before'].get('driver_version', '?')}, torch {env['torch']}, triton "
+        f"{env.get('triton')}, fa4jit {env['fa4jit_version']} fingerprint "
+        f"{env['fa4jit_kernel_fingerprint']}; {len(all_cases)} cases, budget {args.budget_s:.0f} s")
+    timer = Timer(torch)
+    data["config"]["spin_cycles_per_ms"] = timer.calibrate()
+    cache_root = tempfile.mkdtemp(prefix="fa4jit-bench-")
+    import fa4jit
+
+    # 1. JIT figures (sequential, on a quiet machine)
+    if not args.no_jit:
+        mods = cs.JIT_MODS_QUICK if args.quick else cs.JIT_MODS_FULL
+        log(f"[{time.time() - t_start:6.1f}s] JIT compile figures for {len(mods)} mods")
+        data["jit"] = jit_figures(mods, torch, cache_root, log)
+        res.save()
+    main_cache = os.path.join(cache_root, "main")
+    fa4jit.configure_cache(dir=main_cache, mode="rw")
+
+    # 2. launch overhead
+    if not args.no_launch:
+        log(f"[{time.time() - t_start:6.1f}s] launch overhead")
+        try:
+            data["launch"] = launch_overhead(torch, timer, log)
+        except Exception as e:  # noqa: BLE001
+            data["launch"] = {"error": f"{type(e).__name__}: {e}"}
+        res.save()
+
+    # 3. kernels compiled ahead in parallel threads, while the peers run
+    jobs = precompile_jobs(all_cases, paths, torch)
+    log(f"[{time.time() - t_start:6.1f}s] precompiling {len(jobs)} fa4jit kernels in the "
+        "background")
+    pool, futs = start_precompile(jobs, main_cache)
+
+    # 4. the cases
+    for c in all_cases:
+        left = deadline - time.time()
+        if left < 20:
+            data["skipped"].append({"id": c.id, "reason": f"time budget ({left:.0f} s left)"})
+            continue
+        log(f"[{time.time() - t_start:6.1f}s] {c.id}  ({c.shape_text()}, "
+            f"{c.flops_fwd / 1e12:.2f} TFLOP fwd)")
+        try:
+            rec = run_case(c, args, torch, timer, deadline, paths, None, log)
+        except Exception as e:  # noqa: BLE001
+            rec = case_record(c)
+            rec["error"] = f"{type(e).__name__}: {str(e)[:600]}"
+            log(traceback.format_exc(limit=5))
+            torch.cuda.empty_cache()
+        data["cases"].append(rec)
+        log("    " + report.case_line(rec))
+        res.save()
+    pre = [f.result() for f in futs]
+    pool.shutdown(wait=True)
+    data["precompile"] = {"jobs": len(pre), "failed": [p for p in pre if not p.get("ok")],
+                          "paths": sorted({p.get("path") for p in pre if p.get("ok")})}
+    # Flex first-call times next to fa4jit's compile times, for the same mod
+    report.attach_flex_first_calls(data)
+    data["env"]["nvidia_smi_after"] = nvidia_smi()
+    data["elapsed_s"] = time.time() - t_start
+    data["log"] = tee.buf.getvalue().splitlines()[-400:]
+    res.save(plots=True)
+    with open(res.path(".log"), "w") as f:
+        f.write(tee.buf.getvalue())
+    log(report.summary_text(data))
+    log(f"done in {data['elapsed_s']:.0f} s: {res.path('.json')}, .md, .log, -plots.tar")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
