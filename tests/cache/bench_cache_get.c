@@ -93,8 +93,12 @@ int main(int argc, char **argv)
     fa4__cache_prune_result r;
     fa4__cache_clear(c, 0, &r);
     fa4__cache_close(c);
-    if (argc <= 3)
-        rmdir(dir);
+    if (argc <= 3) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir); /* the v1 directory and its buckets */
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", dir);
+    }
     free(t);
     free(cubin);
     return 0;
