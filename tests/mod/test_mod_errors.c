@@ -147,6 +147,7 @@ static const rejected cases[] = {
     {SM "  return expf(s, s);\n}", FA4_ERR_MOD_CHECK, "'expf' takes 1 argument, 2 given", 2, 10},
     {SM "  return expf(q > kv);\n}", FA4_ERR_MOD_CHECK, "argument 1 of 'expf' is 'bool'", 2, 17},
     {SM "  const float c = 1.0f;\n  c = 2.0f;\n  return s;\n}", FA4_ERR_MOD_CHECK, "cannot assign to const 'c'", 3, 3},
+    {SM "  { float t = 1.0f; }\n  return t;\n}", FA4_ERR_MOD_CHECK, "unknown identifier 't'", 3, 10},
     {SM "  double x = 1.0;\n  return s;\n}", FA4_ERR_MOD_CHECK, "type 'double' is not supported", 2, 3},
     {SM "  return (double)s;\n}", FA4_ERR_MOD_CHECK, "cast to 'double' is not supported", 2, 11},
     {SM "  return float(q);\n}", FA4_ERR_MOD_SYNTAX, "casts are written '(float)x'", 2, 10},
@@ -287,6 +288,39 @@ static void limits(void **state)
     assert_int_equal(fa4__mod_parse(buf, (size_t)k, "aux", &m, &d), FA4_ERR_MOD_LIMIT);
     assert_non_null(strstr(d.message, "too many aux parameters: at most 16"));
     assert_int_equal(d.line, 1);
+    /* sibling blocks may reuse a name; inner blocks may shadow */
+    static const char scopes[] = SM "  { float t = 1.0f; s = s + t; }\n  { int t = 2; if (t > 1) { "
+                                    "float s2 = 0.5f; { float t2 = s2; s = s * t2; } } }\n"
+                                    "  float t = 3.0f;\n  return s + t;\n}";
+    assert_int_equal(fa4__mod_parse(scopes, sizeof scopes - 1, "scopes", &m, &d), FA4_OK);
+    double v;
+    assert_int_equal(fa4__mod_eval_score(m, 1.0, 0, 0, 0, 0, NULL, 0, &v, NULL, &d), FA4_OK);
+    assert_true(v == (1.0 + 1.0) * 0.5 + 3.0);
+    fa4__mod_free(m);
+    /* deep expressions along a long chain of helpers: bounded for the evaluator's stack */
+    for (int helpers = 8; helpers <= 20; helpers += 12) {
+        size_t cap = 65536;
+        char *chain_src = malloc(cap);
+        int n = snprintf(chain_src, cap, "float f0(float x) { return x; }\n");
+        for (int i = 1; i < helpers; i++) {
+            n += snprintf(chain_src + n, cap - (size_t)n, "float f%d(float x) { return f%d(x)", i, i - 1);
+            for (int j = 0; j < 200; j++)
+                n += snprintf(chain_src + n, cap - (size_t)n, "+x");
+            n += snprintf(chain_src + n, cap - (size_t)n, "; }\n");
+        }
+        n += snprintf(chain_src + n, cap - (size_t)n, SM "  return f%d(s);\n}", helpers - 1);
+        fa4_status st = fa4__mod_parse(chain_src, (size_t)n, "chain", &m, &d);
+        if (helpers == 8) {
+            assert_int_equal(st, FA4_OK);
+            assert_int_equal(fa4__mod_eval_score(m, 1.0, 0, 0, 0, 0, NULL, 0, &v, NULL, &d), FA4_OK);
+            assert_true(v == 1.0 + 7 * 200);
+            fa4__mod_free(m);
+        } else {
+            assert_int_equal(st, FA4_ERR_MOD_LIMIT);
+            assert_non_null(strstr(d.message, "along this chain of helper calls"));
+        }
+        free(chain_src);
+    }
     /* exponential helper expansion */
     k = 0;
     k += snprintf(buf + k, sizeof buf - (size_t)k, "float f0(float x) { return x + 1.0f; }\n");

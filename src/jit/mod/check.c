@@ -689,7 +689,9 @@ static fa4_status check_scoped(checker *C, fa4__stmt *s)
 {
     int nv = C->nvars, base = C->scope_base;
     C->scope_base = C->nvars;
+    C->block_depth++;
     fa4_status st = check_stmt(C, s);
+    C->block_depth--;
     C->nvars = nv;
     C->scope_base = base;
     return st;
@@ -768,15 +770,24 @@ static fa4_status check_stmt(checker *C, fa4__stmt *s)
 {
     if (C->st != FA4_OK)
         return C->st;
+    /* +2: implicit casts the checker may add around the parsed expression */
+    int nest = C->block_depth + (s->e ? s->e->depth + 2 : 1);
+    if (nest > C->f->max_nest)
+        C->f->max_nest = nest;
     switch (s->kind) {
     case ST_EMPTY: return FA4_OK;
-    case ST_BLOCK:
-        for (int i = 0; i < s->nitems; i++) {
-            fa4__stmt *it = s->items[i];
-            if (check_stmt(C, it) != FA4_OK)
-                return C->st;
-        }
-        return FA4_OK;
+    case ST_BLOCK: {
+        /* a nested block is a scope of its own, as in C */
+        int nv = C->nvars, base = C->scope_base;
+        C->scope_base = C->nvars;
+        C->block_depth++;
+        for (int i = 0; i < s->nitems && C->st == FA4_OK; i++)
+            check_stmt(C, s->items[i]);
+        C->block_depth--;
+        C->nvars = nv;
+        C->scope_base = base;
+        return C->st;
+    }
     case ST_DECL: {
         fa4__var *v = s->var;
         if (declare(C, v) != FA4_OK)

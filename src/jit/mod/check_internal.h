@@ -18,6 +18,7 @@ typedef struct checker {
     int nvars;
     int scope_base;                 /* first var of the innermost scope */
     const fa4__var *initializing;   /* declared variable whose initializer is being checked */
+    int block_depth;                /* blocks and if-branches around the current statement */
     fa4_status st;
 } checker;
 

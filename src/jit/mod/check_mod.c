@@ -228,7 +228,7 @@ static fa4_status visit(checker *C, fa4__func *f, int *order)
         return FA4_OK;
     f->visiting = 1;
     double size = f->own_size;
-    int depth = 0;
+    int depth = 0, stack = 0;
     for (int i = 0; i < f->ncalls; i++) {
         fa4__expr *call = f->calls[i];
         fa4__func *g = call->func;
@@ -244,6 +244,15 @@ static fa4_status visit(checker *C, fa4__func *f, int *order)
         if (visit(C, g, order) != FA4_OK)
             return C->st;
         size += g->inlined_size;
+        if (g->stack > stack)
+            stack = g->stack;
+        if (f->max_nest + stack > FA4__MOD_MAX_STACK) {
+            C->f = f;
+            return fa4__check_err(C, FA4_ERR_MOD_LIMIT, call->line, call->col, call->len,
+                                  "expressions nest more than %d levels deep along this chain of "
+                                  "helper calls; use local variables or fewer helpers",
+                                  FA4__MOD_MAX_STACK);
+        }
         if (g->call_depth + 1 > depth)
             depth = g->call_depth + 1;
         if (depth > FA4__MOD_MAX_DEPTH) {
@@ -261,6 +270,7 @@ static fa4_status visit(checker *C, fa4__func *f, int *order)
     }
     f->inlined_size = size;
     f->call_depth = depth;
+    f->stack = f->max_nest + stack;
     f->visiting = 0;
     f->done = 1;
     f->order = (*order)++;

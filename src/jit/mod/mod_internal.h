@@ -175,6 +175,8 @@ struct fa4__func {
     /* checker state */
     int visiting, done, order, call_depth;
     double inlined_size, own_size;
+    int max_nest;    /* deepest expression plus the blocks around it, in this function */
+    int stack;       /* max_nest summed along the deepest call chain (the evaluator's recursion) */
     fa4__expr **calls;           /* helper call sites in this function */
     int ncalls, capcalls;
     int used_in_score, used_in_mask; /* reachable from the mod */
@@ -198,6 +200,10 @@ struct fa4__mod {
     uint32_t builtins_used; /* bit per builtin id, in functions reachable from score_mod */
     uint8_t token_hash[16]; /* XXH3-128 of the canonical token stream */
 };
+
+/* Upper bound on expression and block nesting summed along a chain of helper calls: the depth of
+ * the CPU evaluator's recursion, kept well inside a thread's stack (sanitizers included). */
+#define FA4__MOD_MAX_STACK 2048
 
 /* Upper bound on the operations one mod expands to once helpers are inlined. */
 #define FA4__MOD_MAX_INLINED 200000.0
