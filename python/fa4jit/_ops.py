@@ -290,6 +290,7 @@ def _register():
         o, lse = output
         ctx.save_for_backward(q, k, v, o, lse, *aux_tensors, *block_mask)
         ctx.n_aux = len(aux_tensors)
+        ctx.n_bm = len(block_mask)
         ctx.meta = (list(aux_scalars), list(bm_meta), source, aux_spec, scale, options)
         ctx.mark_non_differentiable(lse)
 
@@ -313,7 +314,8 @@ def _register():
                 else:
                     per_aux.append(None)
                 ti += 1
-        return dq, dk, dv, per_aux, None, None, None, None, None, None, None
+        # One entry per input, lists of tensors as lists (of None where there is no gradient).
+        return (dq, dk, dv, per_aux, None, [None] * ctx.n_bm, None, None, None, None, None)
 
     flex_fwd.register_autograd(backward, setup_context=setup_context)
     return flex_fwd, flex_bwd
