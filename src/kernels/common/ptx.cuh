@@ -117,6 +117,21 @@ __device__ __forceinline__ void fa4_mma16816(float (&c)[4], const unsigned (&a)[
 #endif
 }
 
+/* 4 consecutive floats (16-byte aligned) added to global memory: one vector reduction on sm_90+,
+ * four scalar ones before. */
+__device__ __forceinline__ void fa4_red_add4(float *dst, float a, float b, float c, float d)
+{
+#if defined(FA4_ARCH) && FA4_ARCH >= 90
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(a), "f"(b), "f"(c), "f"(d)
+                 : "memory");
+#else
+    atomicAdd(dst, a);
+    atomicAdd(dst + 1, b);
+    atomicAdd(dst + 2, c);
+    atomicAdd(dst + 3, d);
+#endif
+}
+
 /* ----------------------------------------------------------------------------- reductions */
 __device__ __forceinline__ float fa4_quad_max(float x)
 {

@@ -186,18 +186,26 @@ extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
             for (int i = 0; i < kBwdDqChunk / 8; ++i)
                 dq[0][i][0] = dq[0][i][1] = dq[0][i][2] = dq[0][i][3] = 0.f;
             fa4_warp_gemm<16, kBwdDqChunk, kBwdN, false, true>(dq, sdS + wm * 16 * kLdP, kLdP, sK + c0, kLdQ, lane);
+            /* lanes t and t^1 swap halves so each holds 4 consecutive columns of one row: one
+             * 16-byte reduction (or store) per 8 columns instead of two or four */
 #pragma unroll
             for (int i = 0; i < kBwdDqChunk / 8; ++i) {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int qi = m0 + wm * 16 + g + (e >= 2 ? 8 : 0);
-                    const int col = c0 + i * 8 + 2 * t + (e & 1);
-                    if (qi < seq.len_q) {
-                        float *dst = dqh + (long long)qi * kD + col;
-                        if (p.deterministic)
-                            *dst = dq[0][i][e];
-                        else
-                            atomicAdd(dst, dq[0][i][e]);
+                const bool odd = t & 1;
+                const float r0 = __shfl_xor_sync(0xffffffffu, odd ? dq[0][i][0] : dq[0][i][2], 1);
+                const float r1 = __shfl_xor_sync(0xffffffffu, odd ? dq[0][i][1] : dq[0][i][3], 1);
+                const float v0 = odd ? r0 : dq[0][i][0], v1 = odd ? r1 : dq[0][i][1];
+                const float v2 = odd ? dq[0][i][2] : r0, v3 = odd ? dq[0][i][3] : r1;
+                const int qi = m0 + wm * 16 + g + (odd ? 8 : 0);
+                const int col = c0 + i * 8 + 2 * (t & 2);
+                if (qi < seq.len_q) {
+                    float *dst = dqh + (long long)qi * kD + col;
+                    if (p.deterministic) {
+                        dst[0] = v0;
+                        dst[1] = v1;
+                        dst[2] = v2;
+                        dst[3] = v3;
+                    } else {
+                        fa4_red_add4(dst, v0, v1, v2, v3);
                     }
                 }
             }

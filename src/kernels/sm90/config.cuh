@@ -1,7 +1,8 @@
 /*
  * config.cuh - tile geometry of the sm90 forward, in one place with the checks that keep it legal.
  * 3 warpgroups: warpgroup 0 produces (one thread issues TMA), warpgroups 1 and 2 consume 64 query
- * rows each (kM = 128). K and V tiles of kN keys stream through a kStages ring. Shared-memory tiles
+ * rows each (kM = 128); the grid is persistent (a CTA walks tiles blockIdx.x, +gridDim.x, ...).
+ * K and V tiles of kN keys stream through a kStages ring. Shared-memory tiles
  * are stored as 64-column panels of 128-byte rows in TMA's 128-byte swizzle, which is also the
  * layout the wgmma descriptors describe; head dims that are not multiples of 64 are padded up to
  * the next panel (TMA fills the missing columns with zeros).
@@ -29,7 +30,13 @@ constexpr int kDp = (kD + 63) / 64 * 64;   /* padded to whole panels */
 constexpr int kDvp = (kDv + 63) / 64 * 64;
 constexpr int kM = 128;                    /* query rows per CTA */
 constexpr int kN = (kDp <= 128 && kDvp <= 128) ? 128 : 64; /* keys per step */
-constexpr int kStages = 2;
+/* Three K/V stages where they fit in the 227 KB an sm_90 block may have, else two. */
+constexpr int kSmem3 = 1024 + kM * kDp * 2 + 3 * kN * (kDp + kDvp) * 2 + 256;
+#ifndef FA4_SM90_STAGES
+constexpr int kStages = kSmem3 <= 227 * 1024 ? 3 : 2;
+#else
+constexpr int kStages = FA4_SM90_STAGES;
+#endif
 constexpr int kThreads = 384;
 /* The pipeline writes the threshold with "%.9gf", which gives "0f" or "8f" for whole numbers: an
  * integer with a suffix, i.e. a user-defined literal in C++. This operator reads those as floats
@@ -41,14 +48,14 @@ __host__ __device__ constexpr float operator""f(unsigned long long v)
 }
 #pragma nv_diag_default 2506
 constexpr float kRescaleThreshold = FA4_RESCALE_THRESHOLD; /* log2 units; <= 0: off */
-constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 
 constexpr int kPanelBytes = 128;           /* one swizzled row of a panel */
 constexpr int kQBytes = kM * kDp * 2;
 constexpr int kKBytes = kN * kDp * 2;
 constexpr int kVBytes = kN * kDvp * 2;
 constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
-constexpr int kSmemBytes = 1024 + kSmemTiles + 128; /* alignment slack, tiles, 9 barriers */
+constexpr int kSmemBytes = 1024 + kSmemTiles + 256; /* alignment slack, tiles, barriers */
 
 static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
 static_assert(kDp <= 256 && kDvp <= 256, "head dims above 256 are not supported");

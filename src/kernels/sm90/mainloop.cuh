@@ -2,13 +2,15 @@
  * mainloop.cuh - the consumer warpgroups' main loop of the sm90 forward: for each key tile,
  * S = Q K^T (SS-wgmma), scores and online softmax on the fragment, O += P V (RS-wgmma, P from
  * registers). Two schedules:
- *   FA4_SM90_OVERLAP 0: each step waits for its own wgmma (the plain reference schedule).
+ *   FA4_SM90_OVERLAP 0: each step waits for its own wgmma (the plain reference schedule; ping-pong
+ *     then only orders the S issues).
  *   FA4_SM90_OVERLAP 1 (default): S(j) and P(j-1) V(j-1) are issued back to back and the softmax of
  *     S(j) runs while P V is still on the tensor cores; with FA4_SM90_PINGPONG 1 (default) the two
  *     consumer warpgroups also take turns issuing their wgmma (named barriers 1 and 2), so one's
  *     softmax hides under the other's matrix work.
  * K and V stages are released separately (empty barriers per K and per V stage): K(j) as soon as
- * S(j) is done, V(j-1) after P(j-1) V(j-1).
+ * S(j) is done, V(j-1) after P(j-1) V(j-1); Q after the tile's last S, so the producer loads the
+ * next tile's Q during this tile's last P V and epilogue.
  * Accumulators and the P fragment are pinned (fa4_reg_fence / fa4_reg_fence_u) between issue and
  * wait so the compiler neither moves nor reuses them while a wgmma is in flight.
  */
@@ -38,20 +40,57 @@ __device__ __forceinline__ void fa4_named_arrive(int id)
     asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
 }
 
+/* The mbarriers, 8 bytes each: Q full / empty, then per stage K full, V full, K empty, V empty. */
+struct fa4_sm90_bars {
+    unsigned base;
+    __device__ __forceinline__ unsigned q() const { return base; }
+    __device__ __forceinline__ unsigned eq() const { return base + 8u; }
+    __device__ __forceinline__ unsigned k(int s) const { return base + 8u * (2u + (unsigned)s); }
+    __device__ __forceinline__ unsigned v(int s) const { return base + 8u * (2u + kStages + (unsigned)s); }
+    __device__ __forceinline__ unsigned ek(int s) const { return base + 8u * (2u + 2u * kStages + (unsigned)s); }
+    __device__ __forceinline__ unsigned ev(int s) const { return base + 8u * (2u + 3u * kStages + (unsigned)s); }
+};
+
+/* Turn-taking of the two consumer warpgroups around their wgmma issues (named barriers 1, 2):
+ * warpgroup c waits on barrier 1 + c, issues, then lets the other one go. Warpgroup 1 opens the
+ * first turn of warpgroup 0 once; the alternation then runs on across tiles (both warpgroups
+ * issue equally often), and warpgroup 0 takes the last open turn back at the end. */
+struct fa4_sm90_pingpong {
+    int cw;
+    bool started;
+    __device__ __forceinline__ void acquire()
+    {
+        if (!FA4_SM90_PINGPONG)
+            return;
+        if (!started) {
+            started = true;
+            if (cw == 1)
+                fa4_named_arrive(1);
+        }
+        fa4_named_sync(1 + cw);
+    }
+    __device__ __forceinline__ void release() const
+    {
+        if (FA4_SM90_PINGPONG)
+            fa4_named_arrive(2 - cw);
+    }
+    __device__ __forceinline__ void finish() const
+    {
+        if (FA4_SM90_PINGPONG && started && cw == 0)
+            fa4_named_sync(1);
+    }
+};
+
 struct fa4_sm90_consumer {
     const fa4_params &p;
     const fa4_aux &aux;
     const fa4_sm90_tiles &tiles;
+    fa4_sm90_bars bars;
     int b, h, row0, lane, cw;
     int len_q, len_k;
     bool q_inside;
     float k2;
-    unsigned q_base, s_k, s_v, s_bar;
-
-    __device__ __forceinline__ unsigned bar_k(int s) const { return s_bar + 8u * (1u + (unsigned)s); }
-    __device__ __forceinline__ unsigned bar_v(int s) const { return s_bar + 8u * (1u + kStages + (unsigned)s); }
-    __device__ __forceinline__ unsigned bar_ek(int s) const { return s_bar + 8u * (1u + 2u * kStages + (unsigned)s); }
-    __device__ __forceinline__ unsigned bar_ev(int s) const { return s_bar + 8u * (1u + 3u * kStages + (unsigned)s); }
+    unsigned q_base, s_k, s_v;
 
     __device__ __forceinline__ void issue_qk(float (&sc)[kN / 8][4], int s) const
     {
@@ -119,27 +158,34 @@ struct fa4_sm90_consumer {
             fa4_mbar_arrive(bar);
     }
 
-    __device__ __forceinline__ void run(float (&o)[kDvp / 8][4], float (&m)[2], float (&l)[2]) const
+    /* One tile: it0 = ring iterations before it (stage and phase of key tile j follow from it0 + j). */
+    __device__ __forceinline__ void run(float (&o)[kDvp / 8][4], float (&m)[2], float (&l)[2], int it0,
+                                        fa4_sm90_pingpong &pp) const
     {
         const int n_tiles = tiles.count;
         float sc[kN / 8][4];
         unsigned pa[kN / 16][4];
         float corr[2];
+#define FA4_STAGE(j) ((it0 + (j)) % kStages)
+#define FA4_PHASE(j) ((unsigned)((it0 + (j)) / kStages) & 1u)
 #if !FA4_SM90_OVERLAP
         for (int j = 0; j < n_tiles; ++j) {
-            const int s = j % kStages;
-            const unsigned ph = (unsigned)(j / kStages) & 1u;
-            fa4_mbar_wait(bar_k(s), ph);
+            const int s = FA4_STAGE(j);
+            fa4_mbar_wait(bars.k(s), FA4_PHASE(j));
+            pp.acquire();
             fa4_wgmma_fence();
             issue_qk(sc, s);
             fa4_wgmma_commit();
+            pp.release();
             fa4_wgmma_wait<0>();
             fa4_reg_fence(sc);
-            release(bar_ek(s));
+            release(bars.ek(s));
+            if (j == n_tiles - 1)
+                release(bars.eq());
             if (softmax(sc, j, m, l, corr))
                 rescale(o, corr);
             pack(pa, sc);
-            fa4_mbar_wait(bar_v(s), ph);
+            fa4_mbar_wait(bars.v(s), FA4_PHASE(j));
             fa4_reg_fence(o);
             fa4_reg_fence_u(pa);
             fa4_wgmma_fence();
@@ -148,36 +194,30 @@ struct fa4_sm90_consumer {
             fa4_wgmma_wait<0>();
             fa4_reg_fence(o);
             fa4_reg_fence_u(pa);
-            release(bar_ev(s));
+            release(bars.ev(s));
         }
 #else
-        if (n_tiles <= 0)
-            return;
-        const bool pp = FA4_SM90_PINGPONG != 0;
-        if (pp && cw == 1)
-            fa4_named_arrive(1); /* warpgroup 0 issues first */
-        /* tile 0: S(0) and its softmax */
-        fa4_mbar_wait(bar_k(0), 0);
-        if (pp)
-            fa4_named_sync(1 + cw);
+        /* key tile 0: S(0) and its softmax */
+        fa4_mbar_wait(bars.k(FA4_STAGE(0)), FA4_PHASE(0));
+        pp.acquire();
         fa4_wgmma_fence();
-        issue_qk(sc, 0);
+        issue_qk(sc, FA4_STAGE(0));
         fa4_wgmma_commit();
-        if (pp)
-            fa4_named_arrive(2 - cw);
+        pp.release();
         fa4_wgmma_wait<0>();
         fa4_reg_fence(sc);
-        release(bar_ek(0));
+        release(bars.ek(FA4_STAGE(0)));
+        if (n_tiles == 1)
+            release(bars.eq());
         softmax(sc, 0, m, l, corr); /* O is still zero: nothing to rescale */
         pack(pa, sc);
         for (int j = 1; j < n_tiles; ++j) {
-            const int s = j % kStages, sp = (j - 1) % kStages;
-            fa4_mbar_wait(bar_k(s), (unsigned)(j / kStages) & 1u);
+            const int s = FA4_STAGE(j), sp = FA4_STAGE(j - 1);
+            fa4_mbar_wait(bars.k(s), FA4_PHASE(j));
             /* V(j-1) arrived long ago; waiting here keeps branches out from between the two issues
              * (ptxas would otherwise insert a warpgroup fence before the RS-wgmma, C7519) */
-            fa4_mbar_wait(bar_v(sp), (unsigned)((j - 1) / kStages) & 1u);
-            if (pp)
-                fa4_named_sync(1 + cw);
+            fa4_mbar_wait(bars.v(sp), FA4_PHASE(j - 1));
+            pp.acquire();
             fa4_reg_fence(o);
             fa4_reg_fence_u(pa);
             fa4_wgmma_fence();
@@ -185,22 +225,23 @@ struct fa4_sm90_consumer {
             fa4_wgmma_commit();
             issue_pv(o, pa, sp);
             fa4_wgmma_commit();
-            if (pp)
-                fa4_named_arrive(2 - cw);
+            pp.release();
             fa4_wgmma_wait<1>();
             fa4_reg_fence(sc);
-            release(bar_ek(s));
+            release(bars.ek(s));
+            if (j == n_tiles - 1)
+                release(bars.eq());
             const bool need = softmax(sc, j, m, l, corr);
             fa4_wgmma_wait<0>();
             fa4_reg_fence(o);
             fa4_reg_fence_u(pa);
-            release(bar_ev(sp));
+            release(bars.ev(sp));
             if (need)
                 rescale(o, corr);
             pack(pa, sc);
         }
-        const int sl = (n_tiles - 1) % kStages;
-        fa4_mbar_wait(bar_v(sl), (unsigned)((n_tiles - 1) / kStages) & 1u);
+        const int sl = FA4_STAGE(n_tiles - 1);
+        fa4_mbar_wait(bars.v(sl), FA4_PHASE(n_tiles - 1));
         fa4_reg_fence(o);
         fa4_reg_fence_u(pa);
         fa4_wgmma_fence();
@@ -209,10 +250,10 @@ struct fa4_sm90_consumer {
         fa4_wgmma_wait<0>();
         fa4_reg_fence(o);
         fa4_reg_fence_u(pa);
-        release(bar_ev(sl));
-        if (pp && cw == 0)
-            fa4_named_sync(1); /* balance warpgroup 1's first arrive */
+        release(bars.ev(sl));
 #endif
+#undef FA4_STAGE
+#undef FA4_PHASE
     }
 };
 

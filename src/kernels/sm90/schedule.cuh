@@ -5,6 +5,7 @@
  * walked in tiles of kN keys starting at the block's first key. A block smaller than kN (64-key
  * blocks with 128-key tiles) still loads kN keys but only its own `span` keys count: the rest are
  * masked, so blocks of any multiple-of-16 size work, at the price of idle tensor-core work.
+ * fa4_sm90_tile orders the tiles of the persistent grid.
  */
 #ifndef FA4_SM90_SCHEDULE_CUH
 #define FA4_SM90_SCHEDULE_CUH
@@ -56,6 +57,17 @@ __device__ __forceinline__ fa4_sm90_tiles fa4_sm90_kv_tiles(const fa4_params &p,
     l.full = p.full_kv_idx ? p.full_kv_idx + row * p.bm_nkv : l.partial;
     l.count = (l.num_partial + nf) * l.per_block;
     return l;
+}
+
+/* Tile idx of the persistent walk -> (query tile, head, batch entry): the query tiles of one head
+ * are adjacent, last (heaviest under a causal mask) first; heads are adjacent within a batch entry,
+ * so the query heads of one KV head (h / group) follow each other and share K and V in L2. */
+__device__ __forceinline__ void fa4_sm90_tile(int idx, int n_m, int hq, int *m_tile, int *h, int *b)
+{
+    const int hb = idx / n_m;
+    *m_tile = n_m - 1 - (idx - hb * n_m);
+    *h = hb % hq;
+    *b = hb / hq;
 }
 
 #endif /* FA4_SM90_SCHEDULE_CUH */
