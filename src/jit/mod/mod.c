@@ -1,7 +1,8 @@
 /*
  * mod.c - the front end's entry points (mod.h): parse = lex + parse + check into one fa4__mod that
  * owns its arena; the aux list and the trainable set; and the cache-key hash over the canonical
- * token stream (token kinds and spellings only, so whitespace and comments never change it).
+ * token stream (token kinds and spellings only, so whitespace and comments never change it), the
+ * trainable set and the emitter's version.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -223,14 +224,20 @@ fa4_status fa4__mod_set_trainable(fa4__mod *m, const char *const *names, int n, 
     return FA4_OK;
 }
 
+/* Bump whenever the emitted CUDA or the evaluator's semantics change for the same tokens, so that
+ * cached cubins built from older emitted text are never taken for the new one. */
+#define EMIT_VERSION 1u
+
 void fa4__mod_hash(const fa4__mod *m, uint8_t out[16])
 {
-    uint8_t buf[16 + 8 + FA4__MOD_MAX_AUX];
+    uint8_t buf[16 + 4 + 8 + FA4__MOD_MAX_AUX];
     size_t k = 0;
     memset(buf, 0, sizeof buf);
     if (m) {
         memcpy(buf, m->token_hash, 16);
         k = 16;
+        for (int i = 0; i < 4; i++)
+            buf[k++] = (uint8_t)(EMIT_VERSION >> (8 * i));
         memcpy(buf + k, "trainabl", 8);
         k += 8;
         for (int i = 0; i < m->naux; i++)
