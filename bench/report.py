@@ -146,6 +146,10 @@ def markdown(data, stem):
     if dry:
         w("> **DRY RUN: every number below is FAKE** (generated to test the writers; nothing was "
           "measured).\n\n")
+    if data.get("fatal"):
+        w(f"> **Run stopped early**: {data['fatal']}.\n\n")
+    if data.get("watchdog"):
+        w(f"> **Incomplete run**: {data['watchdog']}.\n\n")
     w(f"Measured {data.get('date_utc', '?')} (UTC), mode **{data.get('mode')}**, on "
       f"**{env.get('gpu', '?')}** ({env.get('sm_count', '?')} SMs, driver "
       f"{sm.get('driver_version', '?')}); torch {env.get('torch')} (CUDA {env.get('torch_cuda')}, "
@@ -276,7 +280,8 @@ def markdown(data, stem):
           ("".join(f"\n- {f.get('error', '')[:300]} {f.get('job', '')}" for f in pre['failed'][:8])
            if pre.get("failed") else "") + "\n\n")
     if data.get("skipped"):
-        w("Not run (time budget): " + ", ".join(f"{s['id']}" for s in data["skipped"]) + ".\n\n")
+        w("Not run: " + ", ".join(f"{s['id']} ({s['reason']})" for s in data["skipped"]) +
+          ".\n\n")
     if data.get("elapsed_s"):
         w(f"Run time {data['elapsed_s']:.0f} s.\n")
     return out.getvalue()

@@ -149,6 +149,12 @@ class Results:
         return os.path.join(self.out_dir, self.stem + ext)
 
     def save(self, plots=False):
+        try:
+            self._save(plots)
+        except Exception:  # noqa: BLE001  (a report bug must not end the run)
+            print("error writing the reports:\n" + traceback.format_exc(limit=4), flush=True)
+
+    def _save(self, plots):
         import report
         with open(self.path(".json"), "w") as f:
             json.dump(self.data, f, indent=1, default=str)
@@ -225,7 +231,7 @@ def start_precompile(jobs, cache_dir):
             return {"ok": False, "error": f"{type(e).__name__}: {str(e)[:400]}",
                     "job": {k: v for k, v in job.items() if k != "source"}}
 
-    pool = cf.ThreadPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2) // 2)))
+    pool = cf.ThreadPoolExecutor(max_workers=max(1, min(12, (os.cpu_count() or 2) - 2)))
     futs = [pool.submit(work, j) for j in jobs]
     return pool, futs
 
@@ -246,7 +252,7 @@ def jit_figures(mods, torch, cache_root, log_fn):
             elif m is not None:
                 score = m
             aux = {}
-            if m in tw.TWINS:
+            if m in ("rel_bias", "t5_bias", "head_scale"):  # the mods meant to be trained
                 for n in tw.TWINS[m].trainable:
                     dt = torch.float16 if m == "head_scale" else torch.float32
                     aux[n] = torch.zeros(4, device="cuda", dtype=dt, requires_grad=True)
@@ -457,7 +463,12 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
             r.update(status("error", stage="setup", error=f"{type(e).__name__}: {str(e)[:500]}"))
             log_fn(traceback.format_exc(limit=3))
             return
-        note = runner.prepare() if hasattr(runner, "prepare") else None
+        try:
+            note = runner.prepare() if hasattr(runner, "prepare") else None
+        except Exception as e:  # noqa: BLE001
+            r.update(status("error", stage="setup", error=f"{type(e).__name__}: {str(e)[:500]}"))
+            check_fatal(r["error"])
+            return
         if note:
             r["note"] = note
         # forward: first call (Flex compiles here), correctness, then timing
@@ -489,6 +500,7 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
         except Exception as e:  # noqa: BLE001
             r.update(status("error", stage="forward", error=f"{type(e).__name__}: {str(e)[:500]}"))
             log_fn(traceback.format_exc(limit=4))
+            check_fatal(r["error"])
             return
         if not c.bwd or r.get("status") in ("wrong", "unverified"):
             return
@@ -524,17 +536,32 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
             r["bwd_status"] = "error"
             r["bwd_error"] = f"{type(e).__name__}: {str(e)[:500]}"
             log_fn(traceback.format_exc(limit=4))
+            check_fatal(r["bwd_error"])
+
+    def check_fatal(msg):
+        """A sticky CUDA error (illegal address, launch failure) poisons the context for good."""
+        low = msg.lower()
+        if any(k in low for k in ("illegal memory access", "illegal address",
+                                  "unspecified launch failure", "illegal instruction",
+                                  "misaligned address", "device-side assert",
+                                  "cuda_error_illegal", "cuda_error_launch_failed")):
+            rec["fatal"] = msg
 
     for name in ("cudnn", "fa2", "flex"):
-        run_backend(name, False)
+        if "fatal" not in rec:
+            run_backend(name, False)
     for path in fa4_paths:
+        if "fatal" in rec:
+            break
         name = "fa4jit-" + path
         run_backend(name, True)
-        info = _fa4_kernel_info(c, path, torch)
-        if info:
-            res[name]["kernel"] = info
+        if "fatal" not in rec:
+            info = _fa4_kernel_info(c, path, torch)
+            if info:
+                res[name]["kernel"] = info
     del inp, ref
-    torch.cuda.empty_cache()
+    if "fatal" not in rec:
+        torch.cuda.empty_cache()
     return rec
 
 
@@ -556,6 +583,41 @@ def _fa4_kernel_info(c, path, torch):
         return {"error": f"{type(e).__name__}: {str(e)[:300]}"}
 
 
+def _has_flex(torch):
+    try:
+        from torch.nn.attention.flex_attention import flex_attention  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def start_watchdog(res, tee, t_start, limit_s):
+    """Past limit_s, write the reports from what was measured so far and end the process."""
+    import threading
+
+    def fire():
+        data = res.data
+        data["watchdog"] = (f"ended by the watchdog after {limit_s:.0f} s (budget + grace); the "
+                            "work in flight did not finish")
+        data["elapsed_s"] = time.time() - t_start
+        print("\nWATCHDOG: " + data["watchdog"], flush=True)
+        try:
+            import report
+            report.attach_flex_first_calls(data)
+            data["log"] = tee.buf.getvalue().splitlines()[-400:]
+            res.save(plots=True)
+            with open(res.path(".log"), "w") as f:
+                f.write(tee.buf.getvalue())
+            print(report.summary_text(data), flush=True)
+        finally:
+            os._exit(3)
+
+    t = threading.Timer(limit_s, fire)
+    t.daemon = True
+    t.start()
+    return t
+
+
 # ---------------------------------------------------------------------------------------- main
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -567,13 +629,19 @@ def parse_args(argv=None):
     ap.add_argument("--budget-s", type=float, default=None,
                     help="stop starting new work after this many seconds (default: 420 quick, "
                          "560 full)")
-    ap.add_argument("--paths", default="sm90,sm80", help="fa4jit kernel paths to run")
+    ap.add_argument("--paths", default="sm80,sm90",
+                    help="fa4jit kernel paths to run, in this order (default sm80,sm90)")
+    ap.add_argument("--grace-s", type=float, default=75.0,
+                    help="after budget + grace seconds a watchdog writes what was measured "
+                         "(JSON, markdown, plots) and ends the process (a hung kernel or compile)")
     ap.add_argument("--only", default=None, help="run only cases whose id contains this text")
     ap.add_argument("--no-jit", action="store_true", help="skip the JIT compile figures")
     ap.add_argument("--no-launch", action="store_true", help="skip the launch-overhead figures")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--nsets", type=int, default=3, help="input buffer sets rotated in timing")
+    ap.add_argument("--check-env", action="store_true",
+                    help="load the library and torch, print versions and exit (a smoke test)")
     ap.add_argument("--stem", default=None, help="file name stem (default <date>-<gpu>)")
     a = ap.parse_args(argv)
     if a.reps is None:
@@ -605,6 +673,17 @@ def main(argv=None):
     t_start = time.time()
     deadline = t_start + args.budget_s
     bootstrap()
+    if args.check_env:
+        import fa4jit
+        print("fa4jit library", fa4jit.library_path(), fa4jit.library_version(),
+              "fingerprint", fa4jit._lib.load().fa4_kernel_fingerprint().decode())
+        try:
+            import torch
+            print("torch", torch.__version__, "cuda", torch.cuda.is_available(),
+                  "flex", _has_flex(torch))
+        except ImportError as e:
+            print("torch not importable:", e)
+        return 0
     tee = Tee(sys.stdout)
     sys.stdout = tee
     import torch
@@ -632,6 +711,7 @@ def main(argv=None):
                                 "count for mask mods); fwd+bwd = 3.5 x fwd"},
             "cases": [], "jit": [], "launch": None, "skipped": [], "log": []}
     res = Results(out_dir, stem, data)
+    start_watchdog(res, tee, t_start, args.budget_s + args.grace_s)
     log(f"fa4jit bench ({data['mode']}) on {env['gpu']} driver "
         f"{env['nvidia_smi_before'].get('driver_version', '?')}, torch {env['torch']}, triton "
         f"{env.get('triton')}, fa4jit {env['fa4jit_version']} fingerprint "
@@ -659,11 +739,22 @@ def main(argv=None):
             data["launch"] = {"error": f"{type(e).__name__}: {e}"}
         res.save()
 
-    # 3. kernels compiled ahead in parallel threads, while the peers run
+    # 3. the run's fa4jit kernels compiled ahead in parallel threads (before any timing, so the
+    #    compiles do not compete with Flex's first calls for the CPU)
     jobs = precompile_jobs(all_cases, paths, torch)
-    log(f"[{time.time() - t_start:6.1f}s] precompiling {len(jobs)} fa4jit kernels in the "
-        "background")
+    log(f"[{time.time() - t_start:6.1f}s] precompiling {len(jobs)} fa4jit kernels in parallel")
+    t_pre = time.time()
     pool, futs = start_precompile(jobs, main_cache)
+    pre = [f.result() for f in futs]
+    pool.shutdown(wait=True)
+    data["precompile"] = {"jobs": len(pre), "wall_s": time.time() - t_pre,
+                          "failed": [p for p in pre if not p.get("ok")],
+                          "paths": sorted({p.get("path") for p in pre if p.get("ok")})}
+    log(f"[{time.time() - t_start:6.1f}s] precompiled in {data['precompile']['wall_s']:.1f} s; "
+        f"paths {data['precompile']['paths']}, {len(data['precompile']['failed'])} failed")
+    for f in data["precompile"]["failed"][:6]:
+        log(f"    precompile failed: {f.get('error', '')[:300]} {f.get('job')}")
+    res.save()
 
     # 4. the cases
     for c in all_cases:
@@ -683,10 +774,13 @@ def main(argv=None):
         data["cases"].append(rec)
         log("    " + report.case_line(rec))
         res.save()
-    pre = [f.result() for f in futs]
-    pool.shutdown(wait=True)
-    data["precompile"] = {"jobs": len(pre), "failed": [p for p in pre if not p.get("ok")],
-                          "paths": sorted({p.get("path") for p in pre if p.get("ok")})}
+        if rec.get("fatal"):
+            data["fatal"] = (f"stopped after {c.id}: a sticky CUDA error ({rec['fatal'][:300]}) "
+                             "leaves the CUDA context unusable")
+            log("FATAL: " + data["fatal"])
+            for c2 in all_cases[all_cases.index(c) + 1:]:
+                data["skipped"].append({"id": c2.id, "reason": "CUDA context lost"})
+            break
     # Flex first-call times next to fa4jit's compile times, for the same mod
     report.attach_flex_first_calls(data)
     data["env"]["nvidia_smi_after"] = nvidia_smi()

@@ -152,6 +152,9 @@ static int make_bm(bmask *m, fa4_kernel *k, int s)
     m->bm.q_block = m->bm.kv_block = 128;
     if (fa4_block_mask_sizes(1, 1, s, s, 128, 128, &nq, &nkv) != FA4_OK)
         return -1;
+    m->bm.batch = m->bm.heads = 1;
+    m->bm.num_q_blocks = (int32_t)nq;
+    m->bm.num_kv_blocks = (int32_t)nkv;
     const size_t sz[8] = {nq, nq * nkv, nq, nq * nkv, nkv, nkv * nq, nkv, nkv * nq};
     for (int i = 0; i < 8; i++)
         CK(g_cu->memAlloc(&m->buf[i], sz[i] * 4));
