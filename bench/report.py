@@ -181,21 +181,26 @@ def markdown(data, stem):
         if not cs:
             continue
         w(f"## {title}\n\n")
-        head = ["case", "shape"] + [f"{LABELS[b]} fwd" for b in bks] + \
-               [f"{LABELS[b]} f+b" for b in bks] + ["fa4jit / best peer fwd", "f+b"]
+        head = ["case", "shape"] + [f"{LABELS[b]}" for b in bks] + ["fa4jit / best peer"]
+        w("TFLOP/s, forward / forward+backward.\n\n")
         w("| " + " | ".join(head) + " |\n")
         w("|" + "---|" * len(head) + "\n")
         for c in cs:
             row = [c["label"], c["shape"] + (f", {c['density']:.2f} dense"
                                             if c.get("density", 1) < 0.999 else "")]
-            row += [fmt_cell(c["results"].get(b), "fwd") if b in c["results"] else "-"
-                    for b in bks]
-            row += [fmt_cell(c["results"].get(b), "fwdbwd") if b in c["results"] else "-"
-                    for b in bks]
+            for b in bks:
+                r = c["results"].get(b)
+                if not r:
+                    row.append("-")
+                    continue
+                f, fb = fmt_cell(r, "fwd"), fmt_cell(r, "fwdbwd")
+                row.append(f if f == fb and not f[:1].isdigit() else f"{f} / {fb}")
+            ratios = []
             for ph in ("fwd", "fwdbwd"):
                 f4, _ = best_fa4(c, ph)
                 bp, who = best_peer(c, ph)
-                row.append(f"{f4 / bp:.2f}x {LABELS[who]}" if f4 and bp else "-")
+                ratios.append(f"{f4 / bp:.2f}x {LABELS[who]}" if f4 and bp else "-")
+            row.append(" / ".join(ratios))
             w("| " + " | ".join(str(x) for x in row) + " |\n")
         notes = [f"{c['label']}: {c['notes']}" for c in cs if c.get("notes")]
         errs = []
