@@ -368,7 +368,7 @@ def plot_specs(data):
              [(r.get("flex_first_fwdbwd_s") or 0) * 1e3 or None for r in jit], None),
         ]
         specs.append(("jit", "Time to a launchable kernel per mod (D=128), ms, log scale "
-                             f"(lower is better); {tag}", "ms", cats, series, True, "one"))
+                             f"(lower is better)\n{tag}", "ms", cats, series, True, "one"))
     la = data.get("launch")
     if la:
         cats, vals = [], []
@@ -383,7 +383,7 @@ def plot_specs(data):
             vals.append(la["fa4jit_gpu_us_per_kernel"])
         if cats:
             specs.append(("launch", "Launch overhead, tiny problem (B=1 H=1 S=128 D=128): wall "
-                                    f"us per call, 1000 calls (lower is better); {tag}", "us / call",
+                                    f"us per call, 1000 calls (lower is better)\n{tag}", "us / call",
                           cats, [("us per call", "#7f7f7f", vals, None)], False, "one"))
     return specs
 

@@ -627,11 +627,12 @@ def parse_args(argv=None):
                     help="no GPU: cases, FLOPs, report and plot writers on fake timings")
     ap.add_argument("--replot", metavar="JSON", help="rewrite .md and plots from a results JSON")
     ap.add_argument("--budget-s", type=float, default=None,
-                    help="stop starting new work after this many seconds (default: 420 quick, "
-                         "560 full)")
+                    help="stop starting new work after this many seconds (default: 390 quick, "
+                         "500 full; with --grace-s the watchdog ends a quick run by 7.5 min and a "
+                         "full run by 9.4 min)")
     ap.add_argument("--paths", default="sm80,sm90",
                     help="fa4jit kernel paths to run, in this order (default sm80,sm90)")
-    ap.add_argument("--grace-s", type=float, default=75.0,
+    ap.add_argument("--grace-s", type=float, default=60.0,
                     help="after budget + grace seconds a watchdog writes what was measured "
                          "(JSON, markdown, plots) and ends the process (a hung kernel or compile)")
     ap.add_argument("--only", default=None, help="run only cases whose id contains this text")
@@ -647,7 +648,7 @@ def parse_args(argv=None):
     if a.reps is None:
         a.reps = 10 if a.quick else 20
     if a.budget_s is None:
-        a.budget_s = 420.0 if a.quick else 560.0
+        a.budget_s = 390.0 if a.quick else 500.0
     return a
 
 
