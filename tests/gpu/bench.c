@@ -52,7 +52,7 @@ void bench(const bench_shape *b)
     c.hkv = b->hkv;
     c.sq = c.skv = b->s;
     c.layout = L_BHSD;
-    kvariant *kv = &g_kv[variant_index(c.mod, c.dtype, c.d, c.dv)];
+    kvariant *kv = &g_kv[variant_index(c.mod, c.dtype, c.d, c.dv, 0)];
     if (kv->st != FA4_OK || !kv->k) {
         printf("BENCH %-26s kernel not compiled\n", b->label);
         return;

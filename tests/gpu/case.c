@@ -290,7 +290,7 @@ void run_case(tcase *c, case_out *res)
     memset(res, 0, sizeof *res);
     res->determ_ok = -1;
     res->bm_ok = -1;
-    kvariant *kv = &g_kv[variant_index(c->mod, c->dtype, c->d, c->dv)];
+    kvariant *kv = &g_kv[variant_index(c->mod, c->dtype, c->d, c->dv, c->checked)];
     if (kv->st != FA4_OK || !kv->k) {
         snprintf(res->note, sizeof res->note, "compile failed: %.150s", kv->err);
         return;
@@ -409,6 +409,14 @@ void run_case(tcase *c, case_out *res)
     if (st != FA4_OK) {
         snprintf(res->note, sizeof res->note, "launch_fwd: %s %.150s", fa4_status_name(st), fa4_ctx_errmsg(g_ctx));
         goto out;
+    }
+    if (c->checked && c->aux_small) { /* --checked-trap: the forward must fail on the device */
+        const CUresult r_trap = g_cu->ctxSynchronize();
+        const char *name = "CUDA_SUCCESS";
+        g_cu->getErrorName(r_trap, &name);
+        printf("CHECKED TRAP: out-of-range aux read in a checked build -> %s: %s\n", name,
+               r_trap != CUDA_SUCCESS ? "PASS (trapped)" : "FAIL (no trap)");
+        exit(r_trap != CUDA_SUCCESS ? 0 : 1);
     }
     CK(g_cu->ctxSynchronize());
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # run.sh - runs the sm80 GPU suite on the device machine (or any machine with a GPU).
 #
-#   tests/gpu/run.sh [suite|quick|sanitize|bench] [extra test_gpu_sm80 arguments]
+#   tests/gpu/run.sh [suite|quick|sanitize|trap|bench] [extra test_gpu_sm80 arguments]
 #
 # The binary comes prebuilt (the device machine has no libffi/cmocka/xxhash headers): build it with
 #   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu --target test_gpu_sm80
@@ -45,6 +45,9 @@ sanitize)
         done
     done
     echo "sanitize rc=$rc"
+    ;;
+trap)
+    "$BIN/test_gpu_sm80" --checked-trap 2>&1 | tee "$OUTDIR/trap.log" | grep -E "CHECKED TRAP|FAIL"
     ;;
 bench)
     "$BIN/test_gpu_sm80" --bench-only "$@" 2>&1 | tee "$OUTDIR/bench.log" | grep -E "BENCH|compiled|FAIL"

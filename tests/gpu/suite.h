@@ -25,7 +25,7 @@ extern const mod_def mods[M_COUNT];
 int64_t relbias_index(int q_idx, int kv_idx);
 
 typedef struct kvariant {
-    int mod, dtype, d, dv;
+    int mod, dtype, d, dv, checked;
     fa4_kernel *k;
     fa4__mod *m; /* host-side parse for the CPU evaluator */
     fa4_status st;
@@ -35,7 +35,8 @@ typedef struct kvariant {
 
 extern kvariant g_kv[128];
 extern int g_nkv;
-int variant_index(int mod, int dtype, int d, int dv);
+/* index of the (mod, dtype, d, dv, checked) variant, registered on first use */
+int variant_index(int mod, int dtype, int d, int dv, int checked);
 double now_ms(void);
 
 enum { L_BHSD, L_BSHD, L_PADDED, L_COUNT };
@@ -48,6 +49,7 @@ typedef struct tcase {
     int64_t q_off, kv_off;
     int bwd, determ;
     int aux_small; /* aux tensor shorter than the indices read: reads clamp */
+    int checked;   /* compiled with FA4_COMPILE_CHECKED (out-of-range aux reads trap) */
     int validation; /* > 0: a launch-validation case number */
     uint64_t seed;
     char tags[256];

@@ -70,16 +70,17 @@ int64_t relbias_index(int q_idx, int kv_idx)
 kvariant g_kv[128];
 int g_nkv;
 
-int variant_index(int mod, int dtype, int d, int dv)
+int variant_index(int mod, int dtype, int d, int dv, int checked)
 {
     for (int i = 0; i < g_nkv; i++)
-        if (g_kv[i].mod == mod && g_kv[i].dtype == dtype && g_kv[i].d == d && g_kv[i].dv == dv)
+        if (g_kv[i].mod == mod && g_kv[i].dtype == dtype && g_kv[i].d == d && g_kv[i].dv == dv &&
+            g_kv[i].checked == checked)
             return i;
     if (g_nkv == (int)(sizeof g_kv / sizeof g_kv[0])) {
         fprintf(stderr, "too many kernel variants\n");
         exit(2);
     }
-    g_kv[g_nkv] = (kvariant){mod, dtype, d, dv, NULL, NULL, FA4_OK, "", 0};
+    g_kv[g_nkv] = (kvariant){mod, dtype, d, dv, checked, NULL, NULL, FA4_OK, "", 0};
     return g_nkv++;
 }
 
@@ -114,7 +115,8 @@ static void *compile_worker(void *arg)
         spec.head_dim_v = v->dv;
         spec.path = FA4_PATH_SM80;
         spec.arch = g_arch;
-        spec.flags = FA4_COMPILE_FWD | FA4_COMPILE_BWD | (mods[v->mod].has_mask ? FA4_COMPILE_BLOCK_MASK : 0);
+        spec.flags = FA4_COMPILE_FWD | FA4_COMPILE_BWD | (mods[v->mod].has_mask ? FA4_COMPILE_BLOCK_MASK : 0) |
+                     (v->checked ? FA4_COMPILE_CHECKED : 0);
         const char *tr[1] = {mods[v->mod].trainable};
         if (tr[0]) {
             spec.trainable_aux = tr;
@@ -299,6 +301,13 @@ static void make_cases(int quick)
         c.skv = rng_int(&r, 200, 400);
         add_case(c);
     }
+    /* checked builds (aux reads trap when out of range) with in-range reads: results as unchecked */
+    const int cmods[3] = {M_RELBIAS, M_ALIBI_CAUSAL, M_DOCUMENT};
+    for (int k = 0; k < (quick ? 1 : 3); k++) {
+        tcase c = random_case(&r, cmods[k], FA4_DTYPE_BF16, 64, 64);
+        c.checked = 1;
+        add_case(c);
+    }
     /* F: rows with nothing allowed (causal with kv_offset > q_offset) */
     for (int k = 0; k < (quick ? 2 : 8); k++) {
         tcase c = random_case(&r, k & 1 ? M_ALIBI_CAUSAL : M_CAUSAL, dtypes[k % 2], k % 2 ? 64 : 128,
@@ -365,6 +374,7 @@ static void case_tags(tcase *c)
     TAG(c->determ, "deterministic");
     TAG(c->mod == M_RELBIAS, "trainable-aux");
     TAG(c->aux_small, "aux-clamp");
+    TAG(c->checked, "checked");
     TAG(c->validation, "validation");
 #undef TAG
 }
@@ -379,15 +389,38 @@ static void select_cases(const char *filter, int max_cases)
         if ((filter && !strstr(c->tags, filter)) || n >= max_cases)
             continue;
         g_cases[n++] = *c;
-        variant_index(c->mod, c->dtype, c->d, c->dv);
+        variant_index(c->mod, c->dtype, c->d, c->dv, c->checked);
     }
     g_ncases = n;
+}
+
+/* A checked build must trap on an out-of-range aux read (relative bias table shorter than the
+ * indices read). Returns 0 when the launch fails on the device as it should. */
+static int checked_trap(void)
+{
+    tcase c;
+    memset(&c, 0, sizeof c);
+    c.mod = M_RELBIAS;
+    c.dtype = FA4_DTYPE_BF16;
+    c.d = c.dv = 64;
+    c.batch = 1;
+    c.hq = c.hkv = 1;
+    c.sq = c.skv = 300;
+    c.aux_small = 1;
+    c.checked = 1;
+    c.bwd = 0;
+    c.seed = 99;
+    variant_index(c.mod, c.dtype, c.d, c.dv, 1);
+    compile_all();
+    case_out res;
+    run_case(&c, &res); /* the forward traps; run_case's checks then fail on the dead context */
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------- main */
 int main(int argc, char **argv)
 {
-    int quick = 0, bench_only = 0, no_bench = 0, max_cases = 1 << 30;
+    int quick = 0, bench_only = 0, no_bench = 0, trap = 0, max_cases = 1 << 30;
     const char *filter = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
@@ -402,6 +435,8 @@ int main(int argc, char **argv)
             filter = argv[++i];
         else if (!strcmp(argv[i], "--max-cases") && i + 1 < argc)
             max_cases = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--checked-trap"))
+            trap = 1;
         else if (!strcmp(argv[i], "--deviceless") && i + 1 < argc)
             g_arch = argv[++i];
     }
@@ -459,13 +494,15 @@ int main(int argc, char **argv)
     g_threads = nproc > 1 ? (int)nproc : 1;
     printf("device: %s (%s), %d CPU threads\n", name, fa4_ctx_arch(g_ctx), g_threads);
 
+    if (trap) /* last thing this process does: a trap leaves the CUDA context unusable */
+        return checked_trap();
     if (!bench_only) {
         make_cases(quick);
         select_cases(filter, max_cases);
     }
     if (!no_bench)
         for (int i = 0; i < num_bench_shapes; i++)
-            variant_index(bench_shapes[i].mod, FA4_DTYPE_BF16, bench_shapes[i].d, bench_shapes[i].d);
+            variant_index(bench_shapes[i].mod, FA4_DTYPE_BF16, bench_shapes[i].d, bench_shapes[i].d, 0);
     compile_all();
 
     int npass = 0, nrun = 0;

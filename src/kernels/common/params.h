@@ -53,4 +53,16 @@ typedef struct fa4_block_mask_params {
     int *q_num, *q_idx, *full_q_num, *full_q_idx;
 } fa4_block_mask_params;
 
+/* Both compilers must agree on the layout: a field added on one side only fails here, not at run
+ * time with garbage arguments. Update the numbers together with the structs. */
+#define FA4_PARAMS_BYTES 496
+#define FA4_BLOCK_MASK_PARAMS_BYTES 104
+#ifdef __cplusplus
+static_assert(sizeof(fa4_params) == FA4_PARAMS_BYTES, "fa4_params layout changed");
+static_assert(sizeof(fa4_block_mask_params) == FA4_BLOCK_MASK_PARAMS_BYTES, "layout changed");
+#else
+_Static_assert(sizeof(fa4_params) == FA4_PARAMS_BYTES, "fa4_params layout changed");
+_Static_assert(sizeof(fa4_block_mask_params) == FA4_BLOCK_MASK_PARAMS_BYTES, "layout changed");
+#endif
+
 #endif /* FA4_COMMON_PARAMS_H */
