@@ -67,6 +67,17 @@ def decode_options(text):
     return out
 
 
+def encode_numbers(values):
+    """Numbers as one string argument ("30.0,7"): torch.library flattens lists of numbers
+    inconsistently (an empty list is a list, a non-empty one a leaf), which breaks the autograd
+    structure check; strings are plain constants. repr() round-trips floats exactly."""
+    return ",".join(repr(float(v)) if isinstance(v, float) else str(int(v)) for v in values)
+
+
+def decode_numbers(text, kind=float):
+    return [kind(x) for x in text.split(",")] if text else []
+
+
 def trainable_names(aux_spec):
     return tuple(n for n, is_t, tr, _ in decode_aux_spec(aux_spec) if is_t and tr)
 
@@ -184,6 +195,7 @@ def _stream(device):
 # ---------------------------------------------------------------------------------- the launches
 def run_fwd(q, k, v, aux_tensors, aux_scalars, block_mask, bm_meta, source, aux_spec, scale,
             options):
+    aux_scalars, bm_meta = decode_numbers(aux_scalars), decode_numbers(bm_meta, int)
     q, k, v = _dense_last(q), _dense_last(k), _dense_last(v)
     kern = _kernel(q, k, v, source, aux_spec, options, backward=False)
     B, Hq, Sq, _ = q.shape
@@ -208,6 +220,7 @@ def run_fwd(q, k, v, aux_tensors, aux_scalars, block_mask, bm_meta, source, aux_
 
 def run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta, source,
             aux_spec, scale, options):
+    aux_scalars, bm_meta = decode_numbers(aux_scalars), decode_numbers(bm_meta, int)
     q, k, v, o, dout = (_dense_last(t) for t in (q, k, v, o, dout))
     kern = _kernel(q, k, v, source, aux_spec, options, backward=True)
     dq = torch.empty_like(q)
@@ -252,7 +265,7 @@ def _register():
 
     @torch.library.custom_op(f"{lib_ns}::flex_fwd", mutates_args=(), device_types="cuda")
     def flex_fwd(q: Tensor, k: Tensor, v: Tensor, aux_tensors: List[Tensor],
-                 aux_scalars: List[float], block_mask: List[Tensor], bm_meta: List[int],
+                 aux_scalars: str, block_mask: List[Tensor], bm_meta: str,
                  source: str, aux_spec: str, scale: float, options: str) -> Tuple[Tensor, Tensor]:
         return run_fwd(q, k, v, aux_tensors, aux_scalars, block_mask, bm_meta, source, aux_spec,
                        scale, options)
@@ -266,8 +279,8 @@ def _register():
 
     @torch.library.custom_op(f"{lib_ns}::flex_bwd", mutates_args=(), device_types="cuda")
     def flex_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor,
-                 aux_tensors: List[Tensor], aux_scalars: List[float], block_mask: List[Tensor],
-                 bm_meta: List[int], source: str, aux_spec: str, scale: float,
+                 aux_tensors: List[Tensor], aux_scalars: str, block_mask: List[Tensor],
+                 bm_meta: str, source: str, aux_spec: str, scale: float,
                  options: str) -> Tuple[Tensor, Tensor, Tensor, List[Tensor]]:
         return run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta,
                        source, aux_spec, scale, options)
@@ -291,7 +304,7 @@ def _register():
         ctx.save_for_backward(q, k, v, o, lse, *aux_tensors, *block_mask)
         ctx.n_aux = len(aux_tensors)
         ctx.n_bm = len(block_mask)
-        ctx.meta = (list(aux_scalars), list(bm_meta), source, aux_spec, scale, options)
+        ctx.meta = (aux_scalars, bm_meta, source, aux_spec, scale, options)
         ctx.mark_non_differentiable(lse)
 
     def backward(ctx, grad_o, grad_lse):

@@ -296,14 +296,15 @@ def _prepare_call(query, key, value, score_mod, block_mask, scale, enable_gqa, k
                              "for grouped-query attention")
         if Hq % Hkv:
             raise ValueError(f"query heads ({Hq}) must be a multiple of key/value heads ({Hkv})")
-    from ._ops import encode_options
+    from ._ops import encode_numbers, encode_options
     prepared = prepare(score_mod, _mask_mod_of(block_mask), aux)
     bm_tensors, bm_meta = _block_mask_args(block_mask, Sq, Skv)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     aux_tensors, aux_scalars, aux_spec = _aux_lists(prepared)
     any_trainable = any(a.trainable for a in prepared.aux)
-    return (aux_tensors, aux_scalars, bm_tensors, bm_meta, prepared.source or "", aux_spec,
-            scale, encode_options(_options(kernel_options)), any_trainable)
+    return (aux_tensors, encode_numbers(aux_scalars), bm_tensors, encode_numbers(bm_meta),
+            prepared.source or "", aux_spec, scale, encode_options(_options(kernel_options)),
+            any_trainable)
 
 
 def _launch(query, key, value, call):

@@ -19,6 +19,7 @@ import linecache
 import math
 import os
 import re
+import sys
 import traceback
 import types
 from dataclasses import dataclass, field
@@ -130,6 +131,13 @@ class _Tracer(torch.fx.Tracer):
         if hasattr(self, "record_stack_traces"):
             self.record_stack_traces = True
 
+    def create_node(self, *args, **kwargs):
+        # Where in the user's code this node was made, found on the live stack: fx's own
+        # node.stack_trace differs between torch versions (frame order, filtering, presence).
+        node = super().create_node(*args, **kwargs)
+        node.meta["fa4jit_location"] = _stack_location()
+        return node
+
     def create_arg(self, a):
         if isinstance(a, torch.Tensor):
             name = self._ids.get(id(a))
@@ -167,7 +175,26 @@ def _user_frame(frames, fn):
 _FRAME_RE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 
+def _stack_location():
+    """(filename, line) of the innermost frame on the current stack that is user code."""
+    f = sys._getframe(1)
+    while f is not None:
+        filename = f.f_code.co_filename
+        if filename and filename != _WRAPPER_FILE and not _in_library(filename):
+            return filename, f.f_lineno
+        f = f.f_back
+    return None
+
+
 def _node_location(node, fn):
+    loc = node.meta.get("fa4jit_location") if hasattr(node, "meta") else None
+    if loc is None and node.op == "get_attr":  # made while building another node's args
+        for user in node.users:
+            if user.meta.get("fa4jit_location"):
+                loc = user.meta["fa4jit_location"]
+                break
+    if loc is not None:
+        return loc
     trace = getattr(node, "stack_trace", None) or ""
     if not trace:  # get_attr nodes carry no trace: take the first user's
         for user in node.users:
