@@ -7,10 +7,10 @@
  * host around a synchronize; the median round gives ms per launch. FLOPs = 4 B H S^2 D (causal
  * halved). Exits 0 with "SKIP: <why>" where there is no GPU.
  *
- * Usage: bench_sm90 [--s N] [--b N] [--h N] [--d N] [--filter SUBSTR] [--no-ref]
+ * Usage: bench_sm90 [--s N] [--b N] [--h N] [--d N] [--filter A,=B,...] [--no-ref]
  *        (--no-ref: sm90 only, no sm80 timing or comparison; FA4_SM90_EXTRA in the environment adds
  *        NVRTC options to the sm90 programs, see tests/gpu/sm90/path_shim.c)
- *        bench_sm90 --compile-only   (no GPU needed: NVRTC for sm_90a, every head dim, dtype and
+ *        bench_sm90 --compile-only [D]   (no GPU needed: NVRTC for sm_90a, every head dim, dtype and
  *        shipped mod; prints registers, spills and C7520 counts; exits 1 on a spill or a
  *        serialized wgmma in the forward, and reports the cold compile time of each forward)
  * Built by tests/gpu/sm90/build.sh (it needs the path shim until compile.c lists the sm90 path).
@@ -70,6 +70,17 @@ static const char *variant_src(int i)
     if (!strncmp(n, "window", 6))
         return window_src;
     return NULL;
+}
+
+/* filter: comma-separated names; "=name" matches exactly, anything else as a substring. */
+static int name_matches(const char *name, const char *filter)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", filter);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (t[0] == '=' ? !strcmp(name, t + 1) : strstr(name, t) != NULL)
+            return 1;
+    return 0;
 }
 
 static double now_ms(void)
@@ -225,7 +236,7 @@ static void diff(CUdeviceptr a, CUdeviceptr b, size_t n, int is_bf16, double *ma
 }
 
 /* Deviceless: every forward variant the sm90 path ships, compiled for sm_90a. */
-static int compile_only(void)
+static int compile_only(int only_d)
 {
     static const int dims[][2] = {{64, 64}, {96, 96}, {128, 128}, {192, 192}, {256, 256}, {192, 128}};
     const char *srcs[5] = {NULL, causal_src, alibi_src, softcap_src, window_src};
@@ -242,6 +253,8 @@ static int compile_only(void)
     for (int t = 0; t < 2; t++)
         for (int di = 0; di < 6; di++)
             for (int m = 0; m < 5; m++) {
+                if (only_d && dims[di][0] != only_d)
+                    continue;
                 fa4_kernel_spec spec;
                 fa4_kernel *k = NULL;
                 fa4_kernel_spec_init(&spec);
@@ -280,7 +293,7 @@ int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--compile-only"))
-            return compile_only();
+            return compile_only(i + 1 < argc ? atoi(argv[i + 1]) : 0);
     int S = 4096, B = 4, H = 16, D = 128, ref = 1;
     const char *filter = NULL;
     for (int i = 1; i < argc; i++)
@@ -353,7 +366,7 @@ int main(int argc, char **argv)
            "O maxdiff", "LSE maxdiff");
     for (int vi = 0; vi < (int)(sizeof variants / sizeof variants[0]); vi++) {
         const variant *va = &variants[vi];
-        if (filter && !strstr(va->name, filter))
+        if (filter && !name_matches(va->name, filter))
             continue;
         const char *src = variant_src(vi);
         printf("%s:\n", va->name);

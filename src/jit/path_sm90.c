@@ -8,7 +8,8 @@
  * cuTensorMapEncodeTiled: 4-d (dim, row, head, batch) maps of 64-element boxes in the 128-byte
  * swizzle that the kernel's wgmma descriptors expect. Under varlen the rows are the packed tokens
  * and the batch dimension has size 1. Rows and columns past the tensor's end are zero-filled by
- * TMA; the kernel masks keys past each sequence's end.
+ * TMA; the kernel masks keys past each sequence's end. The grid is persistent: one CTA per SM,
+ * each walking tiles in the kernel's order (fa4_sm90_tile in src/kernels/sm90/schedule.cuh).
  * Tile geometry mirrors src/kernels/sm90/config.cuh: keep the two in step.
  */
 #include <stdint.h>
@@ -18,7 +19,10 @@
 #include "internal.h"
 #include "params.h"
 
-enum { FWD_M = 128, FWD_THREADS = 384, STAGES = 2, BOX_COLS = 64 };
+enum { FWD_M = 128, FWD_THREADS = 384, BOX_COLS = 64, SMEM_LIMIT = 227 * 1024 };
+
+/* The forward with at most max_ctas CTAs (0: one per tile); the launcher uses the SM count. */
+fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int max_ctas);
 
 static const fa4__program_desc programs[] = {
     {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd"},
@@ -44,10 +48,12 @@ static int fwd_n(int d, int dv)
     return pad64(d) <= 128 && pad64(dv) <= 128 ? 128 : 64;
 }
 
+/* Alignment slack, Q, the K/V ring (3 stages where they fit, as config.cuh), barriers. */
 static int fwd_smem(int d, int dv)
 {
     const int n = fwd_n(d, dv);
-    return 1024 + FWD_M * pad64(d) * 2 + STAGES * (n * pad64(d) * 2 + n * pad64(dv) * 2) + 128;
+    const int three = 1024 + FWD_M * pad64(d) * 2 + 3 * n * (pad64(d) + pad64(dv)) * 2 + 256;
+    return three <= SMEM_LIMIT ? three : 1024 + FWD_M * pad64(d) * 2 + 2 * n * (pad64(d) + pad64(dv)) * 2 + 256;
 }
 
 static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts[][64], int max)
@@ -196,7 +202,7 @@ static fa4_status make_map(fa4_ctx *ctx, CUtensorMap *map, const char *what, con
 
 static const uint8_t zero_aux[FA4__AUX_BLOCK_MAX];
 
-static fa4_status sm90_launch_fwd(fa4_kernel *k, const fa4__problem *p)
+fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int max_ctas)
 {
     fa4_ctx *ctx = k->ctx;
     const fa4__cu *cu = ctx->cu;
@@ -207,7 +213,8 @@ static fa4_status sm90_launch_fwd(fa4_kernel *k, const fa4__problem *p)
     void *args[5];
     const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
     const int n = fwd_n(p->head_dim, p->head_dim_v), smem = fwd_smem(p->head_dim, p->head_dim_v);
-    const int64_t tiles = cdiv(p->seqlen_q, FWD_M);
+    const int64_t tiles = cdiv(p->seqlen_q, FWD_M) * p->hq * p->batch;
+    int64_t ctas;
     fa4_status st = check_problem(k, p);
     if (st != FA4_OK)
         return st;
@@ -218,10 +225,11 @@ static fa4_status sm90_launch_fwd(fa4_kernel *k, const fa4__problem *p)
         return fa4__set_error(ctx, FA4_ERR_WRONG_KERNEL,
                               "sm90: program 'fwd' is not loaded (compile with FA4_COMPILE_FWD, on an "
                               "sm_90a device)");
-    if (tiles == 0 || p->hq == 0 || p->batch == 0)
+    if (tiles == 0)
         return FA4_OK;
-    if (tiles > INT32_MAX || p->hq > 65535 || p->batch > 65535)
-        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: grid too large");
+    if (tiles > INT32_MAX)
+        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: too many tiles");
+    ctas = max_ctas > 0 && tiles > max_ctas ? max_ctas : tiles;
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
                   varlen_q ? 1 : p->batch, FWD_M);
@@ -247,11 +255,16 @@ static fa4_status sm90_launch_fwd(fa4_kernel *k, const fa4__problem *p)
     args[2] = &mq;
     args[3] = &mk;
     args[4] = &mv;
-    r = cu->launchKernel(f, (unsigned)tiles, (unsigned)p->hq, (unsigned)p->batch, FWD_THREADS, 1, 1,
-                         (unsigned)smem, p->stream, args, NULL);
+    r = cu->launchKernel(f, (unsigned)ctas, 1, 1, FWD_THREADS, 1, 1, (unsigned)smem, p->stream, args, NULL);
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fwd");
     return FA4_OK;
+}
+
+/* Persistent: one CTA per SM (each holds most of an SM's shared memory). */
+static fa4_status sm90_launch_fwd(fa4_kernel *k, const fa4__problem *p)
+{
+    return fa4__sm90_launch_fwd_ctas(k, p, k->ctx->sm_count > 0 ? k->ctx->sm_count : 132);
 }
 
 static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)

@@ -17,8 +17,9 @@
 #ifndef FA4_SM90_MAINLOOP_CUH
 #define FA4_SM90_MAINLOOP_CUH
 
+/* Overlap keeps S(j), P(j-1) and O live together: with Dv 256 that spills, so it stops at 192. */
 #ifndef FA4_SM90_OVERLAP
-#define FA4_SM90_OVERLAP 1
+#define FA4_SM90_OVERLAP (FA4_HEAD_DIM_V <= 192)
 #endif
 #ifndef FA4_SM90_PINGPONG
 #define FA4_SM90_PINGPONG 1

@@ -1,41 +1,45 @@
 #!/bin/sh
-# device_run.sh STAGE - what one call of the GPU machine runs for the sm90 path (binaries from
+# device_run.sh STAGE... - what one call of the GPU machine runs for the sm90 path (binaries from
 # build.sh carried in build-sm90/sm90; logs under $OUT). Each step has its own time limit so a hung
 # kernel costs at most that step.
-#   smoke  small-shape forward vs sm80, both schedules; SASS check of the carried cubins
+#   sass   SASS check of the carried cubins (HGMMA present, no local memory)
 #   test   the sm80 GPU suite against the sm90 path (--quick, no bench)
-#   bench  benchmark shape: schedules, plain/causal/mods, knobs
+#   bench  benchmark shape (bf16 B=4 H=16 S=4096 D=128) against sm80, then A/B of the persistent
+#          grid (FA4_SM90_CTAS=0) and of 2 K/V stages, then D=64 (B=8) and D=256
+#   knobs  the knob variants (rescale threshold, software exp2)
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH
 B=build-sm90/sm90
 O=${OUT:-/tmp}
+main="=plain,=causal (block mask),=alibi,=softcap,=window 1024 (block mask)"
 for st in "$@"; do
 case $st in
-smoke)
+sass)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > $O/smi.txt 2>&1
     for f in $B/cubin/*.cubin; do
         echo "$f HGMMA $(cuobjdump -sass $f | grep -c HGMMA) LDL/STL $(cuobjdump -sass $f | grep -cE 'LDL|STL')"
     done > $O/sass.txt 2>&1
     cat $O/sass.txt
-    timeout 40 $B/bench_sm90 --s 300 --b 2 --h 4 --filter plain > $O/smoke.txt 2>&1
-    echo "rc=$?" >> $O/smoke.txt
-    FA4_SM90_EXTRA="-DFA4_SM90_OVERLAP=0" timeout 30 $B/bench_sm90 --s 300 --b 2 --h 4 --filter causal >> $O/smoke.txt 2>&1
-    echo "rc=$?" >> $O/smoke.txt
-    timeout 30 $B/bench_sm90 --s 300 --b 2 --h 4 --filter causal >> $O/smoke.txt 2>&1
-    echo "rc=$?" >> $O/smoke.txt
-    grep -v "^  compiled" $O/smoke.txt
     ;;
 test)
     FA4_SM90_AS_SM80=1 timeout ${TEST_LIMIT:-150} $B/test_gpu_sm90 --quick --no-bench > $O/test.txt 2>&1
     echo "rc=$?" >> $O/test.txt
-    grep -v "^ *ok\b" $O/test.txt | tail -60
+    grep -v "PASS" $O/test.txt | tail -45
     ;;
 bench)
-    timeout 100 $B/bench_sm90 > $O/bench.txt 2>&1
-    for e in "-DFA4_SM90_OVERLAP=0" "-DFA4_SM90_PINGPONG=0"; do
-        echo "== FA4_SM90_EXTRA=$e" >> $O/bench.txt
-        FA4_SM90_EXTRA="$e" timeout 40 $B/bench_sm90 --no-ref --filter plain >> $O/bench.txt 2>&1
-    done
-    grep -v "^  compiled" $O/bench.txt
+    timeout 90 $B/bench_sm90 --filter "$main" > $O/bench.txt 2>&1
+    echo "== one CTA per tile (FA4_SM90_CTAS=0)" >> $O/bench.txt
+    FA4_SM90_CTAS=0 timeout 40 $B/bench_sm90 --no-ref --filter "=plain,=causal (block mask)" >> $O/bench.txt 2>&1
+    echo "== 2 stages" >> $O/bench.txt
+    FA4_SM90_EXTRA="-DFA4_SM90_STAGES=2" timeout 40 $B/bench_sm90 --no-ref --filter "=plain,=causal (block mask)" >> $O/bench.txt 2>&1
+    echo "== D=64 B=8" >> $O/bench.txt
+    timeout 40 $B/bench_sm90 --no-ref --d 64 --b 8 --filter "=plain,=causal (block mask)" >> $O/bench.txt 2>&1
+    echo "== D=256" >> $O/bench.txt
+    timeout 40 $B/bench_sm90 --no-ref --d 256 --filter "=plain,=causal (block mask)" >> $O/bench.txt 2>&1
+    grep -v "^  compiled\|^[a-z].*:$" $O/bench.txt
+    ;;
+knobs)
+    timeout 60 $B/bench_sm90 --no-ref --filter "rescale,sw-exp2,=plain,=softcap" > $O/knobs.txt 2>&1
+    grep -v "^  compiled\|^[a-z].*:$" $O/knobs.txt
     ;;
 esac
 done
