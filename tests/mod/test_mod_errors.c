@@ -164,6 +164,7 @@ static const rejected cases[] = {
     {SM "  return (float)10u;\n}", FA4_ERR_MOD_SYNTAX, "invalid suffix 'u' on number", 2, 17},
     {SM "  return s * 1e39;\n}", FA4_ERR_MOD_SYNTAX, "out of the range of float", 2, 14},
     {SM "  return s * 0x;\n}", FA4_ERR_MOD_SYNTAX, "hexadecimal literal", 2, 14},
+    {SM "  return s * (float)010;\n}", FA4_ERR_MOD_SYNTAX, "octal literals are not supported", 2, 21},
     /* syntax */
     {SM "  return s +;\n}", FA4_ERR_MOD_SYNTAX, "expected an expression before ';'", 2, 13},
     {SM "  return (s;\n}", FA4_ERR_MOD_SYNTAX, "expected ')' before ';'", 2, 12},

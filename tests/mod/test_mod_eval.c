@@ -337,6 +337,8 @@ static void int_semantics(void **state)
     assert_true(value_of("(int)NAN", 0, 0) == 0.0);
     assert_true(value_of("(int)-2.7f", 0, 0) == -2.0);
     assert_true(value_of("0xffffffff", 0, 0) == -1.0);
+    assert_true(value_of("0", 0, 0) == 0.0 && value_of("0.5f * 4", 0, 0) == 2.0);
+    assert_true(value_of("00.25 * 4.0", 0, 0) == 1.0 && value_of("1. + .5 + 1e1 + 2E-1f", 0, 0) == 11.5 + (double)0.2f);
     assert_true(value_of("(bool)q ? 1 : 2", 5, 0) == 1.0);
     assert_true(value_of("(int)(q > kv) + (int)(bool)0.5f", 5, 0) == 2.0);
     assert_true(value_of("min(q, kv) + max(q, kv) * 10 + clamp(q, 0, 3) * 100", 5, -2) ==

@@ -145,6 +145,12 @@ static fa4_status lex_number(lexer *L)
     } else {
         while (is_digit(peek(L, 0)))
             advance(L, 1);
+        /* C reads 010 as octal 8; mods have no octal, and a silent 10 would surprise */
+        if (L->i - start > 1 && L->s[start] == '0' && peek(L, 0) != '.' && peek(L, 0) != 'e' &&
+            peek(L, 0) != 'E' && peek(L, 0) != 'f' && peek(L, 0) != 'F')
+            return err(L, FA4_ERR_MOD_SYNTAX, line, col, (int)(L->i - start),
+                       "octal literals are not supported (C would read '%.*s' as octal); drop the "
+                       "leading zeros", (int)(L->i - start), L->s + start);
         if (peek(L, 0) == '.') {
             is_float = 1;
             advance(L, 1);
