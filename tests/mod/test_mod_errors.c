@@ -166,6 +166,10 @@ static const rejected cases[] = {
     {SM "  return s * 0x;\n}", FA4_ERR_MOD_SYNTAX, "hexadecimal literal", 2, 14},
     {SM "  return s * (float)010;\n}", FA4_ERR_MOD_SYNTAX, "octal literals are not supported", 2, 21},
     /* syntax */
+    {SM "  retrun s;\n}", FA4_ERR_MOD_SYNTAX, "unknown statement 'retrun'; did you mean 'return'?", 2, 3},
+    {SM "  flaot y = s;\n  return y;\n}", FA4_ERR_MOD_SYNTAX, "unknown statement 'flaot'; did you mean 'float'?", 2, 3},
+    {"flaot score_mod(float s, int b, int h, int q, int kv) {\n  return s;\n}", FA4_ERR_MOD_CHECK,
+     "unknown type 'flaot'; did you mean 'float'?", 1, 1},
     {SM "  return s +;\n}", FA4_ERR_MOD_SYNTAX, "expected an expression before ';'", 2, 13},
     {SM "  return (s;\n}", FA4_ERR_MOD_SYNTAX, "expected ')' before ';'", 2, 12},
     {"float score_mod(float s, int b, int h, int q, int kv {\n  return s;\n}", FA4_ERR_MOD_SYNTAX,

@@ -176,6 +176,17 @@ static fa4__stmt *parse_simple(parser *P)
         if (op->kind == TK_COMMA)
             return fa4__parse_fail(P, FA4_ERR_MOD_SYNTAX, op, "the comma operator is not allowed");
         if (op->kind != TK_SEMI) {
+            /* `retrun x;`, `flaot y = 1;`: a misspelt keyword or type leads the statement */
+            static const char *const words[] = {"return", "if", "else", "float", "int", "bool",
+                                                "const"};
+            char w[FA4__MOD_MAX_NAME + 1];
+            tok_text(P, t0, w, sizeof w);
+            const char *hint = t0->kind == TK_IDENT && lhs->kind == EX_VAR
+                                   ? fa4__closest(w, words, (int)(sizeof words / sizeof words[0]))
+                                   : NULL;
+            if (hint)
+                return fa4__parse_fail(P, FA4_ERR_MOD_SYNTAX, t0,
+                                       "unknown statement '%s'; did you mean '%s'?", w, hint);
             char b[64];
             return fa4__parse_fail(P, FA4_ERR_MOD_SYNTAX, op, "expected ';' before %s",
                                    fa4__parse_describe(P, op, b, sizeof b));
@@ -407,6 +418,13 @@ static fa4__func *parse_function(parser *P)
         if (tt->kind == TK_IDENT && ahead(P, 1)->kind == TK_LPAREN)
             return fa4__parse_fail(P, FA4_ERR_MOD_SYNTAX, tt,
                                    "function '%s' needs a return type (float, int or bool)", w);
+        if (tt->kind == TK_IDENT && ahead(P, 1)->kind == TK_IDENT) {
+            static const char *const rets[] = {"float", "int", "bool"};
+            const char *hint = fa4__closest(w, rets, 3);
+            if (hint)
+                return fa4__parse_fail(P, FA4_ERR_MOD_CHECK, tt,
+                                       "unknown type '%s'; did you mean '%s'?", w, hint);
+        }
         return fa4__parse_fail(P, FA4_ERR_MOD_SYNTAX, tt,
                                "expected a function definition before %s",
                                fa4__parse_describe(P, tt, b, sizeof b));
