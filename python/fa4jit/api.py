@@ -184,7 +184,7 @@ def _torch():
 
 
 def _aux_lists(p: Prepared):
-    from ._ops import encode_aux_spec
+    from ._wire import encode_aux_spec
     tensors, scalars, entries = [], [], []
     for a in p.aux:
         if a.is_tensor:
@@ -252,15 +252,34 @@ def _torch_or_none():
 
 
 def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None,
-                   enable_gqa=False, return_lse=False, kernel_options=None, *, aux=None):
+                   enable_gqa=False, return_lse=False, kernel_options=None, *, return_aux=None,
+                   aux=None):
     """torch.nn.attention.flex_attention.flex_attention on fa4jit's kernels.
 
     score_mod and block_mask.mask_mod may be Python functions (translated), mod source text or
     shipped mod names; `aux` gives values of aux parameters declared in mod source text.
-    Returns out, or (out, lse) with return_lse. The LSE does not carry a gradient."""
+    Returns out, (out, lse) with return_lse, or (out, AuxOutput) with return_aux (lse only;
+    max_scores is not computed). The LSE does not carry a gradient."""
+    check_return_aux(return_lse, return_aux)
     call = _prepare_call(query, key, value, score_mod, block_mask, scale, enable_gqa,
                          kernel_options, aux)
     out, lse = _launch(query, key, value, call)
+    return shape_result(out, lse, return_lse, return_aux)
+
+
+def check_return_aux(return_lse, return_aux):
+    if return_aux is None:
+        return
+    if return_lse:
+        raise ValueError("give return_lse or return_aux, not both")
+    if getattr(return_aux, "max_scores", False):
+        raise UnsupportedError("return_aux asks for max_scores, which fa4jit does not compute")
+
+
+def shape_result(out, lse, return_lse, return_aux):
+    if return_aux is not None:
+        from torch.nn.attention.flex_attention import AuxOutput
+        return out, AuxOutput(lse=lse if getattr(return_aux, "lse", False) else None)
     return (out, lse) if return_lse else out
 
 
@@ -296,7 +315,7 @@ def _prepare_call(query, key, value, score_mod, block_mask, scale, enable_gqa, k
                              "for grouped-query attention")
         if Hq % Hkv:
             raise ValueError(f"query heads ({Hq}) must be a multiple of key/value heads ({Hkv})")
-    from ._ops import encode_numbers, encode_options
+    from ._wire import encode_numbers, encode_options
     prepared = prepare(score_mod, _mask_mod_of(block_mask), aux)
     bm_tensors, bm_meta = _block_mask_args(block_mask, Sq, Skv)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)

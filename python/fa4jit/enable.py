@@ -42,11 +42,12 @@ def _route(query, key, value, score_mod, block_mask, scale, enable_gqa, return_l
     """("fa4", call) when fa4jit serves the call, else ("torch", reason)."""
     if extra:
         return "torch", f"argument(s) {sorted(extra)} not known to fa4jit"
-    want_lse = bool(return_lse)
-    if return_aux is not None:
-        if getattr(return_aux, "max_scores", False):
-            return "torch", "return_aux asks for max_scores, which fa4jit does not compute"
-        want_lse = want_lse or bool(getattr(return_aux, "lse", False))
+    try:
+        api.check_return_aux(return_lse, return_aux)
+    except ValueError as e:  # both given: torch raises its own error for that
+        return "torch", str(e)
+    except NotImplementedError as e:
+        return "torch", str(e)
     if getattr(query, "is_nested", False):
         return "torch", "nested (jagged) tensors"
     try:
@@ -62,7 +63,7 @@ def _route(query, key, value, score_mod, block_mask, scale, enable_gqa, return_l
 
 def _compile_for(query, key, value, call):
     import torch
-    from ._ops import decode_options, trainable_names
+    from ._wire import decode_options, trainable_names
     source, aux_spec, options, any_trainable = call[4], call[5], call[7], call[8]
     needs_grad = torch.is_grad_enabled() and (
         query.requires_grad or key.requires_grad or value.requires_grad or any_trainable)
@@ -83,11 +84,7 @@ def _routed(query, key, value, score_mod=None, block_mask=None, scale=None, enab
                          scale=scale, enable_gqa=enable_gqa, return_lse=return_lse,
                          kernel_options=kernel_options, **kwargs)
     out, lse = api._launch(query, key, value, payload)
-    if return_aux is not None:
-        from torch.nn.attention.flex_attention import AuxOutput
-        aux_out = AuxOutput(lse=lse if getattr(return_aux, "lse", False) else None)
-        return (out, lse, aux_out) if return_lse else (out, aux_out)
-    return (out, lse) if return_lse else out
+    return api.shape_result(out, lse, return_lse, return_aux)
 
 
 _routed.__name__ = "flex_attention"

@@ -119,21 +119,56 @@ def test_cache_off_never_hits_disk(tmp_path, lib):
         fa4jit.configure_cache()
 
 
-def test_shipped_mods_compile_deviceless(isolated_cache):
+def test_shipped_mods_check_and_compile_deviceless(isolated_cache):
+    """Every shipped mod passes fa4_spec_check by name; one score mod and one mask mod are
+    compiled (the C tests compile all of them for sm_90a and sm_80)."""
     mods = fa4jit.shipped_mods()
     if not mods:
         pytest.skip("no shipped mods found (mods/*.mod)")
     for name in sorted(mods):
-        k = fa4jit.compile(name if "score_mod" in fa4jit.shipped_mod_source(name) else None,
-                           mask_mod=name if "mask_mod" in fa4jit.shipped_mod_source(name)
-                           else None, arch=ARCH, backward=False)
+        fa4jit.check(name, arch=ARCH)
+    for name in ("alibi", "causal"):
+        if name not in mods:
+            continue
         text = fa4jit.shipped_mod_source(name)
-        assert k.info.has_score_mod == ("float score_mod" in text), name
-        assert k.info.has_mask_mod == ("bool mask_mod" in text), name
-        assert "block_mask" in {p.name for p in k.info.programs} or not k.info.has_mask_mod
+        has_mask = "bool mask_mod(" in text
+        k = fa4jit.compile(None if has_mask else name, mask_mod=name if has_mask else None,
+                           arch=ARCH, backward=False)
+        assert k.info.has_score_mod == ("float score_mod(" in text), name
+        assert k.info.has_mask_mod == has_mask, name
+        programs = {p.name for p in k.info.programs}
+        assert ("block_mask" in programs) == has_mask, (name, programs)
 
 
 def test_unknown_shipped_mod_name_lists_the_known_ones():
     with pytest.raises(ValueError) as ei:
         fa4jit.check("no_such_mod_name")
     assert "no_such_mod_name" in str(ei.value)
+
+
+def test_compile_a_python_closure_deviceless(isolated_cache):
+    torch = pytest.importorskip("torch", reason="translating a Python mod needs torch")
+    table = torch.zeros(4, 9, requires_grad=True)
+    cap = 12.0
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return cap * torch.tanh(score / cap) + table[h, (q_idx - kv_idx) % 9]
+
+    k = fa4jit.compile(score_mod, arch=ARCH, dtype="fp16", head_dim=64)
+    names = {a.name: a for a in k.aux}
+    assert names["table"].is_tensor and names["table"].trainable
+    assert not names["cap"].is_tensor and names["cap"].dtype == "float"
+    assert k.info.dtype == "fp16" and k.info.head_dim == 64 and k.info.has_score_mod
+
+
+def test_bad_cache_mode_is_refused():
+    with pytest.raises(ValueError):
+        fa4jit.configure_cache(mode="sometimes")
+
+
+def test_numbers_travel_exactly_as_text():
+    from fa4jit._wire import decode_numbers, encode_numbers
+    values = [0.1, 1e-30, -3.0, 2.0 ** 70, 7]
+    assert decode_numbers(encode_numbers(values)) == [float(v) for v in values]
+    assert decode_numbers(encode_numbers([3, -4]), int) == [3, -4]
+    assert decode_numbers("") == []

@@ -218,6 +218,28 @@ def test_current_stream_is_used():
     assert torch.equal(out, ref)
 
 
+def test_return_aux_gives_the_lse():
+    q, k, v = _inputs()
+    with torch.no_grad():
+        out, lse = fa4jit.flex_attention(q, k, v, return_lse=True)
+        out2, aux = fa4jit.flex_attention(q, k, v, return_aux=fa.AuxRequest(lse=True))
+    assert torch.equal(out, out2) and torch.equal(lse, aux.lse) and aux.max_scores is None
+    with pytest.raises(fa4jit.UnsupportedError):
+        fa4jit.flex_attention(q, k, v, return_aux=fa.AuxRequest(max_scores=True))
+
+
+def test_deterministic_backward_is_bitwise_reproducible():
+    q, k, v = _inputs(Sq=384, Skv=384)
+    opts = {"deterministic": True}
+    runs = []
+    for _ in range(3):
+        out = fa4jit.flex_attention(q, k, v, kernel_options=opts)
+        runs.append(_grads(out, [q, k, v], torch.ones_like(out)))
+    for later in runs[1:]:
+        for a, b in zip(runs[0], later):
+            assert torch.equal(a, b)
+
+
 def test_compile_returns_launchable_kernel_info():
     k = fa4jit.compile(mask_mod="causal", dtype="bf16", head_dim=64,
                        device=torch.cuda.current_device())
@@ -335,6 +357,10 @@ def test_enable_routes_unchanged_code_and_falls_back_with_a_warning():
             out32 = mod.flex_attention(q32, k32, v32, score_mod=alibi)
         ref, _ = reference_attention(q32, k32, v32, alibi)
         assert (out32.double() - ref).abs().max() < 1e-3
+        # return_aux on the routed function
+        out_aux, aux_out = mod.flex_attention(q, k, v, score_mod=alibi,
+                                              return_aux=fa.AuxRequest(lse=True))
+        assert torch.equal(out_aux, direct) and aux_out.lse is not None
         # The same reason warns once.
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
