@@ -226,6 +226,25 @@ static char *key_inputs(const resolved *r, size_t *len)
     return out;
 }
 
+fa4_status fa4__spec_key(fa4_ctx *ctx, const fa4_kernel_spec *spec, char key[33], char **inputs)
+{
+    resolved r;
+    fa4_status st = resolve_spec(ctx, spec, &r);
+    if (st != FA4_OK)
+        return st;
+    size_t len = 0;
+    char *kin = key_inputs(&r, &len);
+    fa4__mod_free(r.mod);
+    if (!kin)
+        return FA4_ERR_OUT_OF_MEMORY;
+    fa4__cache_key(kin, len, key);
+    if (inputs)
+        *inputs = kin;
+    else
+        free(kin);
+    return FA4_OK;
+}
+
 /* fa4_mod.cuh for plain attention (no mod source). */
 static const char plain_mod_header[] =
     "/* fa4_mod.cuh: plain attention (no mod source) */\n"

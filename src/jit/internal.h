@@ -94,6 +94,9 @@ struct fa4_kernel {
 
 /* Look up a __global__ function of a program; NULL when not loaded or absent. */
 CUfunction fa4__kernel_function(fa4_kernel *k, const char *program, const char *function);
+/* The cache key of a spec (and, if inputs is not NULL, the malloc'd key-inputs text) without
+ * compiling: for tests and tools. */
+fa4_status fa4__spec_key(fa4_ctx *ctx, const fa4_kernel_spec *spec, char key[33], char **inputs);
 /* Release everything a kernel owns (modules unloaded; caller holds the CUDA context). */
 void fa4__kernel_free(fa4_kernel *k);
 
