@@ -336,6 +336,34 @@ def test_torch_compile_aot_backward_matches_eager():
     assert (g_comp.float() - g_eager.float()).abs().max() <= 1e-2 * g_eager.float().abs().max()
 
 
+class _BiasedAttention(torch.nn.Module):
+    """A Python score_mod over a trainable per-head bias: compiled with a graph break at the mod
+    translation, the op itself inside the graph."""
+
+    def __init__(self, heads=4):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.linspace(-1.0, 1.0, heads, device=DEV))
+
+    def forward(self, q, k, v):
+        bias = self.bias
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + bias[h]
+        return fa4jit.flex_attention(q, k, v, score_mod=score_mod)
+
+
+def test_torch_compile_with_a_python_mod_and_a_trainable_parameter():
+    model = _BiasedAttention()
+    q, k, v = _inputs(B=1, Sq=128, Skv=128)
+    eager = model(q, k, v)
+    (g_eager,) = torch.autograd.grad(eager.float().sum(), model.bias)
+    compiled = torch.compile(model, backend="aot_eager")
+    out = compiled(q, k, v)
+    (g_comp,) = torch.autograd.grad(out.float().sum(), model.bias)
+    assert torch.equal(out, eager)
+    assert (g_comp - g_eager).abs().max() <= 1e-3 * max(1.0, float(g_eager.abs().max()))
+
+
 # ---------------------------------------------------------------------------------- enable()
 def test_enable_routes_unchanged_code_and_falls_back_with_a_warning():
     from torch.nn.attention.flex_attention import flex_attention as imported_before
