@@ -10,7 +10,7 @@
  * Usage: bench_sm90 [--s N] [--b N] [--h N] [--d N] [--filter A,=B,...] [--no-ref]
  *        (--no-ref: sm90 only, no sm80 timing or comparison; FA4_SM90_EXTRA in the environment adds
  *        NVRTC options to the sm90 programs, see tests/gpu/sm90/path_shim.c)
- *        bench_sm90 --compile-only [D]   (no GPU needed: NVRTC for sm_90a, every head dim, dtype and
+ *        bench_sm90 --compile-only [D [MOD]]   (no GPU needed: NVRTC for sm_90a, every head dim, dtype and
  *        shipped mod; prints registers, spills and C7520 counts; exits 1 on a spill or a
  *        serialized wgmma in the forward, and reports the cold compile time of each forward)
  * Built by tests/gpu/sm90/build.sh (it needs the path shim until compile.c lists the sm90 path).
@@ -236,10 +236,18 @@ static void diff(CUdeviceptr a, CUdeviceptr b, size_t n, int is_bf16, double *ma
 }
 
 /* Deviceless: every forward variant the sm90 path ships, compiled for sm_90a. */
-static int compile_only(int only_d)
+static int compile_only(int only_d, const char *only_mod)
 {
     static const int dims[][2] = {{64, 64}, {96, 96}, {128, 128}, {192, 192}, {256, 256}, {192, 128}};
-    const char *srcs[5] = {NULL, causal_src, alibi_src, softcap_src, window_src};
+    static const char *alibi_causal_src =
+        "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *slopes) {\n"
+        "    return score + slopes[h] * (float)(kv_idx - q_idx);\n}\n"
+        "bool mask_mod(int b, int h, int q_idx, int kv_idx) {\n    return q_idx >= kv_idx;\n}\n";
+    static const char *relbias_src =
+        "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias) {\n"
+        "    return score + bias[clamp(kv_idx - q_idx + 256, 0, 511)];\n}\n";
+    static const char *names[7] = {"none", "causal", "alibi", "softcap", "window", "alibi+causal", "relbias"};
+    const char *srcs[7] = {NULL, causal_src, alibi_src, softcap_src, window_src, alibi_causal_src, relbias_src};
     fa4_ctx_options opts;
     int bad = 0;
     fa4_ctx_options_init(&opts);
@@ -252,8 +260,8 @@ static int compile_only(int only_d)
     g_arch = "sm_90a";
     for (int t = 0; t < 2; t++)
         for (int di = 0; di < 6; di++)
-            for (int m = 0; m < 5; m++) {
-                if (only_d && dims[di][0] != only_d)
+            for (int m = 0; m < 7; m++) {
+                if ((only_d && dims[di][0] != only_d) || (only_mod && strcmp(only_mod, names[m])))
                     continue;
                 fa4_kernel_spec spec;
                 fa4_kernel *k = NULL;
@@ -265,6 +273,11 @@ static int compile_only(int only_d)
                 spec.path = FA4_PATH_SM90;
                 spec.arch = g_arch;
                 spec.flags = FA4_COMPILE_FWD;
+                const char *tr[1] = {"bias"};
+                if (m == 6) { /* as the GPU suite compiles it: the table is trainable */
+                    spec.trainable_aux = tr;
+                    spec.num_trainable_aux = 1;
+                }
                 if (fa4_jit_compile(g_ctx, &spec, &k) != FA4_OK) {
                     printf("FAIL %s d=%d/%d mod %d: %s\n%.3000s\n", t ? "fp16" : "bf16", dims[di][0], dims[di][1],
                            m, fa4_ctx_errmsg(g_ctx), fa4_ctx_compile_log(g_ctx) ? fa4_ctx_compile_log(g_ctx) : "");
@@ -277,9 +290,9 @@ static int compile_only(int only_d)
                 fa4_kernel_get_info(k, &info);
                 const fa4_program_info *pi = &info.programs[0];
                 const int fail = pi->spill_stores || pi->spill_loads || pi->stack_frame || pi->wgmma_serialized;
-                printf("%s %s d=%3d/%-3d mod=%-7s regs %3d spill %d/%d stack %d C7520 %d smem %6d compile %6.0f ms\n",
+                printf("%s %s d=%3d/%-3d mod=%-12s regs %3d spill %d/%d stack %d C7520 %d smem %6d compile %6.0f ms\n",
                        fail ? "FAIL" : "ok  ", t ? "fp16" : "bf16", dims[di][0], dims[di][1],
-                       m == 0 ? "none" : m == 1 ? "causal" : m == 2 ? "alibi" : m == 3 ? "softcap" : "window",
+                       names[m],
                        pi->registers, pi->spill_stores, pi->spill_loads, pi->stack_frame, pi->wgmma_serialized,
                        pi->shared_dynamic, pi->compile_ms);
                 bad |= fail;
@@ -293,23 +306,27 @@ int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--compile-only"))
-            return compile_only(i + 1 < argc ? atoi(argv[i + 1]) : 0);
+            return compile_only(i + 1 < argc ? atoi(argv[i + 1]) : 0, i + 2 < argc ? argv[i + 2] : NULL);
     int S = 4096, B = 4, H = 16, D = 128, ref = 1;
     const char *filter = NULL;
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc; i++) {
+        const int more = i + 1 < argc;
         if (!strcmp(argv[i], "--no-ref"))
             ref = 0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--s"))
-            S = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--b"))
-            B = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--h"))
-            H = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--d"))
-            D = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--filter"))
-            filter = argv[i + 1];
+        else if (more && !strcmp(argv[i], "--s"))
+            S = atoi(argv[++i]);
+        else if (more && !strcmp(argv[i], "--b"))
+            B = atoi(argv[++i]);
+        else if (more && !strcmp(argv[i], "--h"))
+            H = atoi(argv[++i]);
+        else if (more && !strcmp(argv[i], "--d"))
+            D = atoi(argv[++i]);
+        else if (more && !strcmp(argv[i], "--filter"))
+            filter = argv[++i];
+        else {
+            fprintf(stderr, "bench_sm90: unknown argument '%s'\n", argv[i]);
+            return 2;
+        }
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *why = NULL;
