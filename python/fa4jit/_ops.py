@@ -16,7 +16,7 @@ from torch import Tensor
 
 from . import _ctypes as C
 from ._wire import decode_aux_spec, decode_numbers, decode_options, trainable_names
-from .errors import InvalidArgumentError
+from .errors import InternalError, InvalidArgumentError
 
 _TORCH_DTYPE_CODE = {
     torch.bfloat16: C.FA4_DTYPE_BF16,
@@ -33,7 +33,8 @@ _DTYPE_BY_NAME = {"bf16": torch.bfloat16, "half": torch.float16, "fp16": torch.f
                   "float": torch.float32, "int8": torch.int8, "uint8": torch.uint8,
                   "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
                   "bool": torch.bool}
-_SCALAR_CODE = {"float": C.FA4_DTYPE_FP32, "int": C.FA4_DTYPE_INT32, "bool": C.FA4_DTYPE_BOOL}
+# Scalar aux types as fa4_dtype_name() spells them.
+_SCALAR_CODE = {"float": C.FA4_DTYPE_FP32, "int32": C.FA4_DTYPE_INT32, "bool": C.FA4_DTYPE_BOOL}
 
 
 # ------------------------------------------------------------------------------------- structs
@@ -109,12 +110,22 @@ class _AuxPack:
                 if kind != "s":
                     raise InvalidArgumentError(f"aux '{d.name}' is declared as a {d.dtype} scalar "
                                                "but a tensor was given", status_name="FA4_ERR_AUX")
-                code = C.FA4_DTYPE_FP32 if d.dtype == "float" else (
-                    C.FA4_DTYPE_INT32 if d.dtype in ("int32", "int") else C.FA4_DTYPE_BOOL)
+                code = _SCALAR_CODE.get(d.dtype)
+                if code is None:
+                    raise InternalError(f"aux '{d.name}': the library reports scalar type "
+                                        f"'{d.dtype}', which this binding does not know")
                 slot.dtype = code
                 if code == C.FA4_DTYPE_FP32:
                     slot.f = float(value)
                 else:
+                    try:
+                        integral = float(value) == int(value)
+                    except (OverflowError, ValueError):
+                        integral = False
+                    if not integral:
+                        raise InvalidArgumentError(
+                            f"aux '{d.name}' is declared {d.dtype} but was given {value!r}",
+                            status_name="FA4_ERR_AUX")
                     slot.i = int(value)
         self.count = len(declared)
 
@@ -207,7 +218,7 @@ def run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta
             continue
         if trainable:
             t = aux_tensors[ti]
-            grads.append(pack.grads[name].view(t.shape).to(t.dtype))
+            grads.append(pack.grads[name].view(t.shape).to(device=t.device, dtype=t.dtype))
         ti += 1
     del pack, bm_keep, ws
     return dq, dk, dv, grads
