@@ -278,6 +278,12 @@ def markdown(data, stem):
               f"(n launches queued behind a spin). Flex first call at this shape: "
               f"{la.get('flex_first_call_s', float('nan')):.2f} s.\n")
         w(f"\n![launch]({stem}-launch.png)\n\n")
+    tg = targets(data)
+    if tg:
+        w("## Against the targets of DESIGN.md\n\n| target | measured | met |\n|---|---|---|\n")
+        for t, m, ok in tg:
+            w(f"| {t} | {m} | {'yes' if ok else '**no**' if ok is not None else '-'} |\n")
+        w("\n")
     pre = data.get("precompile")
     if pre:
         w(f"Precompiled fa4jit kernels: {pre['jobs']} specs, paths {pre.get('paths')}, "
@@ -290,6 +296,59 @@ def markdown(data, stem):
     if data.get("elapsed_s"):
         w(f"Run time {data['elapsed_s']:.0f} s.\n")
     return out.getvalue()
+
+
+def targets(data):
+    """(target, measured text, met: True/False/None) rows from what was measured."""
+    rows = []
+    cases = {c["id"]: c for c in data.get("cases", [])}
+    plain = [cases[i] for i in ("plain_seqlen:S=4096", "plain_seqlen:S=8192",
+                                "plain_seqlen:S=16384") if i in cases]
+    for ph, goal, lab in (("fwd", 650, "forward"), ("fwdbwd", 550, "forward+backward")):
+        vals = [(best_fa4(c, ph)[0], c["label"]) for c in plain]
+        vals = [(v, l) for v, l in vals if v]
+        if vals:
+            worst = min(vals)
+            rows.append((f"plain D=128, S>=4096: fa4jit {lab} >= {goal} TFLOP/s",
+                         ", ".join(f"{l}: {v:.0f}" for v, l in vals), worst[0] >= goal))
+    base = cases.get("plain_seqlen:S=4096")
+    bf = best_fa4(base, "fwd")[0] if base else None
+    for c in data.get("cases", []):
+        if c["group"] != "mods" or not bf:
+            continue
+        v = best_fa4(c, "fwd")[0]
+        if v:
+            rows.append((f"{c['label']}: a mod costs <= 10% over plain (fa4jit fwd TFLOP/s on "
+                         "allowed work >= 0.9 x plain)", f"{v:.0f} vs {bf:.0f} ({v / bf:.2f}x)",
+                         v >= 0.9 * bf))
+    for c in data.get("cases", []):
+        got = []
+        for ph in ("fwd", "fwdbwd"):
+            v = best_fa4(c, ph)[0]
+            fl, _ = value(c["results"].get("flex"), ph)
+            if v and fl:
+                got.append((ph.replace("fwdbwd", "f+b"), v / fl))
+        if got:
+            rows.append((f"{c['group']} {c['label']}: fa4jit >= 1.7x FlexAttention",
+                         ", ".join(f"{p} {r:.2f}x" for p, r in got),
+                         all(r >= 1.7 for _, r in got)))
+    for r in data.get("jit") or []:
+        sm = r.get("summary")
+        if not sm:
+            continue
+        rows.append((f"{r['mod']}: cold compile forward <= 1.5 s, forward+backward <= 3 s",
+                     f"{sm['cold_fwd_ms'] / 1e3:.2f} s, {sm['cold_fwdbwd_ms'] / 1e3:.2f} s",
+                     sm["cold_fwd_ms"] <= 1500 and sm["cold_fwdbwd_ms"] <= 3000))
+        rows.append((f"{r['mod']}: cache hit to a launchable kernel <= 5 ms",
+                     f"disk {sm['disk_hit_ms']:.2f} ms, memory {sm['memory_hit_ms']:.3f} ms",
+                     sm["disk_hit_ms"] <= 5 and sm["memory_hit_ms"] <= 5))
+    la = data.get("launch") or {}
+    for k, lab in (("fa4jit_c", "C API"), ("fa4jit_python", "Python API")):
+        r = la.get(k) or {}
+        if "host_us_per_call" in r:
+            rows.append((f"host launch overhead <= 5 us ({lab})",
+                         f"{r['host_us_per_call']:.1f} us", r["host_us_per_call"] <= 5))
+    return rows
 
 
 def summary_text(data):

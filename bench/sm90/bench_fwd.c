@@ -246,8 +246,10 @@ static int compile_only(int only_d, const char *only_mod)
     static const char *relbias_src =
         "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias) {\n"
         "    return score + bias[clamp(kv_idx - q_idx + 256, 0, 511)];\n}\n";
-    static const char *names[7] = {"none", "causal", "alibi", "softcap", "window", "alibi+causal", "relbias"};
-    const char *srcs[7] = {NULL, causal_src, alibi_src, softcap_src, window_src, alibi_causal_src, relbias_src};
+    static const char *names[8] = {"none",         "causal",  "alibi",          "softcap",
+                                   "window",       "alibi+causal", "relbias", "relbias-checked"};
+    const char *srcs[8] = {NULL,       causal_src,       alibi_src,   softcap_src,
+                           window_src, alibi_causal_src, relbias_src, relbias_src};
     fa4_ctx_options opts;
     int bad = 0;
     fa4_ctx_options_init(&opts);
@@ -260,7 +262,7 @@ static int compile_only(int only_d, const char *only_mod)
     g_arch = "sm_90a";
     for (int t = 0; t < 2; t++)
         for (int di = 0; di < 6; di++)
-            for (int m = 0; m < 7; m++) {
+            for (int m = 0; m < 8; m++) {
                 if ((only_d && dims[di][0] != only_d) || (only_mod && strcmp(only_mod, names[m])))
                     continue;
                 fa4_kernel_spec spec;
@@ -274,7 +276,9 @@ static int compile_only(int only_d, const char *only_mod)
                 spec.arch = g_arch;
                 spec.flags = FA4_COMPILE_FWD;
                 const char *tr[1] = {"bias"};
-                if (m == 6) { /* as the GPU suite compiles it: the table is trainable */
+                if (m == 7)
+                    spec.flags |= FA4_COMPILE_CHECKED;
+                if (m >= 6) { /* as the GPU suite compiles it: the table is trainable */
                     spec.trainable_aux = tr;
                     spec.num_trainable_aux = 1;
                 }
