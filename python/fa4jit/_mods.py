@@ -14,6 +14,7 @@ captures is the same (tensors by identity, shape, dtype and requires_grad; numbe
 import glob
 import os
 import threading
+import types
 import weakref
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
@@ -120,6 +121,8 @@ class _TranslationCache:
         if fn is None:
             return None
         snap = []
+        if isinstance(fn, types.MethodType):
+            snap.append(("self", "o", id(fn.__self__)))
         for name, v in _named_captures(fn):
             if isinstance(v, torch.Tensor):
                 snap.append((name, "t", id(v), tuple(v.shape), v.dtype, v.requires_grad))
@@ -131,20 +134,23 @@ class _TranslationCache:
 
     def get(self, score_fn, mask_fn, keep_trivial_mask):
         from .translate import translate
-        key = (id(score_fn), id(mask_fn), keep_trivial_mask)
+        # A bound method is a new object at every attribute access: key on its function.
+        anchors = tuple(f.__func__ if isinstance(f, types.MethodType) else f
+                        for f in (score_fn, mask_fn))
+        key = (id(anchors[0]), id(anchors[1]), keep_trivial_mask)
         snap = (self._snapshot(score_fn), self._snapshot(mask_fn))
         with self._lock:
             hit = self._entries.get(key)
         if hit is not None:
             refs, old_snap, result = hit
-            if all((r() if r is not None else None) is f for r, f in zip(refs, (score_fn, mask_fn))) \
-                    and old_snap == snap:
+            alive = all((r() if r is not None else None) is a for r, a in zip(refs, anchors))
+            if alive and old_snap == snap:
                 return result
         result = translate(score_fn, mask_fn, keep_trivial_mask=keep_trivial_mask)
         if not result.reusable:
             return result
         try:
-            refs = tuple(weakref.ref(f) if f is not None else None for f in (score_fn, mask_fn))
+            refs = tuple(weakref.ref(a) if a is not None else None for a in anchors)
         except TypeError:  # not weakly referenceable: do not cache
             return result
         with self._lock:

@@ -320,3 +320,30 @@ def test_translation_cache_follows_captured_values(lib):
     f2 = make(3.0)
     p3 = prepare(f2)
     assert p3.source == p1.source and p3.aux[0].value == 3.0
+
+
+def test_translation_cache_hits_for_bound_methods(lib, monkeypatch):
+    from fa4jit import _mods
+
+    class Mod(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(4))
+
+        def score_mod(self, score, b, h, q_idx, kv_idx):
+            return score * self.w[h]
+
+    calls = []
+    import fa4jit.translate as tr
+    orig = tr.translate
+
+    def counting(*a, **k):
+        calls.append(1)
+        return orig(*a, **k)
+    monkeypatch.setattr(tr, "translate", counting)
+    m1, m2 = Mod(), Mod()
+    p1 = _mods.prepare(m1.score_mod)
+    p2 = _mods.prepare(m1.score_mod)   # a new bound-method object, same function and module
+    assert len(calls) == 1 and p1.aux[0].value is p2.aux[0].value is m1.w
+    p3 = _mods.prepare(m2.score_mod)   # another module: its own parameter
+    assert len(calls) == 2 and p3.aux[0].value is m2.w
