@@ -17,9 +17,15 @@
 #ifndef FA4_SM90_MAINLOOP_CUH
 #define FA4_SM90_MAINLOOP_CUH
 
-/* Overlap keeps S(j), P(j-1) and O live together: with Dv 256 that spills, so it stops at 192. */
+/* Overlap keeps S(j), P(j-1) and O live together: with Dv 256 that spills, so it stops at 192.
+ * Checked builds (aux reads that trap) do not overlap either: a trap reachable while a wgmma is in
+ * flight makes ptxas save the in-flight registers to the stack (hundreds of bytes of spills). */
 #ifndef FA4_SM90_OVERLAP
+#if defined(FA4_CHECKED) && FA4_CHECKED
+#define FA4_SM90_OVERLAP 0
+#else
 #define FA4_SM90_OVERLAP (FA4_HEAD_DIM_V <= 192)
+#endif
 #endif
 #ifndef FA4_SM90_PINGPONG
 #define FA4_SM90_PINGPONG 1

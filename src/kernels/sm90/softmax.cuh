@@ -47,6 +47,9 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
             }
             s[ni][e] = x;
         }
+        /* one 8-column chunk at a time: keeps the compiler from hoisting every chunk's index and
+         * aux work ahead (that spilled with score_mod + mask_mod at D = 128) */
+        asm volatile("" : "+f"(s[ni][0]), "+f"(s[ni][1]), "+f"(s[ni][2]), "+f"(s[ni][3])::"memory");
     }
 }
 
