@@ -38,15 +38,38 @@ static int head_dim_v(const fa4_kernel_spec *spec)
     return spec->head_dim_v > 0 ? spec->head_dim_v : spec->head_dim;
 }
 
-/* Keys per forward step: 64, or 32 for Dv 256 (config.cuh: kFwdN). */
-static int fwd_n(int dv)
+/* Forward geometry (config.cuh: kFwdMI, kFwdN): heads up to 96 (128 without a mod) run 4 warps of
+ * 32 query rows and 32 keys per step; larger heads 8 warps of 16 rows and 64 keys (32 for Dv 256).
+ * `mods`: the kernel has a score_mod or mask_mod (a mod source always defines one). */
+static int fwd_two_blocks(int d, int dv, int mods)
 {
-    return dv > 192 ? 32 : FWD_N;
+    const int max = mods ? 96 : 128;
+    return d <= max && dv <= max;
 }
 
-static int fwd_smem(int d, int dv)
+static int fwd_n(int d, int dv, int mods)
 {
-    return (FWD_M * (d + PAD) + fwd_n(dv) * (d + PAD) + fwd_n(dv) * (dv + PAD)) * 2;
+    return dv > 192 || fwd_two_blocks(d, dv, mods) ? 32 : FWD_N;
+}
+
+static unsigned fwd_threads(int d, int dv, int mods)
+{
+    return fwd_two_blocks(d, dv, mods) ? FWD_THREADS / 2 : FWD_THREADS;
+}
+
+static int fwd_smem(int d, int dv, int mods)
+{
+    return (FWD_M * (d + PAD) + fwd_n(d, dv, mods) * (d + PAD) + fwd_n(d, dv, mods) * (dv + PAD)) * 2;
+}
+
+static int spec_has_mods(const fa4_kernel_spec *spec)
+{
+    return spec->source && (spec->source_len > 0 || spec->source[0] != '\0');
+}
+
+static int kernel_has_mods(const fa4_kernel *k)
+{
+    return k->mod && (fa4__mod_has_score(k->mod) || fa4__mod_has_mask(k->mod));
 }
 
 /* Backward: K, V, P, dS, lse2, dpsum, then 1 or 2 stages of (Q, dO) (config.cuh: kBwdStages). */
@@ -70,7 +93,7 @@ static int sm80_options(const fa4_kernel_spec *spec, const char *arch, char opts
 static int sm80_smem_bytes(const fa4_kernel_spec *spec, const char *program)
 {
     if (strcmp(program, "fwd") == 0)
-        return fwd_smem(spec->head_dim, head_dim_v(spec));
+        return fwd_smem(spec->head_dim, head_dim_v(spec), spec_has_mods(spec));
     if (strcmp(program, "bwd_main") == 0)
         return bwd_smem(spec->head_dim, head_dim_v(spec));
     return 0;
@@ -248,7 +271,8 @@ static fa4_status sm80_launch_fwd(fa4_kernel *k, const fa4__problem *p)
         return st;
     fill_params(&pr, p);
     return launch(k, "fwd", "fa4_sm80_fwd", (unsigned)cdiv(p->seqlen_q, FWD_M), (unsigned)p->hq,
-                  (unsigned)p->batch, FWD_THREADS, fwd_smem(p->head_dim, p->head_dim_v), &pr, p->aux_block,
+                  (unsigned)p->batch, fwd_threads(p->head_dim, p->head_dim_v, kernel_has_mods(k)),
+                  fwd_smem(p->head_dim, p->head_dim_v, kernel_has_mods(k)), &pr, p->aux_block,
                   p->stream);
 }
 

@@ -1,6 +1,7 @@
 /*
  * config.cuh - tile geometry of the sm80 path, in one place with the checks that keep it legal.
- * Forward: 128 query rows x 64 keys per step (32 for Dv 256), 8 warps of 16 rows (kFwdMI).
+ * Forward: 128 query rows per CTA; small heads (kFwdMI): 4 warps of 32 rows, 32 keys per step;
+ * larger: 8 warps of 16 rows, 64 keys per step (32 for Dv 256).
  * Backward: 64 keys (the stationary block) x 64 queries per step, 8 warps as a 4 x 2 grid.
  * Shared-memory rows are padded by 8 elements (16 bytes) so ldmatrix rows fall in distinct banks.
  * The host launcher (src/jit/path_sm80.c) mirrors these numbers; keep both in step.
@@ -21,14 +22,17 @@ constexpr int kPad = 8;
 constexpr int kLdQ = kD + kPad;  /* Q and K rows in shared memory */
 constexpr int kLdV = kDv + kPad; /* V and dO rows */
 
-/* Forward: each warp owns kFwdMI blocks of 16 query rows. Two (4 warps, FA2's split) would halve
- * the K/V shared-memory reads per row, but spill at 255 registers from D = 96 on (measured with
- * NVRTC 13.0, sm_90a), so one block (8 warps) for now. Dv 256: 32 keys per step, so the 16 x 256 O
- * accumulator and the scores fit. */
-constexpr int kFwdMI = 1;
-constexpr int kFwdM = 128, kFwdN = kDv > 192 ? 32 : 64;
+/* Forward: each warp owns kFwdMI blocks of 16 query rows. Two (4 warps, FA2's split) cut the
+ * shared-memory reads per MMA by a third; with 32 keys per step and P packed to 16 bits they fit
+ * 255 registers for D = Dv <= 96 with mods and D = Dv <= 128 without (at 128 a mod spills ~20
+ * bytes; NVRTC 13.0, sm_90a). Otherwise 8 warps of 16 rows, 64 keys per step, 32 for Dv 256 so
+ * the 16 x 256 O accumulator fits. path_sm80.c mirrors this choice (fwd_two_blocks). */
+constexpr int kFwdMaxTwoBlockDim = (FA4_HAS_SCORE_MOD || FA4_HAS_MASK_MOD) ? 96 : 128;
+constexpr int kFwdMI = (kD <= kFwdMaxTwoBlockDim && kDv <= kFwdMaxTwoBlockDim) ? 2 : 1;
+constexpr int kFwdM = 128, kFwdN = (kDv > 192 || kFwdMI == 2) ? 32 : 64;
 constexpr int kFwdWarps = kFwdM / (16 * kFwdMI), kFwdThreads = kFwdWarps * 32;
 constexpr int kFwdMinBlocks = kFwdMI == 2 ? 2 : 1;
+constexpr int kFwdQkUnroll = kFwdMI == 2 ? 1 : 2; /* fewer live Q/K fragments where registers are tight */
 constexpr int kBwdM = 64, kBwdN = 64, kBwdWarps = 8, kBwdThreads = kBwdWarps * 32;
 constexpr int kLdP = kBwdN + kPad; /* P and dS tiles of the backward, [q][kv] */
 constexpr int kBwdDqChunk = 16;    /* dQ columns per warp per pass (bounds live registers) */

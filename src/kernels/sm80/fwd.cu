@@ -1,7 +1,7 @@
 /*
  * fwd.cu - the sm80 forward program: O = softmax(score_mod(scale * Q K^T) masked) V and LSE.
- * FA2-style: a CTA owns 128 query rows of one (batch, head), 8 warps of 16 rows (config.cuh); K and V tiles
- * of 64 keys stream through shared memory with cp.async (K(j+1) loads while softmax and P V of tile j
+ * FA2-style: a CTA owns 128 query rows of one (batch, head), 4 warps of 32 rows (8 of 16 above
+ * D = 128; config.cuh); K and V tiles of 32 or 64 keys stream through shared memory with cp.async (K(j+1) loads while softmax and P V of tile j
  * run, V(j+1) while Q K^T of tile j+1 runs); P stays in registers as the A operand of P V.
  *
  * Supported: bf16 and fp16; head dims 64/96/128/192/256 with Dv independent; arbitrary batch, head
@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(kFwdThreads, kFwdMinBlocks)
 #pragma unroll
             for (int i = 0; i < kFwdN / 8; ++i)
                 s[mi][i][0] = s[mi][i][1] = s[mi][i][2] = s[mi][i][3] = 0.f;
-        fa4_warp_gemm<16 * kFwdMI, kFwdN, kD, false, false>(s, sQ + warp * 16 * kFwdMI * kLdQ, kLdQ, sK, kLdQ,
+        fa4_warp_gemm<16 * kFwdMI, kFwdN, kD, false, false, kFwdQkUnroll>(s, sQ + warp * 16 * kFwdMI * kLdQ, kLdQ, sK, kLdQ,
                                                            lane);
         __syncthreads();
         const int n_cur = n;
@@ -88,12 +88,14 @@ extern "C" __global__ void __launch_bounds__(kFwdThreads, kFwdMinBlocks)
         }
         fa4_cp_async_commit();
 
+        unsigned pa[kFwdMI][kFwdN / 16][4]; /* P as 16-bit A fragments: half the registers of fp32 */
 #pragma unroll
         for (int mi = 0; mi < kFwdMI; ++mi) {
             fa4_scores<kFwdN / 8>(s[mi], p, aux, b, h, row0 + 16 * mi, n_cur * kFwdN + 2 * (lane & 3),
                                   seq.len_q, seq.len_k, full_cur);
             float corr[2];
             fa4_online_softmax<kFwdN / 8>(s[mi], m[mi], l[mi], corr);
+            fa4_pack_a<kFwdN>(pa[mi], s[mi]);
 #pragma unroll
             for (int i = 0; i < kDv / 8; ++i) {
                 acc_o[mi][i][0] *= corr[0];
@@ -105,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(kFwdThreads, kFwdMinBlocks)
 
         fa4_cp_async_wait<1>();
         __syncthreads();
-        fa4_warp_gemm_rs<kFwdMI, kDv, kFwdN>(acc_o, s, sV, kLdV, lane);
+        fa4_warp_gemm_rs<kFwdMI, kDv, kFwdN>(acc_o, pa, sV, kLdV, lane);
         __syncthreads();
         if (j + 1 < n_tiles)
             fa4_load_tile<kFwdN, kDv, kFwdThreads>(sV, kLdV, gV + (long long)n * kFwdN * p.v.ss, p.v.ss,

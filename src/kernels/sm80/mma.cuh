@@ -36,14 +36,14 @@ __device__ __forceinline__ void fa4_ldb_kn(unsigned (&b)[4], const fa4_elem *s, 
 }
 
 /* acc (WM x WN) += A (WM x K) * B (K x WN), both operands in shared memory. */
-template <int WM, int WN, int K, bool A_KM, bool B_KN>
+template <int WM, int WN, int K, bool A_KM, bool B_KN, int UNROLL = FA4_GEMM_K_UNROLL>
 __device__ __forceinline__ void fa4_warp_gemm(float (&acc)[WM / 16][WN / 8][4], const fa4_elem *sA,
                                               int lda, const fa4_elem *sB, int ldb, int lane)
 {
     static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0, "warp tile must be 16-aligned");
     /* A partial unroll: full unrolling lets the compiler hoist every ldmatrix of a large head dim
      * and spill at 255 registers. */
-#pragma unroll FA4_GEMM_K_UNROLL
+#pragma unroll UNROLL
     for (int k0 = 0; k0 < K; k0 += 16) {
         unsigned a[WM / 16][4];
 #pragma unroll
@@ -69,30 +69,35 @@ __device__ __forceinline__ void fa4_warp_gemm(float (&acc)[WM / 16][WN / 8][4], 
     }
 }
 
-/* acc (16 MI x WN) += P (16 MI x K, registers in C layout of K/8 tiles) * B (K x WN, stored [k][n]).
- * The C layout of two adjacent 8-column tiles is exactly the A layout of one k16 step. */
+/* The C layout of two adjacent 8-column tiles is exactly the A layout of one k16 step: pack a
+ * 16 x K fp32 fragment (K/8 tiles) into K/16 A fragments of 16-bit pairs. */
+template <int K>
+__device__ __forceinline__ void fa4_pack_a(unsigned (&a)[K / 16][4], const float (&p)[K / 8][4])
+{
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk) {
+        a[kk][0] = fa4_pack2(p[2 * kk][0], p[2 * kk][1]);
+        a[kk][1] = fa4_pack2(p[2 * kk][2], p[2 * kk][3]);
+        a[kk][2] = fa4_pack2(p[2 * kk + 1][0], p[2 * kk + 1][1]);
+        a[kk][3] = fa4_pack2(p[2 * kk + 1][2], p[2 * kk + 1][3]);
+    }
+}
+
+/* acc (16 MI x WN) += P (16 MI x K, packed A fragments in registers) * B (K x WN, stored [k][n]). */
 template <int MI, int WN, int K>
-__device__ __forceinline__ void fa4_warp_gemm_rs(float (&acc)[MI][WN / 8][4], const float (&p)[MI][K / 8][4],
+__device__ __forceinline__ void fa4_warp_gemm_rs(float (&acc)[MI][WN / 8][4], const unsigned (&pa)[MI][K / 16][4],
                                                  const fa4_elem *sB, int ldb, int lane)
 {
 #pragma unroll
     for (int kk = 0; kk < K / 16; ++kk) {
-        unsigned a[MI][4];
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi) {
-            a[mi][0] = fa4_pack2(p[mi][2 * kk][0], p[mi][2 * kk][1]);
-            a[mi][1] = fa4_pack2(p[mi][2 * kk][2], p[mi][2 * kk][3]);
-            a[mi][2] = fa4_pack2(p[mi][2 * kk + 1][0], p[mi][2 * kk + 1][1]);
-            a[mi][3] = fa4_pack2(p[mi][2 * kk + 1][2], p[mi][2 * kk + 1][3]);
-        }
 #pragma unroll
         for (int nj = 0; nj < WN / 16; ++nj) {
             unsigned b[4];
             fa4_ldb_kn(b, sB + kk * 16 * ldb + nj * 16, ldb, lane);
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi) {
-                fa4_mma16816(acc[mi][2 * nj], a[mi], b[0], b[1]);
-                fa4_mma16816(acc[mi][2 * nj + 1], a[mi], b[2], b[3]);
+                fa4_mma16816(acc[mi][2 * nj], pa[mi][kk], b[0], b[1]);
+                fa4_mma16816(acc[mi][2 * nj + 1], pa[mi][kk], b[2], b[3]);
             }
         }
     }
