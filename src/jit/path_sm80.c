@@ -38,13 +38,15 @@ static int head_dim_v(const fa4_kernel_spec *spec)
     return spec->head_dim_v > 0 ? spec->head_dim_v : spec->head_dim;
 }
 
-/* Forward geometry (config.cuh: kFwdMI, kFwdN): heads up to 96 (128 without a mod) run 4 warps of
- * 32 query rows and 32 keys per step; larger heads 8 warps of 16 rows and 64 keys (32 for Dv 256).
- * `mods`: the kernel has a score_mod or mask_mod (a mod source always defines one). */
+/* Forward geometry (config.cuh: kFwdMaxTwoBlockDim, kFwdMI, kFwdN): heads up to
+ * FWD_TWO_BLOCK_MAX_DIM run 4 warps of 32 query rows and 32 keys per step; others 8 warps of 16
+ * rows and 64 keys (32 for Dv 256). Off (0) since it measured slower; `mods` is kept for when the
+ * limit depends on whether the kernel has a score_mod or mask_mod again. */
+#define FWD_TWO_BLOCK_MAX_DIM 0
 static int fwd_two_blocks(int d, int dv, int mods)
 {
-    const int max = mods ? 96 : 128;
-    return d <= max && dv <= max;
+    (void)mods;
+    return d <= FWD_TWO_BLOCK_MAX_DIM && dv <= FWD_TWO_BLOCK_MAX_DIM;
 }
 
 static int fwd_n(int d, int dv, int mods)

@@ -1,7 +1,7 @@
 /*
  * config.cuh - tile geometry of the sm80 path, in one place with the checks that keep it legal.
- * Forward: 128 query rows per CTA; small heads (kFwdMI): 4 warps of 32 rows, 32 keys per step;
- * larger: 8 warps of 16 rows, 64 keys per step (32 for Dv 256).
+ * Forward: 128 query rows per CTA; heads up to kFwdMaxTwoBlockDim (now none): 4 warps of 32 rows,
+ * 32 keys per step; others: 8 warps of 16 rows, 64 keys per step (32 for Dv 256).
  * Backward: 64 keys (the stationary block) x 64 queries per step, 8 warps as a 4 x 2 grid.
  * Shared-memory rows are padded by 8 elements (16 bytes) so ldmatrix rows fall in distinct banks.
  * The host launcher (src/jit/path_sm80.c) mirrors these numbers; keep both in step.
@@ -22,12 +22,13 @@ constexpr int kPad = 8;
 constexpr int kLdQ = kD + kPad;  /* Q and K rows in shared memory */
 constexpr int kLdV = kDv + kPad; /* V and dO rows */
 
-/* Forward: each warp owns kFwdMI blocks of 16 query rows. Two (4 warps, FA2's split) cut the
- * shared-memory reads per MMA by a third; with 32 keys per step and P packed to 16 bits they fit
- * 255 registers for D = Dv <= 96 with mods and D = Dv <= 128 without (at 128 a mod spills ~20
- * bytes; NVRTC 13.0, sm_90a). Otherwise 8 warps of 16 rows, 64 keys per step, 32 for Dv 256 so
- * the 16 x 256 O accumulator fits. path_sm80.c mirrors this choice (fwd_two_blocks). */
-constexpr int kFwdMaxTwoBlockDim = (FA4_HAS_SCORE_MOD || FA4_HAS_MASK_MOD) ? 96 : 128;
+/* Forward: each warp owns kFwdMI blocks of 16 query rows, 2 for heads up to kFwdMaxTwoBlockDim.
+ * Two (4 warps of 32 rows, FA2's split, 32 keys per step, P packed to 16 bits) cut shared-memory
+ * reads per MMA by a third and fit 255 registers for D <= 96 with mods, D <= 128 without; but on
+ * the H200 (2026-11-29, B*H 64, S 4096, D 128 bf16) it ran the forward at 197 TFLOP/s against 225
+ * for one block of 16 rows (8 warps, 64 keys per step), so it is off (0). Dv 256 takes 32 keys per
+ * step so the 16 x 256 O accumulator fits. path_sm80.c mirrors this (FWD_TWO_BLOCK_MAX_DIM). */
+constexpr int kFwdMaxTwoBlockDim = 0;
 constexpr int kFwdMI = (kD <= kFwdMaxTwoBlockDim && kDv <= kFwdMaxTwoBlockDim) ? 2 : 1;
 constexpr int kFwdM = 128, kFwdN = (kDv > 192 || kFwdMI == 2) ? 32 : 64;
 constexpr int kFwdWarps = kFwdM / (16 * kFwdMI), kFwdThreads = kFwdWarps * 32;

@@ -14,7 +14,7 @@ __device__ __forceinline__ void fa4_load_tile(fa4_elem *s, int ls, const fa4_ele
 {
     constexpr int kChunks = COLS / 8;
     constexpr int kTotal = ROWS * kChunks;
-#pragma unroll 1
+#pragma unroll
     for (int c0 = 0; c0 < kTotal; c0 += NTHREADS) {
         const int c = c0 + tid;
         if (kTotal % NTHREADS == 0 || c < kTotal) {
