@@ -53,6 +53,13 @@ def library_version():
     return _lib.load().fa4_version_string().decode()
 
 
+def last_kernel():
+    """The Kernel (with .info: path, registers, spills, cache result) of the latest attention
+    launch made by this thread, forward or backward; None before any. Needs torch."""
+    from ._ops import last_kernel as _last_kernel
+    return _last_kernel()
+
+
 def translate_mods(score_mod=None, mask_mod=None):
     """The mod-language Translation (.source, .aux) of Python mods; needs torch."""
     from .translate import translate as _translate
@@ -62,7 +69,7 @@ def translate_mods(score_mod=None, mask_mod=None):
 __all__ = [
     "flex_attention", "create_block_mask", "compile", "check", "enable", "disable", "is_enabled",
     "original_flex_attention", "configure_cache", "cache_config", "clear_kernels", "context",
-    "translate_mods", "shipped_mods", "shipped_mod_source", "ModSourceMask", "library_path",
+    "translate_mods", "last_kernel", "shipped_mods", "shipped_mod_source", "ModSourceMask", "library_path",
     "library_version", "KERNEL_OPTIONS", "Context", "Kernel", "KernelInfo", "ProgramInfo",
     "AuxInfo", "CacheConfig", "Fa4Error", "LibraryNotFoundError", "InvalidArgumentError",
     "ModError", "TranslationError", "UnsupportedError", "CompilerError", "CudaError",

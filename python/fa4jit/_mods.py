@@ -47,14 +47,34 @@ def shipped_mods() -> Dict[str, str]:
     return found
 
 
+# name -> (FA4JIT_MODS_DIR when read, path, mtime_ns, size, text): a call by name costs one
+# stat() instead of a directory scan and a read.
+_source_cache: Dict[str, tuple] = {}
+_source_lock = threading.Lock()
+
+
 def shipped_mod_source(name) -> str:
+    env = os.environ.get("FA4JIT_MODS_DIR")
+    hit = _source_cache.get(name)
+    if hit is not None and hit[0] == env:
+        try:
+            st = os.stat(hit[1])
+            if (st.st_mtime_ns, st.st_size) == (hit[2], hit[3]):
+                return hit[4]
+        except OSError:
+            pass
     mods = shipped_mods()
     if name not in mods:
         known = ", ".join(sorted(mods)) or "none found"
         raise ValueError(f"'{name}' is neither mod source nor the name of a shipped mod "
                          f"(shipped: {known}; searched {mods_dirs() or 'no mods directory'})")
-    with open(mods[name], encoding="utf-8") as f:
-        return f.read()
+    path = mods[name]
+    with open(path, encoding="utf-8") as f:
+        st = os.fstat(f.fileno())
+        text = f.read()
+    with _source_lock:
+        _source_cache[name] = (env, path, st.st_mtime_ns, st.st_size, text)
+    return text
 
 
 def is_source_text(s: str) -> bool:

@@ -9,6 +9,7 @@ shapes and strides in elements, and launch on the current CUDA stream.
 """
 
 import ctypes
+import threading
 from typing import List, Tuple
 
 import torch
@@ -146,11 +147,21 @@ def _block_mask_struct(block_mask, bm_meta):
     return bm, ts
 
 
+_last = threading.local()
+
+
+def last_kernel():
+    """The Kernel of the latest forward or backward launch made by this thread (None before)."""
+    return getattr(_last, "kernel", None)
+
+
 def _kernel(q, k, v, source, aux_spec, options, backward):
     from .api import _kernel_for
     opts = decode_options(options)
-    return _kernel_for(q.device, source or None, q.dtype, q.shape[-1], v.shape[-1],
+    kern = _kernel_for(q.device, source or None, q.dtype, q.shape[-1], v.shape[-1],
                        trainable_names(aux_spec), opts, backward or opts.get("needs_grad") == "1")
+    _last.kernel = kern
+    return kern
 
 
 def _stream(device):

@@ -240,6 +240,17 @@ def test_deterministic_backward_is_bitwise_reproducible():
             assert torch.equal(a, b)
 
 
+def test_last_kernel_names_the_kernel_a_call_used():
+    q, k, v = _inputs()
+    with torch.no_grad():
+        fa4jit.flex_attention(q, k, v, score_mod="softcap" if "softcap" in fa4jit.shipped_mods()
+                              else None, aux={"cap": 9.0} if "softcap" in fa4jit.shipped_mods()
+                              else None)
+    kern = fa4jit.last_kernel()
+    assert kern is not None and kern.info.launchable and kern.info.head_dim == 64
+    assert "fwd" in {p.name for p in kern.info.programs}
+
+
 def test_compile_returns_launchable_kernel_info():
     k = fa4jit.compile(mask_mod="causal", dtype="bf16", head_dim=64,
                        device=torch.cuda.current_device())
