@@ -6,6 +6,7 @@
 #   test   the sm80 GPU suite against the sm90 path (--quick, no bench)
 #   bench  benchmark shape (bf16 B=4 H=16 S=4096 D=128) against sm80, then A/B of the persistent
 #          grid (FA4_SM90_CTAS=0) and of 2 K/V stages, then D=64 (B=8) and D=256
+#   dims   plain and causal at D=128, D=64 (B=8) and D=256, sm90 only
 #   knobs  the knob variants (rescale threshold, software exp2)
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH
 B=build-sm90/sm90
@@ -36,6 +37,13 @@ bench)
     echo "== D=256" >> $O/bench.txt
     timeout 40 $B/bench_sm90 --no-ref --d 256 --filter "=plain,=causal (block mask)" >> $O/bench.txt 2>&1
     grep -v "^  compiled\|^[a-z].*:$" $O/bench.txt
+    ;;
+dims)
+    for a in "--d 128" "--d 64 --b 8" "--d 256"; do
+        echo "== $a" >> $O/dims.txt
+        timeout 40 $B/bench_sm90 --no-ref $a --filter "=plain,=causal (block mask)" >> $O/dims.txt 2>&1
+    done
+    grep -v "^[a-z].*:$" $O/dims.txt
     ;;
 knobs)
     timeout 60 $B/bench_sm90 --no-ref --filter "rescale,sw-exp2,=plain,=softcap" > $O/knobs.txt 2>&1
