@@ -127,9 +127,13 @@ static void line_directives(void **state)
     }
     /* after the user's code the header maps back to itself */
     assert_non_null(strstr(out, "\"fa4_mod.cuh\""));
-    /* no includes, no __expf */
+    /* no includes; __expf only as the FA4_FAST_MATH branch of fa4_expf, accurate expf otherwise */
     assert_null(strstr(out, "#include"));
-    assert_null(strstr(out, "__expf"));
+    const char *fast = strstr(out, "__expf");
+    assert_non_null(fast);
+    assert_null(strstr(fast + 1, "__expf"));
+    assert_non_null(strstr(out, "#if FA4_FAST_MATH\n    return __expf(x);\n#else\n    return expf(x);"));
+    assert_non_null(strstr(out, "#define FA4_FAST_MATH 0"));
     free(out);
     fa4__mod_free(m);
 }
@@ -270,9 +274,13 @@ static void interface_shape(void **state)
                                 "    float c;\n"
                                 "    const long long *ix;\n    long long ix_len;\n"
                                 "    bool on;\n};\n"));
-    assert_non_null(strstr(out, "atomicAdd(&fa4_a.t_grad[at], g * r.d);"));
+    assert_non_null(strstr(out, "#define FA4_NUM_AUX_GRAD_SITES 1\n"));
+    assert_non_null(strstr(out, "where[0] = at >= 0 ? &fa4_a.t_grad[at] : nullptr;"));
+    assert_non_null(strstr(out, "atomicAdd(where[k], what[k]);"));
     assert_non_null(strstr(out, "__uint_as_float((unsigned)fa4_a.t[j] << 16)"));
     assert_non_null(strstr(out, "__trap();"));
+    assert_non_null(strstr(out, "fa4_mod_aux_out_of_range();"));
+    assert_non_null(strstr(out, "#define FA4_CHECKED_DEFERRED 0"));
     free(out);
     fa4__mod_free(m);
     /* no aux at all: the struct still has a member */

@@ -380,6 +380,20 @@ static void trainable_rules(void **state)
     assert_null(fa4__mod_aux(m, 5));
     assert_null(fa4__mod_aux(m, -1));
     fa4__mod_free(m);
+    /* at most FA4__MOD_MAX_GRAD_SITES reads of trainable tensors */
+    char src2[8192];
+    int k = snprintf(src2, sizeof src2,
+                     "float score_mod(float s, int b, int h, int q, int kv, const float *w) {\n"
+                     "  return s");
+    for (int i = 0; i < FA4__MOD_MAX_GRAD_SITES + 1; i++)
+        k += snprintf(src2 + k, sizeof src2 - (size_t)k, "%s+ w[%d]", i % 8 ? " " : "\n    ", i);
+    k += snprintf(src2 + k, sizeof src2 - (size_t)k, ";\n}\n");
+    m = mt_parse(src2, (size_t)k, "sites");
+    assert_non_null(m);
+    one[0] = "w";
+    assert_int_equal(fa4__mod_set_trainable(m, one, 1, &d), FA4_ERR_AUX);
+    assert_non_null(strstr(d.message, "read at 65 places"));
+    fa4__mod_free(m);
 }
 
 static void bad_arguments(void **state)

@@ -28,6 +28,13 @@ static const char wrapper[] =
     "    const float w = fa4_score_mod_fwd_deriv(s, b, h, q, kv, aux, &d);\n"
     "    const bool ok = fa4_mask_mod(b, h, q, kv, aux);\n"
     "    fa4_score_mod_aux_grad(s, b, h, q, kv, aux, out[4 * t + 3]);\n"
+    "    float *where[FA4_NUM_AUX_GRAD_SITES > 0 ? FA4_NUM_AUX_GRAD_SITES : 1];\n"
+    "    float what[FA4_NUM_AUX_GRAD_SITES > 0 ? FA4_NUM_AUX_GRAD_SITES : 1];\n"
+    "    fa4_score_mod_aux_grad_terms(s, b, h, q, kv, aux, 0.5f, where, what);\n"
+    "    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++)\n"
+    "        if (where[k])\n"
+    "            *where[k] += what[k];\n"
+    "    fa4_mod_checked_finish();\n"
     "    out[4 * t] = v;\n"
     "    out[4 * t + 1] = w;\n"
     "    out[4 * t + 2] = ok ? d : -d;\n"
@@ -105,6 +112,16 @@ static int compile_mod_text(const char *name, const char *src, size_t len)
         fails += compile(name, text, "sm_90a") != 0;
         if (!checked)
             fails += compile(name, text, "sm_80") != 0;
+        /* the knobs a program may set: fast math, deferred checks */
+        if (checked) {
+            size_t n2 = n + 128;
+            char *knobs = malloc(n2);
+            snprintf(knobs, n2, "#define FA4_FAST_MATH 1\n#define FA4_CHECKED_DEFERRED 1\n%s",
+                     text);
+            fails += compile(name, knobs, "sm_90a") != 0;
+            fails += compile(name, knobs, "sm_80") != 0;
+            free(knobs);
+        }
         free(text);
         free(hdr);
     }

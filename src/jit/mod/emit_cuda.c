@@ -164,6 +164,14 @@ static void emit_binary(fa4__emitter *E, const fa4__expr *e)
         fa4__out(E, ")");
         return;
     }
+    if (e->type == TY_FLOAT && e->op == TK_SLASH) {
+        fa4__out(E, "fa4_fdiv(");
+        emit_bare(E, e->a);
+        fa4__out(E, ", ");
+        emit_bare(E, e->b);
+        fa4__out(E, ")");
+        return;
+    }
     /* float arithmetic (forward), bitwise, comparisons and logic: C's own operators */
     E->bare = E->bare_pending;
     int p = open_paren(E);
@@ -235,6 +243,8 @@ static void emit_builtin(fa4__emitter *E, const fa4__expr *e)
         emit_bare(E, e->args[2]);
         fa4__out(E, ")");
         return;
+    case BI_TANH: fa4__out(E, "fa4_tanhf("); break; /* FA4_FAST_MATH can swap these two */
+    case BI_EXP: fa4__out(E, "fa4_expf("); break;
     default: fa4__out(E, "%s(", bi->name); break;
     }
     emit_args(E, e);
@@ -490,36 +500,56 @@ static void emit_deriv_wrappers(fa4__emitter *E)
     } else {
         fa4__out(E, "    *dscore = 1.0f;\n    return score;\n}\n");
     }
-    fa4__out(E, "\n// For every trainable aux read x[i] in score_mod: atomicAdd(&x_grad[i], g * d "
-                "score_mod / d x[i]).\n");
-    fa4__out(E, "__device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h, "
+    /* the trainable read sites, in source order */
+    int cap = m->score ? m->score->nsites : 0, nsites = 0, n = 0;
+    const fa4__expr **sites = malloc(sizeof *sites * (size_t)(cap + 1));
+    if (!sites) {
+        E->failed = 1;
+        return;
+    }
+    if (m->score)
+        collect_sites(m->score->body, sites, &nsites, cap);
+    for (int i = 0; i < nsites; i++)
+        if (m->aux[sites[i]->var->aux_index].trainable)
+            sites[n++] = sites[i];
+    fa4__out(E, "\n// For trainable aux read site k of score_mod, reading x[i]: where[k] = &x_grad[i] and\n"
+                "// what[k] = g * d score_mod / d x[i]; where[k] = nullptr if the site did not run.\n"
+                "#define FA4_NUM_AUX_GRAD_SITES %d\n", n);
+    fa4__out(E, "__device__ __forceinline__ void fa4_score_mod_aux_grad_terms(float score, int b, "
+                "int h, int q_idx, int kv_idx,\n"
+                "                                                             const fa4_aux &fa4_a, "
+                "float g, float **where,\n"
+                "                                                             float *what)\n{\n");
+    if (!n)
+        fa4__out(E, "    // no trainable aux tensors\n");
+    for (int k = 0; k < n; k++) {
+        const fa4__expr *x = sites[k];
+        fa4__out(E, "    { // site %d: %s[...] at line %d\n", k, x->var->name, x->line);
+        fa4__out(E, "        long long at = -1;\n"
+                    "        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, "
+                    "kv_idx, fa4_a, %d, &at);\n"
+                    "        where[%d] = at >= 0 ? &fa4_a.%s_grad[at] : nullptr;\n"
+                    "        what[%d] = g * r.d;\n"
+                    "    }\n", x->site, k, x->var->name, k);
+    }
+    fa4__out(E, "}\n");
+    fa4__out(E, "\n// The same terms, accumulated: atomicAdd(&x_grad[i], g * d score_mod / d x[i]).\n"
+                "__device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h, "
                 "int q_idx, int kv_idx,\n"
                 "                                                       const fa4_aux &fa4_a, "
                 "float g)\n{\n");
-    if (m->score) {
-        const fa4__expr *sites[256];
-        int n = 0;
-        collect_sites(m->score->body, sites, &n, 256);
-        int any = 0;
-        for (int i = 0; i < n; i++) {
-            const fa4__expr *s = sites[i];
-            if (!m->aux[s->var->aux_index].trainable)
-                continue;
-            any = 1;
-            fa4__out(E, "    { // %s[...] at line %d\n", s->var->name, s->line);
-            fa4__out(E, "        long long at = -1;\n"
-                        "        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, "
-                        "kv_idx, fa4_a, %d, &at);\n"
-                        "        if (at >= 0)\n"
-                        "            atomicAdd(&fa4_a.%s_grad[at], g * r.d);\n"
-                        "    }\n", s->site, s->var->name);
-        }
-        if (!any)
-            fa4__out(E, "    // no trainable aux tensors\n");
-    } else {
-        fa4__out(E, "    // no score_mod\n");
-    }
+    if (n)
+        fa4__out(E, "    float *where[FA4_NUM_AUX_GRAD_SITES];\n"
+                    "    float what[FA4_NUM_AUX_GRAD_SITES];\n"
+                    "    fa4_score_mod_aux_grad_terms(score, b, h, q_idx, kv_idx, fa4_a, g, where, "
+                    "what);\n"
+                    "    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++)\n"
+                    "        if (where[k])\n"
+                    "            atomicAdd(where[k], what[k]);\n");
+    else
+        fa4__out(E, "    // no trainable aux tensors\n");
     fa4__out(E, "}\n");
+    free(sites);
 }
 
 /* ------------------------------------------------------------------------------------ driver */

@@ -153,6 +153,8 @@ void fa4__emit_prelude(fa4__emitter *E, int checked)
                 "#define FA4_NUM_AUX %d\n#define FA4_HAS_TRAINABLE_AUX %d\n",
              m->score ? 1 : 0, m->mask ? 1 : 0, m->naux, trainable_any(m));
     fa4__out(E, "#ifndef FA4_CHECKED\n#define FA4_CHECKED %d\n#endif\n", checked ? 1 : 0);
+    fa4__out(E, "#ifndef FA4_CHECKED_DEFERRED\n#define FA4_CHECKED_DEFERRED 0\n#endif\n"
+                "#ifndef FA4_FAST_MATH\n#define FA4_FAST_MATH 0\n#endif\n");
 
     fa4__out(E, "\n// Aux parameters in declaration order, natural C layout.\nstruct fa4_aux {\n");
     if (!m->naux)
@@ -193,6 +195,31 @@ void fa4__emit_prelude(fa4__emitter *E, int checked)
         "__device__ __forceinline__ int fa4_imax(int a, int b) { return a > b ? a : b; }\n"
         "__device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return "
         "fa4_imin(fa4_imax(x, lo), hi); }\n");
+
+    fa4__out(E,
+        "\n// tanhf, expf and float division: libdevice's accurate forms, or with FA4_FAST_MATH the\n"
+        "// hardware approximations (tanh.approx.f32, fast exp and fast division intrinsics).\n"
+        "__device__ __forceinline__ float fa4_tanhf(float x)\n{\n"
+        "#if FA4_FAST_MATH\n"
+        "    float y;\n    asm(\"tanh.approx.f32 %%0, %%1;\" : \"=f\"(y) : \"f\"(x));\n    return y;\n"
+        "#else\n    return tanhf(x);\n#endif\n}\n"
+        "__device__ __forceinline__ float fa4_expf(float x)\n{\n"
+        "#if FA4_FAST_MATH\n    return __expf(x);\n#else\n    return expf(x);\n#endif\n}\n"
+        "__device__ __forceinline__ float fa4_fdiv(float a, float b)\n{\n"
+        "#if FA4_FAST_MATH\n    return __fdividef(a, b);\n#else\n    return a / b;\n#endif\n}\n");
+
+    fa4__out(E,
+        "\n// Checked builds: an out-of-range aux read traps, or with FA4_CHECKED_DEFERRED sets\n"
+        "// fa4_aux_oob and fa4_mod_checked_finish() traps once, at the end of the kernel.\n"
+        "#if FA4_CHECKED && FA4_CHECKED_DEFERRED\n"
+        "__device__ unsigned int fa4_aux_oob;\n"
+        "#endif\n"
+        "__device__ __forceinline__ void fa4_mod_aux_out_of_range()\n{\n"
+        "#if FA4_CHECKED && FA4_CHECKED_DEFERRED\n    fa4_aux_oob = 1u;\n"
+        "#elif FA4_CHECKED\n    __trap();\n#endif\n}\n"
+        "__device__ __forceinline__ void fa4_mod_checked_finish()\n{\n"
+        "#if FA4_CHECKED && FA4_CHECKED_DEFERRED\n"
+        "    if (*(volatile unsigned int *)&fa4_aux_oob)\n        __trap();\n#endif\n}\n");
 
     fa4__out(E,
         "\n// Dual numbers for the derivative: v is the value, d its derivative.\n"
@@ -250,7 +277,8 @@ void fa4__emit_aux_access(fa4__emitter *E)
         fa4__out(E,
             "__device__ __forceinline__ %s fa4_aux_%s(const fa4_aux &fa4_a, int i)\n{\n"
             "    const long long n = fa4_a.%s_len;\n"
-            "#if FA4_CHECKED\n    if (i < 0 || (long long)i >= n)\n        __trap();\n#endif\n"
+            "#if FA4_CHECKED\n    if (i < 0 || (long long)i >= n)\n        fa4_mod_aux_out_of_range();\n"
+            "#endif\n"
             "    if (n <= 0)\n        return %s;\n"
             "    const long long j = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);\n"
             "    return %s;\n}\n",
@@ -275,8 +303,8 @@ static const struct {
     const char *name;
     const char *text; /* body after the signature */
 } dual_builtins[] = {
-    {BI_EXP, "fa4_d_expf", "(fa4_dual x) { const float v = expf(x.v); return fa4_dmake(v, x.d != "
-                           "0.0f ? v * x.d : 0.0f); }"},
+    {BI_EXP, "fa4_d_expf", "(fa4_dual x) { const float v = fa4_expf(x.v); return fa4_dmake(v, x.d "
+                           "!= 0.0f ? v * x.d : 0.0f); }"},
     {BI_EXP2, "fa4_d_exp2f", "(fa4_dual x) { const float v = exp2f(x.v); return fa4_dmake(v, x.d "
                              "!= 0.0f ? v * 0.693147181f * x.d : 0.0f); }"},
     {BI_LOG, "fa4_d_logf", "(fa4_dual x) { return fa4_dmake(logf(x.v), x.d != 0.0f ? x.d / x.v : "
@@ -291,8 +319,8 @@ static const struct {
                              "!= 0.0f ? 0.5f * x.d / v : 0.0f); }"},
     {BI_RSQRT, "fa4_d_rsqrtf", "(fa4_dual x) { const float v = rsqrtf(x.v); return fa4_dmake(v, "
                                "x.d != 0.0f ? -0.5f * v * v * v * x.d : 0.0f); }"},
-    {BI_TANH, "fa4_d_tanhf", "(fa4_dual x) { const float v = tanhf(x.v); return fa4_dmake(v, x.d "
-                             "!= 0.0f ? (1.0f - v * v) * x.d : 0.0f); }"},
+    {BI_TANH, "fa4_d_tanhf", "(fa4_dual x) { const float v = fa4_tanhf(x.v); return fa4_dmake(v, "
+                             "x.d != 0.0f ? (1.0f - v * v) * x.d : 0.0f); }"},
     {BI_SIN, "fa4_d_sinf", "(fa4_dual x) { return fa4_dmake(sinf(x.v), x.d != 0.0f ? cosf(x.v) * "
                            "x.d : 0.0f); }"},
     {BI_COS, "fa4_d_cosf", "(fa4_dual x) { return fa4_dmake(cosf(x.v), x.d != 0.0f ? -sinf(x.v) "
@@ -356,9 +384,9 @@ void fa4__emit_dual_prelude(fa4__emitter *E)
                 "    return fa4_dmake(a.v * b.v, (a.d != 0.0f ? a.d * b.v : 0.0f) + (b.d != 0.0f "
                 "? a.v * b.d : 0.0f));\n}\n"
                 "__device__ __forceinline__ fa4_dual fa4_ddiv(fa4_dual a, fa4_dual b)\n{\n"
-                "    const float v = a.v / b.v;\n"
-                "    return fa4_dmake(v, (a.d != 0.0f ? a.d / b.v : 0.0f) - (b.d != 0.0f ? v * "
-                "b.d / b.v : 0.0f));\n}\n");
+                "    const float v = fa4_fdiv(a.v, b.v);\n"
+                "    return fa4_dmake(v, (a.d != 0.0f ? fa4_fdiv(a.d, b.v) : 0.0f) - (b.d != 0.0f ? "
+                "fa4_fdiv(v * b.d, b.v) : 0.0f));\n}\n");
     for (size_t i = 0; i < sizeof dual_builtins / sizeof dual_builtins[0]; i++)
         if (want & (1u << dual_builtins[i].id))
             fa4__out(E, "__device__ __forceinline__ fa4_dual %s%s\n", dual_builtins[i].name,

@@ -162,31 +162,26 @@ const fa4__aux_decl *fa4__mod_aux(const fa4__mod *m, int i)
     return m && i >= 0 && i < m->naux ? &m->aux[i] : NULL;
 }
 
-/* Does any expression of s index aux `k`? */
-static int reads_aux(const fa4__expr *e, int k)
+/* Number of expressions of s that index aux `k`. */
+static int count_reads(const fa4__expr *e, int k)
 {
     if (!e)
         return 0;
-    if (e->kind == EX_INDEX && e->var && e->var->aux_index == k && e->var->kind == VK_AUX)
-        return 1;
-    if (reads_aux(e->a, k) || reads_aux(e->b, k) || reads_aux(e->c, k))
-        return 1;
+    int n = e->kind == EX_INDEX && e->var && e->var->kind == VK_AUX && e->var->aux_index == k;
+    n += count_reads(e->a, k) + count_reads(e->b, k) + count_reads(e->c, k);
     for (int i = 0; i < e->nargs; i++)
-        if (reads_aux(e->args[i], k))
-            return 1;
-    return 0;
+        n += count_reads(e->args[i], k);
+    return n;
 }
 
-static int stmt_reads_aux(const fa4__stmt *s, int k)
+static int count_reads_stmt(const fa4__stmt *s, int k)
 {
     if (!s)
         return 0;
-    if (reads_aux(s->e, k) || stmt_reads_aux(s->then_s, k) || stmt_reads_aux(s->else_s, k))
-        return 1;
+    int n = count_reads(s->e, k) + count_reads_stmt(s->then_s, k) + count_reads_stmt(s->else_s, k);
     for (int i = 0; i < s->nitems; i++)
-        if (stmt_reads_aux(s->items[i], k))
-            return 1;
-    return 0;
+        n += count_reads_stmt(s->items[i], k);
+    return n;
 }
 
 fa4_status fa4__mod_set_trainable(fa4__mod *m, const char *const *names, int n, fa4__diag *diag)
@@ -213,12 +208,21 @@ fa4_status fa4__mod_set_trainable(fa4__mod *m, const char *const *names, int n, 
             return fa4__diag_plain(diag, FA4_ERR_AUX, "trainable aux '%s' holds integers or "
                                                       "bools; only float, half and bf16 tensors "
                                                       "have gradients", names[i]);
-        if (!m->score || !a->used_by_score || !stmt_reads_aux(m->score->body, k))
+        if (!m->score || !a->used_by_score || !count_reads_stmt(m->score->body, k))
             return fa4__diag_plain(diag, FA4_ERR_AUX, "trainable aux '%s' is not read by "
                                                       "score_mod, so it has no gradient",
                                    names[i]);
         want[k] = 1;
     }
+    /* the backward runs score_mod's derivative once per trainable read site: keep that bounded */
+    int sites = 0;
+    for (int k = 0; k < m->naux; k++)
+        if (want[k])
+            sites += count_reads_stmt(m->score->body, k);
+    if (sites > FA4__MOD_MAX_GRAD_SITES)
+        return fa4__diag_plain(diag, FA4_ERR_AUX, "the trainable aux tensors are read at %d places "
+                                                  "in score_mod; at most %d are supported",
+                               sites, FA4__MOD_MAX_GRAD_SITES);
     for (int k = 0; k < m->naux; k++)
         m->aux[k].trainable = want[k];
     return FA4_OK;

@@ -30,7 +30,24 @@
  *   __device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h, int q_idx,
  *                                       int kv_idx, const fa4_aux &aux, float g);
  *
+ *   // deterministic variant (added): the same terms, not added. For trainable read site k
+ *   // (0 <= k < FA4_NUM_AUX_GRAD_SITES): where[k] = &grad[i] and what[k] = g * d mod/d aux[i],
+ *   // or where[k] = nullptr when the site did not run. Arrays of max(1, FA4_NUM_AUX_GRAD_SITES).
+ *   #define FA4_NUM_AUX_GRAD_SITES n
+ *   __device__ __forceinline__ void fa4_score_mod_aux_grad_terms(float score, int b, int h,
+ *                                       int q_idx, int kv_idx, const fa4_aux &aux, float g,
+ *                                       float **where, float *what);
+ *   // (added) with FA4_CHECKED_DEFERRED: call once at the end of a kernel; traps if a read of
+ *   // this thread was out of range (a no-op otherwise)
+ *   __device__ __forceinline__ void fa4_mod_checked_finish();
+ *
  * Aux reads are clamped to [0, len-1] (or trap when FA4_CHECKED is defined to 1 by the program).
+ * Knobs the program may define to 1 before the header (both default to 0):
+ *   FA4_CHECKED_DEFERRED  with FA4_CHECKED, an out-of-range read clamps and sets a flag instead of
+ *                         trapping on the spot; fa4_mod_checked_finish() traps on the flag (keeps
+ *                         the trap out of hot loops, where it makes ptxas spill)
+ *   FA4_FAST_MATH         tanhf -> tanh.approx.f32, expf -> __expf, float a / b -> __fdividef
+ *                         (in forward and derivative code; the CPU evaluator stays exact)
  * The text uses no headers and compiles under NVRTC for sm_80 and sm_90a without warnings.
  *
  * The host computes the same fa4_aux layout with libffi (src/jit/aux.c) from fa4__mod_aux().
@@ -48,6 +65,9 @@
 #define FA4__MOD_MAX_DEPTH 64
 #define FA4__MOD_MAX_AUX 16
 #define FA4__MOD_MAX_NAME 63
+/* Reads of trainable aux tensors in score_mod (the backward differentiates once per read site);
+ * more gives FA4_ERR_AUX from fa4__mod_set_trainable. */
+#define FA4__MOD_MAX_GRAD_SITES 64
 
 /* One diagnostic: where, what, and the compiler-style rendering with the source line and caret:
  *   score_mod:2:21: error: unknown identifier 'slope'; did you mean 'slopes'?

@@ -7,6 +7,12 @@
 #ifndef FA4_CHECKED
 #define FA4_CHECKED 1
 #endif
+#ifndef FA4_CHECKED_DEFERRED
+#define FA4_CHECKED_DEFERRED 0
+#endif
+#ifndef FA4_FAST_MATH
+#define FA4_FAST_MATH 0
+#endif
 
 // Aux parameters in declaration order, natural C layout.
 struct fa4_aux {
@@ -29,6 +35,56 @@ __device__ __forceinline__ int fa4_imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int fa4_imax(int a, int b) { return a > b ? a : b; }
 __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_imin(fa4_imax(x, lo), hi); }
 
+// tanhf, expf and float division: libdevice's accurate forms, or with FA4_FAST_MATH the
+// hardware approximations (tanh.approx.f32, fast exp and fast division intrinsics).
+__device__ __forceinline__ float fa4_tanhf(float x)
+{
+#if FA4_FAST_MATH
+    float y;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return tanhf(x);
+#endif
+}
+__device__ __forceinline__ float fa4_expf(float x)
+{
+#if FA4_FAST_MATH
+    return __expf(x);
+#else
+    return expf(x);
+#endif
+}
+__device__ __forceinline__ float fa4_fdiv(float a, float b)
+{
+#if FA4_FAST_MATH
+    return __fdividef(a, b);
+#else
+    return a / b;
+#endif
+}
+
+// Checked builds: an out-of-range aux read traps, or with FA4_CHECKED_DEFERRED sets
+// fa4_aux_oob and fa4_mod_checked_finish() traps once, at the end of the kernel.
+#if FA4_CHECKED && FA4_CHECKED_DEFERRED
+__device__ unsigned int fa4_aux_oob;
+#endif
+__device__ __forceinline__ void fa4_mod_aux_out_of_range()
+{
+#if FA4_CHECKED && FA4_CHECKED_DEFERRED
+    fa4_aux_oob = 1u;
+#elif FA4_CHECKED
+    __trap();
+#endif
+}
+__device__ __forceinline__ void fa4_mod_checked_finish()
+{
+#if FA4_CHECKED && FA4_CHECKED_DEFERRED
+    if (*(volatile unsigned int *)&fa4_aux_oob)
+        __trap();
+#endif
+}
+
 // Dual numbers for the derivative: v is the value, d its derivative.
 struct fa4_dual {
     float v, d;
@@ -43,7 +99,7 @@ __device__ __forceinline__ int fa4_aux_doc_id(const fa4_aux &fa4_a, int i)
     const long long n = fa4_a.doc_id_len;
 #if FA4_CHECKED
     if (i < 0 || (long long)i >= n)
-        __trap();
+        fa4_mod_aux_out_of_range();
 #endif
     if (n <= 0)
         return 0;
@@ -65,7 +121,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 5 "document.mod"
     return (fa4_aux_doc_id(fa4_a, q_idx) == fa4_aux_doc_id(fa4_a, kv_idx)) && (q_idx >= kv_idx);
 }
-#line 69 "fa4_mod.cuh"
+#line 125 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
@@ -75,9 +131,19 @@ __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int
     return score;
 }
 
-// For every trainable aux read x[i] in score_mod: atomicAdd(&x_grad[i], g * d score_mod / d x[i]).
+// For trainable aux read site k of score_mod, reading x[i]: where[k] = &x_grad[i] and
+// what[k] = g * d score_mod / d x[i]; where[k] = nullptr if the site did not run.
+#define FA4_NUM_AUX_GRAD_SITES 0
+__device__ __forceinline__ void fa4_score_mod_aux_grad_terms(float score, int b, int h, int q_idx, int kv_idx,
+                                                             const fa4_aux &fa4_a, float g, float **where,
+                                                             float *what)
+{
+    // no trainable aux tensors
+}
+
+// The same terms, accumulated: atomicAdd(&x_grad[i], g * d score_mod / d x[i]).
 __device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h, int q_idx, int kv_idx,
                                                        const fa4_aux &fa4_a, float g)
 {
-    // no score_mod
+    // no trainable aux tensors
 }

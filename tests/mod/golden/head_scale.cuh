@@ -7,6 +7,12 @@
 #ifndef FA4_CHECKED
 #define FA4_CHECKED 0
 #endif
+#ifndef FA4_CHECKED_DEFERRED
+#define FA4_CHECKED_DEFERRED 0
+#endif
+#ifndef FA4_FAST_MATH
+#define FA4_FAST_MATH 0
+#endif
 
 // Aux parameters in declaration order, natural C layout.
 struct fa4_aux {
@@ -30,6 +36,56 @@ __device__ __forceinline__ int fa4_imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int fa4_imax(int a, int b) { return a > b ? a : b; }
 __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_imin(fa4_imax(x, lo), hi); }
 
+// tanhf, expf and float division: libdevice's accurate forms, or with FA4_FAST_MATH the
+// hardware approximations (tanh.approx.f32, fast exp and fast division intrinsics).
+__device__ __forceinline__ float fa4_tanhf(float x)
+{
+#if FA4_FAST_MATH
+    float y;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return tanhf(x);
+#endif
+}
+__device__ __forceinline__ float fa4_expf(float x)
+{
+#if FA4_FAST_MATH
+    return __expf(x);
+#else
+    return expf(x);
+#endif
+}
+__device__ __forceinline__ float fa4_fdiv(float a, float b)
+{
+#if FA4_FAST_MATH
+    return __fdividef(a, b);
+#else
+    return a / b;
+#endif
+}
+
+// Checked builds: an out-of-range aux read traps, or with FA4_CHECKED_DEFERRED sets
+// fa4_aux_oob and fa4_mod_checked_finish() traps once, at the end of the kernel.
+#if FA4_CHECKED && FA4_CHECKED_DEFERRED
+__device__ unsigned int fa4_aux_oob;
+#endif
+__device__ __forceinline__ void fa4_mod_aux_out_of_range()
+{
+#if FA4_CHECKED && FA4_CHECKED_DEFERRED
+    fa4_aux_oob = 1u;
+#elif FA4_CHECKED
+    __trap();
+#endif
+}
+__device__ __forceinline__ void fa4_mod_checked_finish()
+{
+#if FA4_CHECKED && FA4_CHECKED_DEFERRED
+    if (*(volatile unsigned int *)&fa4_aux_oob)
+        __trap();
+#endif
+}
+
 // Dual numbers for the derivative: v is the value, d its derivative.
 struct fa4_dual {
     float v, d;
@@ -50,7 +106,7 @@ __device__ __forceinline__ float fa4_aux_log_temp(const fa4_aux &fa4_a, int i)
     const long long n = fa4_a.log_temp_len;
 #if FA4_CHECKED
     if (i < 0 || (long long)i >= n)
-        __trap();
+        fa4_mod_aux_out_of_range();
 #endif
     if (n <= 0)
         return 0.0f;
@@ -72,9 +128,9 @@ __device__ __forceinline__ fa4_dual fa4_daux_log_temp(const fa4_aux &fa4_a, int 
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
 #line 6 "head_scale.mod"
-    return score * expf(fa4_aux_log_temp(fa4_a, h));
+    return score * fa4_expf(fa4_aux_log_temp(fa4_a, h));
 }
-#line 78 "fa4_mod.cuh"
+#line 134 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -92,10 +148,10 @@ __device__ __forceinline__ fa4_dual fa4_dmul(fa4_dual a, fa4_dual b)
 }
 __device__ __forceinline__ fa4_dual fa4_ddiv(fa4_dual a, fa4_dual b)
 {
-    const float v = a.v / b.v;
-    return fa4_dmake(v, (a.d != 0.0f ? a.d / b.v : 0.0f) - (b.d != 0.0f ? v * b.d / b.v : 0.0f));
+    const float v = fa4_fdiv(a.v, b.v);
+    return fa4_dmake(v, (a.d != 0.0f ? fa4_fdiv(a.d, b.v) : 0.0f) - (b.d != 0.0f ? fa4_fdiv(v * b.d, b.v) : 0.0f));
 }
-__device__ __forceinline__ fa4_dual fa4_d_expf(fa4_dual x) { const float v = expf(x.v); return fa4_dmake(v, x.d != 0.0f ? v * x.d : 0.0f); }
+__device__ __forceinline__ fa4_dual fa4_d_expf(fa4_dual x) { const float v = fa4_expf(x.v); return fa4_dmake(v, x.d != 0.0f ? v * x.d : 0.0f); }
 
 // ---- score_mod on dual numbers (value, derivative)
 
@@ -105,7 +161,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at)));
 }
-#line 109 "fa4_mod.cuh"
+#line 165 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
@@ -117,14 +173,29 @@ __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int
     return r.v;
 }
 
-// For every trainable aux read x[i] in score_mod: atomicAdd(&x_grad[i], g * d score_mod / d x[i]).
+// For trainable aux read site k of score_mod, reading x[i]: where[k] = &x_grad[i] and
+// what[k] = g * d score_mod / d x[i]; where[k] = nullptr if the site did not run.
+#define FA4_NUM_AUX_GRAD_SITES 1
+__device__ __forceinline__ void fa4_score_mod_aux_grad_terms(float score, int b, int h, int q_idx, int kv_idx,
+                                                             const fa4_aux &fa4_a, float g, float **where,
+                                                             float *what)
+{
+    { // site 0: log_temp[...] at line 6
+        long long at = -1;
+        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, kv_idx, fa4_a, 0, &at);
+        where[0] = at >= 0 ? &fa4_a.log_temp_grad[at] : nullptr;
+        what[0] = g * r.d;
+    }
+}
+
+// The same terms, accumulated: atomicAdd(&x_grad[i], g * d score_mod / d x[i]).
 __device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h, int q_idx, int kv_idx,
                                                        const fa4_aux &fa4_a, float g)
 {
-    { // log_temp[...] at line 6
-        long long at = -1;
-        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, kv_idx, fa4_a, 0, &at);
-        if (at >= 0)
-            atomicAdd(&fa4_a.log_temp_grad[at], g * r.d);
-    }
+    float *where[FA4_NUM_AUX_GRAD_SITES];
+    float what[FA4_NUM_AUX_GRAD_SITES];
+    fa4_score_mod_aux_grad_terms(score, b, h, q_idx, kv_idx, fa4_a, g, where, what);
+    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++)
+        if (where[k])
+            atomicAdd(where[k], what[k]);
 }
