@@ -22,6 +22,7 @@ from .api import (
     context,
     create_block_mask,
     flex_attention,
+    varlen_attention,
 )
 from .enable import disable, enable, is_enabled, original_flex_attention
 from .errors import (
@@ -67,11 +68,12 @@ def translate_mods(score_mod=None, mask_mod=None):
 
 
 __all__ = [
-    "flex_attention", "create_block_mask", "compile", "check", "enable", "disable", "is_enabled",
-    "original_flex_attention", "configure_cache", "cache_config", "clear_kernels", "context",
-    "translate_mods", "last_kernel", "shipped_mods", "shipped_mod_source", "ModSourceMask", "library_path",
-    "library_version", "KERNEL_OPTIONS", "Context", "Kernel", "KernelInfo", "ProgramInfo",
-    "AuxInfo", "CacheConfig", "Fa4Error", "LibraryNotFoundError", "InvalidArgumentError",
-    "ModError", "TranslationError", "UnsupportedError", "CompilerError", "CudaError",
-    "CacheError", "Fa4MemoryError", "InternalError", "HEADER_VERSION_NUMBER",
+    "flex_attention", "varlen_attention", "create_block_mask", "compile", "check", "enable",
+    "disable", "is_enabled", "original_flex_attention", "configure_cache", "cache_config",
+    "clear_kernels", "context", "translate_mods", "last_kernel", "shipped_mods",
+    "shipped_mod_source", "ModSourceMask", "library_path", "library_version", "KERNEL_OPTIONS",
+    "Context", "Kernel", "KernelInfo", "ProgramInfo", "AuxInfo", "CacheConfig", "Fa4Error",
+    "LibraryNotFoundError", "InvalidArgumentError", "ModError", "TranslationError",
+    "UnsupportedError", "CompilerError", "CudaError", "CacheError", "Fa4MemoryError",
+    "InternalError", "HEADER_VERSION_NUMBER",
 ]

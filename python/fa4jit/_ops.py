@@ -169,14 +169,25 @@ def _stream(device):
 
 
 # ---------------------------------------------------------------------------------- the launches
+def _set_varlen(a, varlen):
+    """Variable-length batch fields of fa4_fwd_args / fa4_bwd_args from (cu_q, cu_k, meta)."""
+    cu_q, cu_k, meta = varlen
+    num_seqs, max_q, max_k = decode_numbers(meta, int)
+    a.cu_seqlens_q, a.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
+    a.num_seqs, a.max_seqlen_q, a.max_seqlen_k = num_seqs, max_q, max_k
+
+
 def run_fwd(q, k, v, aux_tensors, aux_scalars, block_mask, bm_meta, source, aux_spec, scale,
-            options):
+            options, varlen=None):
     aux_scalars, bm_meta = decode_numbers(aux_scalars), decode_numbers(bm_meta, int)
     q, k, v = _dense_last(q), _dense_last(k), _dense_last(v)
     kern = _kernel(q, k, v, source, aux_spec, options, backward=False)
     B, Hq, Sq, _ = q.shape
     Dv = v.shape[-1]
-    o = torch.empty((B, Hq, Sq, Dv), dtype=q.dtype, device=q.device)
+    if varlen is None:
+        o = torch.empty((B, Hq, Sq, Dv), dtype=q.dtype, device=q.device)
+    else:  # packed tokens: [1, T, H, Dv] in memory, so that out[T, H, Dv] is contiguous
+        o = torch.empty((B, Sq, Hq, Dv), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
     pack = _AuxPack(kern, aux_tensors, aux_scalars, aux_spec, q.device, with_grads=False)
     bm, bm_keep = _block_mask_struct(block_mask, bm_meta)
@@ -188,6 +199,8 @@ def run_fwd(q, k, v, aux_tensors, aux_scalars, block_mask, bm_meta, source, aux_
     a.aux = ctypes.cast(pack.array, ctypes.POINTER(C.fa4_aux_value))
     a.num_aux = pack.count
     a.block_mask = ctypes.pointer(bm) if bm is not None else None
+    if varlen is not None:
+        _set_varlen(a, varlen)
     a.stream = _stream(q.device)
     kern.ctx.call(kern.ctx._lib.fa4_launch_fwd, kern.handle, ctypes.byref(a))
     del pack, bm_keep
@@ -195,7 +208,7 @@ def run_fwd(q, k, v, aux_tensors, aux_scalars, block_mask, bm_meta, source, aux_
 
 
 def run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta, source,
-            aux_spec, scale, options):
+            aux_spec, scale, options, varlen=None):
     aux_scalars, bm_meta = decode_numbers(aux_scalars), decode_numbers(bm_meta, int)
     q, k, v, o, dout = (_dense_last(t) for t in (q, k, v, o, dout))
     kern = _kernel(q, k, v, source, aux_spec, options, backward=True)
@@ -215,6 +228,8 @@ def run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta
     a.num_aux = pack.count
     a.block_mask = ctypes.pointer(bm) if bm is not None else None
     a.deterministic = 1 if decode_options(options).get("deterministic") == "1" else 0
+    if varlen is not None:
+        _set_varlen(a, varlen)
     a.stream = _stream(q.device)
     size = ctypes.c_size_t(0)
     kern.ctx.call(lib.fa4_bwd_workspace_size, kern.handle, ctypes.byref(a), ctypes.byref(size))
@@ -307,7 +322,64 @@ def _register():
         return (dq, dk, dv, per_aux, None, [None] * ctx.n_bm, None, None, None, None, None)
 
     flex_fwd.register_autograd(backward, setup_context=setup_context)
+
+    # Variable-length batches: q/k/v are packed tokens viewed as [1, H, T, D]; cu_seqlens are
+    # device int32 prefix sums; varlen_meta is "num_seqs,max_seqlen_q,max_seqlen_k".
+    @torch.library.custom_op(f"{lib_ns}::varlen_fwd", mutates_args=(), device_types="cuda")
+    def varlen_fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
+                   aux_tensors: List[Tensor], aux_scalars: str, varlen_meta: str, source: str,
+                   aux_spec: str, scale: float, options: str) -> Tuple[Tensor, Tensor]:
+        return run_fwd(q, k, v, aux_tensors, aux_scalars, [], "0", source, aux_spec, scale,
+                       options, varlen=(cu_seqlens_q, cu_seqlens_k, varlen_meta))
+
+    @varlen_fwd.register_fake
+    def _(q, k, v, cu_seqlens_q, cu_seqlens_k, aux_tensors, aux_scalars, varlen_meta, source,
+          aux_spec, scale, options):
+        B, Hq, Sq, _ = q.shape
+        return (q.new_empty((B, Sq, Hq, v.shape[-1])).transpose(1, 2),
+                q.new_empty((B, Hq, Sq), dtype=torch.float32))
+
+    @torch.library.custom_op(f"{lib_ns}::varlen_bwd", mutates_args=(), device_types="cuda")
+    def varlen_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor,
+                   cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, aux_tensors: List[Tensor],
+                   aux_scalars: str, varlen_meta: str, source: str, aux_spec: str, scale: float,
+                   options: str) -> Tuple[Tensor, Tensor, Tensor, List[Tensor]]:
+        return run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, [], "0", source,
+                       aux_spec, scale, options,
+                       varlen=(cu_seqlens_q, cu_seqlens_k, varlen_meta))
+
+    @varlen_bwd.register_fake
+    def _(dout, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, aux_tensors, aux_scalars,
+          varlen_meta, source, aux_spec, scale, options):
+        grads = [torch.empty_like(t) for t, tr in zip(aux_tensors, _tensor_trainable(aux_spec))
+                 if tr]
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), grads
+
+    def varlen_setup_context(ctx, inputs, output):
+        (q, k, v, cu_q, cu_k, aux_tensors, aux_scalars, varlen_meta, source, aux_spec, scale,
+         options) = inputs
+        o, lse = output
+        ctx.save_for_backward(q, k, v, o, lse, cu_q, cu_k, *aux_tensors)
+        ctx.meta = (aux_scalars, varlen_meta, source, aux_spec, scale, options)
+        ctx.mark_non_differentiable(lse)
+
+    def varlen_backward(ctx, grad_o, grad_lse):
+        q, k, v, o, lse, cu_q, cu_k, *aux_tensors = ctx.saved_tensors
+        aux_scalars, varlen_meta, source, aux_spec, scale, options = ctx.meta
+        dq, dk, dv, aux_grads = torch.ops.fa4jit.varlen_bwd(
+            grad_o, q, k, v, o, lse, cu_q, cu_k, list(aux_tensors), aux_scalars, varlen_meta,
+            source, aux_spec, scale, options)
+        grads = iter(aux_grads)
+        per_aux = [next(grads) if tr else None for tr in _tensor_trainable(aux_spec)]
+        return (dq, dk, dv, None, None, per_aux, None, None, None, None, None, None)
+
+    varlen_fwd.register_autograd(varlen_backward, setup_context=varlen_setup_context)
     return flex_fwd, flex_bwd
+
+
+def _tensor_trainable(aux_spec):
+    """For each aux tensor, in order: whether it is trainable."""
+    return [tr for _n, is_tensor, tr, _s in decode_aux_spec(aux_spec) if is_tensor]
 
 
 _registered = None

@@ -339,6 +339,72 @@ def _launch(query, key, value, call):
                                      bm_meta, source, aux_spec, scale, options)
 
 
+# ---------------------------------------------------------------------------- varlen_attention
+def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                     score_mod=None, mask_mod=None, scale=None, enable_gqa=False,
+                     return_lse=False, kernel_options=None, *, aux=None):
+    """Attention over a packed batch of sequences of different lengths (no padding).
+
+    query [Tq, Hq, D], key [Tk, Hkv, D], value [Tk, Hkv, Dv] hold the sequences back to back;
+    cu_seqlens_q / cu_seqlens_k are int32 CUDA tensors of num_seqs + 1 prefix sums (0 first);
+    max_seqlen_* the longest sequence. The mods see b = the sequence's index and q_idx / kv_idx
+    = positions inside the sequence; mask_mod (no block mask here) runs on every tile.
+    Returns out [Tq, Hq, Dv], and lse [Hq, Tq] (fp32, natural log) with return_lse."""
+    call = _prepare_varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, score_mod, mask_mod, scale, enable_gqa, kernel_options,
+                           aux)
+    import torch
+    from ._ops import ops
+    (q4, k4, v4, cu_q, cu_k, aux_tensors, aux_scalars, meta, source, aux_spec, scale, options,
+     any_trainable) = call
+    needs_grad = torch.is_grad_enabled() and (
+        query.requires_grad or key.requires_grad or value.requires_grad or any_trainable)
+    options = options + (";needs_grad=1" if needs_grad else ";needs_grad=0")
+    ops()
+    out4, lse4 = torch.ops.fa4jit.varlen_fwd(q4, k4, v4, cu_q, cu_k, aux_tensors, aux_scalars,
+                                             meta, source, aux_spec, scale, options)
+    out = out4.transpose(1, 2).squeeze(0)
+    return (out, lse4.squeeze(0)) if return_lse else out
+
+
+@_dynamo_disable
+def _prepare_varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                    score_mod, mask_mod, scale, enable_gqa, kernel_options, aux):
+    torch = _torch()
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 3:
+            raise ValueError(f"{name} must be a packed [tokens, heads, dim] tensor")
+        if t.device.type != "cuda":
+            raise UnsupportedError(f"{name} is on {t.device}; fa4jit runs on CUDA devices")
+    if not (query.dtype == key.dtype == value.dtype) or query.dtype not in (torch.bfloat16,
+                                                                           torch.float16):
+        raise UnsupportedError(f"dtypes {query.dtype}/{key.dtype}/{value.dtype}: fa4jit "
+                               "computes in bf16 or fp16, one dtype for all three")
+    Tq, Hq, D = query.shape
+    Tk, Hkv, Dk = key.shape
+    if value.shape[0] != Tk or value.shape[1] != Hkv or Dk != D:
+        raise ValueError(f"shapes do not agree: query {tuple(query.shape)}, key "
+                         f"{tuple(key.shape)}, value {tuple(value.shape)}")
+    if Hq != Hkv and (not enable_gqa or Hq % Hkv):
+        raise ValueError(f"query has {Hq} heads and key/value {Hkv}: pass enable_gqa=True, with "
+                         "query heads a multiple of key/value heads")
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 \
+                or cu.device != query.device:
+            raise ValueError(f"{name} must be a 1-D int32 tensor on {query.device}")
+    if cu_seqlens_q.numel() != cu_seqlens_k.numel() or cu_seqlens_q.numel() < 2:
+        raise ValueError("cu_seqlens_q and cu_seqlens_k must both hold num_seqs + 1 >= 2 entries")
+    from ._wire import encode_numbers, encode_options
+    prepared = prepare(score_mod, mask_mod, aux)
+    aux_tensors, aux_scalars, aux_spec = _aux_lists(prepared)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    meta = encode_numbers([cu_seqlens_q.numel() - 1, int(max_seqlen_q), int(max_seqlen_k)])
+    as4 = [t.unsqueeze(0).transpose(1, 2) for t in (query, key, value)]  # [1, H, T, D] views
+    return (*as4, cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(), aux_tensors,
+            encode_numbers(aux_scalars), meta, prepared.source or "", aux_spec, scale,
+            encode_options(_options(kernel_options)), any(a.trainable for a in prepared.aux))
+
+
 # ------------------------------------------------------------------------- create_block_mask
 def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda", BLOCK_SIZE=128,
                       _compile=False, *, aux=None):

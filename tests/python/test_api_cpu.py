@@ -86,3 +86,12 @@ def test_python_mod_with_aux_dict_clash():
     p = prepare(f)
     tensors, scalars, spec = api._aux_lists(p)
     assert spec == "t:t:0" and scalars == [] and tensors[0] is t
+
+
+def test_varlen_refuses_cpu_and_wrong_shapes():
+    q = torch.zeros(10, 2, 64, dtype=torch.bfloat16)
+    cu = torch.tensor([0, 10], dtype=torch.int32)
+    with pytest.raises(fa4jit.UnsupportedError, match="CUDA"):
+        fa4jit.varlen_attention(q, q, q, cu, cu, 10, 10)
+    with pytest.raises(ValueError, match="packed"):
+        fa4jit.varlen_attention(q[None], q, q, cu, cu, 10, 10)
