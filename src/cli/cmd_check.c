@@ -17,19 +17,20 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: fa4jit check FILE.mod [--eval b,h,q_idx,kv_idx[,score]] [--aux NAME=V[,V...]]...\n"
-            "\n"
-            "Parse and check a mod file (score_mod and/or mask_mod, see MODS.md). Errors are\n"
-            "printed compiler-style with the line, column and a caret; the exit status is 1.\n"
-            "On success a one-line summary names the mods present and their aux parameters.\n"
-            "\n"
-            "  --eval b,h,q_idx,kv_idx[,score]  evaluate on the CPU (double precision) and print\n"
-            "                                   score_mod's value, d score_mod / d score, and\n"
-            "                                   mask_mod (score defaults to 0)\n"
-            "  --aux NAME=V[,V...]              value of an aux parameter for --eval: one number\n"
-            "                                   for a scalar, the elements of a tensor otherwise\n"
-            "  --help                           this text\n");
+    fprintf(
+        f,
+        "usage: fa4jit check FILE.mod [--eval b,h,q_idx,kv_idx[,score]] [--aux NAME=V[,V...]]...\n"
+        "\n"
+        "Parse and check a mod file (score_mod and/or mask_mod, see MODS.md). Errors are\n"
+        "printed compiler-style with the line, column and a caret; the exit status is 1.\n"
+        "On success a one-line summary names the mods present and their aux parameters.\n"
+        "\n"
+        "  --eval b,h,q_idx,kv_idx[,score]  evaluate on the CPU (double precision) and print\n"
+        "                                   score_mod's value, d score_mod / d score, and\n"
+        "                                   mask_mod (score defaults to 0)\n"
+        "  --aux NAME=V[,V...]              value of an aux parameter for --eval: one number\n"
+        "                                   for a scalar, the elements of a tensor otherwise\n"
+        "  --help                           this text\n");
 }
 
 static const char *dtype_word(fa4_dtype t)
@@ -159,16 +160,16 @@ static void print_summary(const char *path, const fa4__mod *m)
             printf("%s const %s *%s", i ? "," : "", dtype_word(a->dtype), a->name);
         else
             printf("%s %s %s", i ? "," : "",
-                   a->dtype == FA4_DTYPE_FP32 ? "float" : a->dtype == FA4_DTYPE_BOOL ? "bool"
-                                                                                      : "int",
+                   a->dtype == FA4_DTYPE_FP32   ? "float"
+                   : a->dtype == FA4_DTYPE_BOOL ? "bool"
+                                                : "int",
                    a->name);
     }
     printf("\n");
 }
 
 /* Build aux values from the --aux arguments; returns 0 or prints why not and returns -1. */
-static int build_aux(const fa4__mod *m, char **specs, int nspecs, fa4_aux_value *vals,
-                     double *buf)
+static int build_aux(const fa4__mod *m, char **specs, int nspecs, fa4_aux_value *vals, double *buf)
 {
     int n = fa4__mod_num_aux(m);
     for (int i = 0; i < n; i++) {
@@ -214,8 +215,7 @@ static int build_aux(const fa4__mod *m, char **specs, int nspecs, fa4_aux_value 
             known |= !strncmp(specs[k], fa4__mod_aux(m, i)->name, nl) && specs[k][nl] == '=';
         }
         if (!known) {
-            fprintf(stderr, "fa4jit check: --aux %s names no aux parameter of the mod\n",
-                    specs[k]);
+            fprintf(stderr, "fa4jit check: --aux %s names no aux parameter of the mod\n", specs[k]);
             return -1;
         }
     }

@@ -7,6 +7,7 @@
 
 #include "mod_internal.h"
 
+/* clang-format off */
 static const fa4__builtin_info table[BI_COUNT_] = {
     [BI_NONE] = {"", NULL, 0, 0},
     [BI_EXP] = {"expf", "exp", 1, 0},
@@ -36,6 +37,7 @@ static const fa4__builtin_info table[BI_COUNT_] = {
     [BI_MAX] = {"max", NULL, 2, 1},
     [BI_CLAMP] = {"clamp", NULL, 3, 1},
 };
+/* clang-format on */
 
 const fa4__builtin_info *fa4__builtin_get(int id)
 {

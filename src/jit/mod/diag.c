@@ -59,8 +59,8 @@ static void render_source_line(char *out, size_t cap, const fa4__mod *m, int lin
         snprintf(out + used, cap - used, "\n%s", buf);
 }
 
-fa4_status fa4__diag_at(fa4__diag *d, const fa4__mod *m, const char *fname, fa4_status st,
-                        int line, int col, int len, const char *fmt, ...)
+fa4_status fa4__diag_at(fa4__diag *d, const fa4__mod *m, const char *fname, fa4_status st, int line,
+                        int col, int len, const char *fmt, ...)
 {
     if (!d)
         return st;

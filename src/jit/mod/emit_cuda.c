@@ -155,8 +155,10 @@ static void emit_binary(fa4__emitter *E, const fa4__expr *e)
         return;
     }
     if (E->dual && e->type == TY_FLOAT) {
-        const char *dfn = e->op == TK_PLUS ? "fa4_dadd" : e->op == TK_MINUS ? "fa4_dsub"
-                        : e->op == TK_STAR ? "fa4_dmul" : "fa4_ddiv";
+        const char *dfn = e->op == TK_PLUS    ? "fa4_dadd"
+                          : e->op == TK_MINUS ? "fa4_dsub"
+                          : e->op == TK_STAR  ? "fa4_dmul"
+                                              : "fa4_ddiv";
         fa4__out(E, "%s(", dfn);
         emit_bare(E, e->a);
         fa4__out(E, ", ");
@@ -257,12 +259,8 @@ static void emit_expr(fa4__emitter *E, const fa4__expr *e)
     if (e->kind != EX_BINARY && e->kind != EX_UNARY && e->kind != EX_COND && e->kind != EX_CAST)
         E->bare = 0;
     switch (e->kind) {
-    case EX_INT:
-        emit_int_literal(E, e->ival);
-        return;
-    case EX_BOOL:
-        fa4__out(E, e->ival ? "true" : "false");
-        return;
+    case EX_INT: emit_int_literal(E, e->ival); return;
+    case EX_BOOL: fa4__out(E, e->ival ? "true" : "false"); return;
     case EX_FLOAT:
         if (E->dual) {
             fa4__out(E, "fa4_dconst(");
@@ -299,9 +297,7 @@ static void emit_expr(fa4__emitter *E, const fa4__expr *e)
         emit_args(E, e);
         fa4__out(E, ")");
         return;
-    case EX_BUILTIN:
-        emit_builtin(E, e);
-        return;
+    case EX_BUILTIN: emit_builtin(E, e); return;
     case EX_UNARY:
         if (e->op == TK_PLUS) {
             E->bare = 0;
@@ -327,9 +323,7 @@ static void emit_expr(fa4__emitter *E, const fa4__expr *e)
             close_paren(E, p);
         }
         return;
-    case EX_BINARY:
-        emit_binary(E, e);
-        return;
+    case EX_BINARY: emit_binary(E, e); return;
     case EX_COND: {
         int p = open_paren(E);
         emit_expr(E, e->a);
@@ -340,12 +334,8 @@ static void emit_expr(fa4__emitter *E, const fa4__expr *e)
         close_paren(E, p);
         return;
     }
-    case EX_CAST:
-        emit_cast(E, e);
-        return;
-    default:
-        fa4__out(E, "0");
-        return;
+    case EX_CAST: emit_cast(E, e); return;
+    default: fa4__out(E, "0"); return;
     }
 }
 
@@ -362,8 +352,7 @@ static void emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent)
     if (s->kind != ST_BLOCK && s->kind != ST_EMPTY)
         fa4__line_directive(E, s->line);
     switch (s->kind) {
-    case ST_EMPTY:
-        return;
+    case ST_EMPTY: return;
     case ST_BLOCK:
         fa4__out(E, "%*s{\n", indent, "");
         for (int i = 0; i < s->nitems; i++)
@@ -421,8 +410,7 @@ static void emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent)
         emit_bare(E, s->e);
         fa4__out(E, ";\n");
         return;
-    default:
-        return;
+    default: return;
     }
 }
 
@@ -442,8 +430,8 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual)
     int nfixed = f->role == FR_SCORE ? 5 : f->role == FR_MASK ? 4 : f->nparams;
     for (int i = 0; i < nfixed; i++) {
         const fa4__var *v = f->params[i];
-        fa4__out(E, "%s%s%s %s", i ? ", " : "", v->is_const ? "const " : "",
-                 type_text(E, v->type), v->name);
+        fa4__out(E, "%s%s%s %s", i ? ", " : "", v->is_const ? "const " : "", type_text(E, v->type),
+                 v->name);
     }
     if (f->role != FR_HELPER)
         fa4__out(E, ", const fa4_aux &fa4_a");
@@ -512,32 +500,39 @@ static void emit_deriv_wrappers(fa4__emitter *E)
     for (int i = 0; i < nsites; i++)
         if (m->aux[sites[i]->var->aux_index].trainable)
             sites[n++] = sites[i];
-    fa4__out(E, "\n// For trainable aux read site k of score_mod, reading x[i]: where[k] = &x_grad[i] and\n"
-                "// what[k] = g * d score_mod / d x[i]; where[k] = nullptr if the site did not run.\n"
-                "#define FA4_NUM_AUX_GRAD_SITES %d\n", n);
-    fa4__out(E, "__device__ __forceinline__ void fa4_score_mod_aux_grad_terms(float score, int b, "
-                "int h, int q_idx, int kv_idx,\n"
-                "                                                             const fa4_aux &fa4_a, "
-                "float g, float **where,\n"
-                "                                                             float *what)\n{\n");
+    fa4__out(
+        E,
+        "\n// For trainable aux read site k of score_mod, reading x[i]: where[k] = &x_grad[i] and\n"
+        "// what[k] = g * d score_mod / d x[i]; where[k] = nullptr if the site did not run.\n"
+        "#define FA4_NUM_AUX_GRAD_SITES %d\n",
+        n);
+    fa4__out(E,
+             "__device__ __forceinline__ void fa4_score_mod_aux_grad_terms(float score, int b, "
+             "int h, int q_idx, int kv_idx,\n"
+             "                                                             const fa4_aux &fa4_a, "
+             "float g, float **where,\n"
+             "                                                             float *what)\n{\n");
     if (!n)
         fa4__out(E, "    // no trainable aux tensors\n");
     for (int k = 0; k < n; k++) {
         const fa4__expr *x = sites[k];
         fa4__out(E, "    { // site %d: %s[...] at line %d\n", k, x->var->name, x->line);
-        fa4__out(E, "        long long at = -1;\n"
-                    "        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, "
-                    "kv_idx, fa4_a, %d, &at);\n"
-                    "        where[%d] = at >= 0 ? &fa4_a.%s_grad[at] : nullptr;\n"
-                    "        what[%d] = g * r.d;\n"
-                    "    }\n", x->site, k, x->var->name, k);
+        fa4__out(E,
+                 "        long long at = -1;\n"
+                 "        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, "
+                 "kv_idx, fa4_a, %d, &at);\n"
+                 "        where[%d] = at >= 0 ? &fa4_a.%s_grad[at] : nullptr;\n"
+                 "        what[%d] = g * r.d;\n"
+                 "    }\n",
+                 x->site, k, x->var->name, k);
     }
     fa4__out(E, "}\n");
-    fa4__out(E, "\n// The same terms, accumulated: atomicAdd(&x_grad[i], g * d score_mod / d x[i]).\n"
-                "__device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h, "
-                "int q_idx, int kv_idx,\n"
-                "                                                       const fa4_aux &fa4_a, "
-                "float g)\n{\n");
+    fa4__out(E,
+             "\n// The same terms, accumulated: atomicAdd(&x_grad[i], g * d score_mod / d x[i]).\n"
+             "__device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h, "
+             "int q_idx, int kv_idx,\n"
+             "                                                       const fa4_aux &fa4_a, "
+             "float g)\n{\n");
     if (n)
         fa4__out(E, "    float *where[FA4_NUM_AUX_GRAD_SITES];\n"
                     "    float what[FA4_NUM_AUX_GRAD_SITES];\n"

@@ -149,8 +149,9 @@ void fa4__emit_prelude(fa4__emitter *E, int checked)
         else
             fa4__out(E, "%s %s %s", i ? "," : "", dtype_word(a->dtype), a->name);
     }
-    fa4__out(E, "\n#define FA4_HAS_SCORE_MOD %d\n#define FA4_HAS_MASK_MOD %d\n"
-                "#define FA4_NUM_AUX %d\n#define FA4_HAS_TRAINABLE_AUX %d\n",
+    fa4__out(E,
+             "\n#define FA4_HAS_SCORE_MOD %d\n#define FA4_HAS_MASK_MOD %d\n"
+             "#define FA4_NUM_AUX %d\n#define FA4_HAS_TRAINABLE_AUX %d\n",
              m->score ? 1 : 0, m->mask ? 1 : 0, m->naux, trainable_any(m));
     fa4__out(E, "#ifndef FA4_CHECKED\n#define FA4_CHECKED %d\n#endif\n", checked ? 1 : 0);
     fa4__out(E, "#ifndef FA4_CHECKED_DEFERRED\n#define FA4_CHECKED_DEFERRED 0\n#endif\n"
@@ -167,48 +168,55 @@ void fa4__emit_prelude(fa4__emitter *E, int checked)
             if (a->trainable)
                 fa4__out(E, "    float *%s_grad;\n", a->name);
         } else {
-            fa4__out(E, "    %s %s;\n", a->dtype == FA4_DTYPE_FP32 ? "float"
-                                      : a->dtype == FA4_DTYPE_BOOL ? "bool" : "int", a->name);
+            fa4__out(E, "    %s %s;\n",
+                     a->dtype == FA4_DTYPE_FP32   ? "float"
+                     : a->dtype == FA4_DTYPE_BOOL ? "bool"
+                                                  : "int",
+                     a->name);
         }
     }
     fa4__out(E, "};\n");
 
-    fa4__out(E,
-        "\n// int32 arithmetic as the CPU evaluator defines it: wrap-around, x / 0 == 0,\n"
-        "// x %% 0 == 0, INT_MIN / -1 == INT_MIN, shift counts taken mod 32.\n"
-        "__device__ __forceinline__ int fa4_iadd(int a, int b) { return (int)((unsigned)a + "
-        "(unsigned)b); }\n"
-        "__device__ __forceinline__ int fa4_isub(int a, int b) { return (int)((unsigned)a - "
-        "(unsigned)b); }\n"
-        "__device__ __forceinline__ int fa4_imul(int a, int b) { return (int)((unsigned)a * "
-        "(unsigned)b); }\n"
-        "__device__ __forceinline__ int fa4_ineg(int a) { return (int)(0u - (unsigned)a); }\n"
-        "__device__ __forceinline__ int fa4_idiv(int a, int b) { return b == 0 ? 0 : b == -1 ? "
-        "fa4_ineg(a) : a / b; }\n"
-        "__device__ __forceinline__ int fa4_imod(int a, int b) { return (b == 0 || b == -1) ? 0 "
-        ": a %% b; }\n"
-        "__device__ __forceinline__ int fa4_ishl(int a, int b) { return (int)((unsigned)a << "
-        "(b & 31)); }\n"
-        "__device__ __forceinline__ int fa4_ishr(int a, int b) { return a >> (b & 31); }\n"
-        "__device__ __forceinline__ int fa4_iabs(int a) { return a < 0 ? fa4_ineg(a) : a; }\n"
-        "__device__ __forceinline__ int fa4_imin(int a, int b) { return a < b ? a : b; }\n"
-        "__device__ __forceinline__ int fa4_imax(int a, int b) { return a > b ? a : b; }\n"
-        "__device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return "
-        "fa4_imin(fa4_imax(x, lo), hi); }\n");
+    fa4__out(
+        E, "\n// int32 arithmetic as the CPU evaluator defines it: wrap-around, x / 0 == 0,\n"
+           "// x %% 0 == 0, INT_MIN / -1 == INT_MIN, shift counts taken mod 32.\n"
+           "__device__ __forceinline__ int fa4_iadd(int a, int b) { return (int)((unsigned)a + "
+           "(unsigned)b); }\n"
+           "__device__ __forceinline__ int fa4_isub(int a, int b) { return (int)((unsigned)a - "
+           "(unsigned)b); }\n"
+           "__device__ __forceinline__ int fa4_imul(int a, int b) { return (int)((unsigned)a * "
+           "(unsigned)b); }\n"
+           "__device__ __forceinline__ int fa4_ineg(int a) { return (int)(0u - (unsigned)a); }\n"
+           "__device__ __forceinline__ int fa4_idiv(int a, int b) { return b == 0 ? 0 : b == -1 ? "
+           "fa4_ineg(a) : a / b; }\n"
+           "__device__ __forceinline__ int fa4_imod(int a, int b) { return (b == 0 || b == -1) ? 0 "
+           ": a %% b; }\n"
+           "__device__ __forceinline__ int fa4_ishl(int a, int b) { return (int)((unsigned)a << "
+           "(b & 31)); }\n"
+           "__device__ __forceinline__ int fa4_ishr(int a, int b) { return a >> (b & 31); }\n"
+           "__device__ __forceinline__ int fa4_iabs(int a) { return a < 0 ? fa4_ineg(a) : a; }\n"
+           "__device__ __forceinline__ int fa4_imin(int a, int b) { return a < b ? a : b; }\n"
+           "__device__ __forceinline__ int fa4_imax(int a, int b) { return a > b ? a : b; }\n"
+           "__device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return "
+           "fa4_imin(fa4_imax(x, lo), hi); }\n");
 
-    fa4__out(E,
-        "\n// tanhf, expf and float division: libdevice's accurate forms, or with FA4_FAST_MATH the\n"
+    fa4__out(
+        E,
+        "\n// tanhf, expf and float division: libdevice's accurate forms, or with FA4_FAST_MATH "
+        "the\n"
         "// hardware approximations (tanh.approx.f32, fast exp and fast division intrinsics).\n"
         "__device__ __forceinline__ float fa4_tanhf(float x)\n{\n"
         "#if FA4_FAST_MATH\n"
-        "    float y;\n    asm(\"tanh.approx.f32 %%0, %%1;\" : \"=f\"(y) : \"f\"(x));\n    return y;\n"
+        "    float y;\n    asm(\"tanh.approx.f32 %%0, %%1;\" : \"=f\"(y) : \"f\"(x));\n    return "
+        "y;\n"
         "#else\n    return tanhf(x);\n#endif\n}\n"
         "__device__ __forceinline__ float fa4_expf(float x)\n{\n"
         "#if FA4_FAST_MATH\n    return __expf(x);\n#else\n    return expf(x);\n#endif\n}\n"
         "__device__ __forceinline__ float fa4_fdiv(float a, float b)\n{\n"
         "#if FA4_FAST_MATH\n    return __fdividef(a, b);\n#else\n    return a / b;\n#endif\n}\n");
 
-    fa4__out(E,
+    fa4__out(
+        E,
         "\n// Checked builds: an out-of-range aux read traps, or with FA4_CHECKED_DEFERRED sets\n"
         "// fa4_aux_oob and fa4_mod_checked_finish() traps once, at the end of the kernel.\n"
         "#if FA4_CHECKED && FA4_CHECKED_DEFERRED\n"
@@ -221,7 +229,8 @@ void fa4__emit_prelude(fa4__emitter *E, int checked)
         "#if FA4_CHECKED && FA4_CHECKED_DEFERRED\n"
         "    if (*(volatile unsigned int *)&fa4_aux_oob)\n        __trap();\n#endif\n}\n");
 
-    fa4__out(E,
+    fa4__out(
+        E,
         "\n// Dual numbers for the derivative: v is the value, d its derivative.\n"
         "struct fa4_dual {\n    float v, d;\n};\n"
         "__device__ __forceinline__ fa4_dual fa4_dmake(float v, float d) { fa4_dual r; r.v = v; "
@@ -234,7 +243,8 @@ static const char *load_expr(fa4_dtype t, char *buf, size_t cap, const char *nam
 {
     switch (t) {
     case FA4_DTYPE_FP32: snprintf(buf, cap, "fa4_a.%s[j]", name); break;
-    case FA4_DTYPE_BF16: snprintf(buf, cap, "__uint_as_float((unsigned)fa4_a.%s[j] << 16)", name);
+    case FA4_DTYPE_BF16:
+        snprintf(buf, cap, "__uint_as_float((unsigned)fa4_a.%s[j] << 16)", name);
         break;
     case FA4_DTYPE_FP16: snprintf(buf, cap, "fa4_half_to_float(fa4_a.%s[j])", name); break;
     case FA4_DTYPE_INT64:
@@ -274,26 +284,31 @@ void fa4__emit_aux_access(fa4__emitter *E)
         int fl = is_float_dtype(a->dtype);
         const char *rt = fl ? "float" : a->dtype == FA4_DTYPE_BOOL ? "bool" : "int";
         char ld[160];
-        fa4__out(E,
+        fa4__out(
+            E,
             "__device__ __forceinline__ %s fa4_aux_%s(const fa4_aux &fa4_a, int i)\n{\n"
             "    const long long n = fa4_a.%s_len;\n"
-            "#if FA4_CHECKED\n    if (i < 0 || (long long)i >= n)\n        fa4_mod_aux_out_of_range();\n"
+            "#if FA4_CHECKED\n    if (i < 0 || (long long)i >= n)\n        "
+            "fa4_mod_aux_out_of_range();\n"
             "#endif\n"
             "    if (n <= 0)\n        return %s;\n"
             "    const long long j = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);\n"
             "    return %s;\n}\n",
-            rt, a->name, a->name, fl ? "0.0f" : a->dtype == FA4_DTYPE_BOOL ? "false" : "0",
+            rt, a->name, a->name,
+            fl                           ? "0.0f"
+            : a->dtype == FA4_DTYPE_BOOL ? "false"
+                                         : "0",
             load_expr(a->dtype, ld, sizeof ld, a->name));
         if (fl && m->score && a->used_by_score)
             fa4__out(E,
-                "__device__ __forceinline__ fa4_dual fa4_daux_%s(const fa4_aux &fa4_a, int i, "
-                "bool seed, long long *at)\n{\n"
-                "    const float v = fa4_aux_%s(fa4_a, i);\n"
-                "    const long long n = fa4_a.%s_len;\n"
-                "    if (seed && n > 0)\n"
-                "        *at = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);\n"
-                "    return fa4_dmake(v, seed ? 1.0f : 0.0f);\n}\n",
-                a->name, a->name, a->name);
+                     "__device__ __forceinline__ fa4_dual fa4_daux_%s(const fa4_aux &fa4_a, int i, "
+                     "bool seed, long long *at)\n{\n"
+                     "    const float v = fa4_aux_%s(fa4_a, i);\n"
+                     "    const long long n = fa4_a.%s_len;\n"
+                     "    if (seed && n > 0)\n"
+                     "        *at = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);\n"
+                     "    return fa4_dmake(v, seed ? 1.0f : 0.0f);\n}\n",
+                     a->name, a->name, a->name);
     }
 }
 
@@ -303,59 +318,80 @@ static const struct {
     const char *name;
     const char *text; /* body after the signature */
 } dual_builtins[] = {
-    {BI_EXP, "fa4_d_expf", "(fa4_dual x) { const float v = fa4_expf(x.v); return fa4_dmake(v, x.d "
-                           "!= 0.0f ? v * x.d : 0.0f); }"},
-    {BI_EXP2, "fa4_d_exp2f", "(fa4_dual x) { const float v = exp2f(x.v); return fa4_dmake(v, x.d "
-                             "!= 0.0f ? v * 0.693147181f * x.d : 0.0f); }"},
-    {BI_LOG, "fa4_d_logf", "(fa4_dual x) { return fa4_dmake(logf(x.v), x.d != 0.0f ? x.d / x.v : "
-                           "0.0f); }"},
-    {BI_LOG2, "fa4_d_log2f", "(fa4_dual x) { return fa4_dmake(log2f(x.v), x.d != 0.0f ? x.d / "
-                             "(x.v * 0.693147181f) : 0.0f); }"},
-    {BI_LOG1P, "fa4_d_log1pf", "(fa4_dual x) { return fa4_dmake(log1pf(x.v), x.d != 0.0f ? x.d / "
-                               "(1.0f + x.v) : 0.0f); }"},
-    {BI_EXPM1, "fa4_d_expm1f", "(fa4_dual x) { const float v = expm1f(x.v); return fa4_dmake(v, "
-                               "x.d != 0.0f ? (v + 1.0f) * x.d : 0.0f); }"},
-    {BI_SQRT, "fa4_d_sqrtf", "(fa4_dual x) { const float v = sqrtf(x.v); return fa4_dmake(v, x.d "
-                             "!= 0.0f ? 0.5f * x.d / v : 0.0f); }"},
-    {BI_RSQRT, "fa4_d_rsqrtf", "(fa4_dual x) { const float v = rsqrtf(x.v); return fa4_dmake(v, "
-                               "x.d != 0.0f ? -0.5f * v * v * v * x.d : 0.0f); }"},
-    {BI_TANH, "fa4_d_tanhf", "(fa4_dual x) { const float v = fa4_tanhf(x.v); return fa4_dmake(v, "
-                             "x.d != 0.0f ? (1.0f - v * v) * x.d : 0.0f); }"},
-    {BI_SIN, "fa4_d_sinf", "(fa4_dual x) { return fa4_dmake(sinf(x.v), x.d != 0.0f ? cosf(x.v) * "
-                           "x.d : 0.0f); }"},
-    {BI_COS, "fa4_d_cosf", "(fa4_dual x) { return fa4_dmake(cosf(x.v), x.d != 0.0f ? -sinf(x.v) "
-                           "* x.d : 0.0f); }"},
-    {BI_FABS, "fa4_d_fabsf", "(fa4_dual x) { return fa4_dmake(fabsf(x.v), __float_as_int(x.v) < "
-                             "0 ? -x.d : x.d); }"},
-    {BI_FMIN, "fa4_d_fminf", "(fa4_dual a, fa4_dual b) { return (a.v <= b.v || b.v != b.v) ? a : "
-                             "b; }"},
-    {BI_FMAX, "fa4_d_fmaxf", "(fa4_dual a, fa4_dual b) { return (a.v >= b.v || b.v != b.v) ? a : "
-                             "b; }"},
+    {BI_EXP, "fa4_d_expf",
+     "(fa4_dual x) { const float v = fa4_expf(x.v); return fa4_dmake(v, x.d "
+     "!= 0.0f ? v * x.d : 0.0f); }"},
+    {BI_EXP2, "fa4_d_exp2f",
+     "(fa4_dual x) { const float v = exp2f(x.v); return fa4_dmake(v, x.d "
+     "!= 0.0f ? v * 0.693147181f * x.d : 0.0f); }"},
+    {BI_LOG, "fa4_d_logf",
+     "(fa4_dual x) { return fa4_dmake(logf(x.v), x.d != 0.0f ? x.d / x.v : "
+     "0.0f); }"},
+    {BI_LOG2, "fa4_d_log2f",
+     "(fa4_dual x) { return fa4_dmake(log2f(x.v), x.d != 0.0f ? x.d / "
+     "(x.v * 0.693147181f) : 0.0f); }"},
+    {BI_LOG1P, "fa4_d_log1pf",
+     "(fa4_dual x) { return fa4_dmake(log1pf(x.v), x.d != 0.0f ? x.d / "
+     "(1.0f + x.v) : 0.0f); }"},
+    {BI_EXPM1, "fa4_d_expm1f",
+     "(fa4_dual x) { const float v = expm1f(x.v); return fa4_dmake(v, "
+     "x.d != 0.0f ? (v + 1.0f) * x.d : 0.0f); }"},
+    {BI_SQRT, "fa4_d_sqrtf",
+     "(fa4_dual x) { const float v = sqrtf(x.v); return fa4_dmake(v, x.d "
+     "!= 0.0f ? 0.5f * x.d / v : 0.0f); }"},
+    {BI_RSQRT, "fa4_d_rsqrtf",
+     "(fa4_dual x) { const float v = rsqrtf(x.v); return fa4_dmake(v, "
+     "x.d != 0.0f ? -0.5f * v * v * v * x.d : 0.0f); }"},
+    {BI_TANH, "fa4_d_tanhf",
+     "(fa4_dual x) { const float v = fa4_tanhf(x.v); return fa4_dmake(v, "
+     "x.d != 0.0f ? (1.0f - v * v) * x.d : 0.0f); }"},
+    {BI_SIN, "fa4_d_sinf",
+     "(fa4_dual x) { return fa4_dmake(sinf(x.v), x.d != 0.0f ? cosf(x.v) * "
+     "x.d : 0.0f); }"},
+    {BI_COS, "fa4_d_cosf",
+     "(fa4_dual x) { return fa4_dmake(cosf(x.v), x.d != 0.0f ? -sinf(x.v) "
+     "* x.d : 0.0f); }"},
+    {BI_FABS, "fa4_d_fabsf",
+     "(fa4_dual x) { return fa4_dmake(fabsf(x.v), __float_as_int(x.v) < "
+     "0 ? -x.d : x.d); }"},
+    {BI_FMIN, "fa4_d_fminf",
+     "(fa4_dual a, fa4_dual b) { return (a.v <= b.v || b.v != b.v) ? a : "
+     "b; }"},
+    {BI_FMAX, "fa4_d_fmaxf",
+     "(fa4_dual a, fa4_dual b) { return (a.v >= b.v || b.v != b.v) ? a : "
+     "b; }"},
     {BI_FLOOR, "fa4_d_floorf", "(fa4_dual x) { return fa4_dconst(floorf(x.v)); }"},
     {BI_CEIL, "fa4_d_ceilf", "(fa4_dual x) { return fa4_dconst(ceilf(x.v)); }"},
     {BI_ROUND, "fa4_d_roundf", "(fa4_dual x) { return fa4_dconst(roundf(x.v)); }"},
     {BI_TRUNC, "fa4_d_truncf", "(fa4_dual x) { return fa4_dconst(truncf(x.v)); }"},
-    {BI_POW, "fa4_d_powf", "(fa4_dual a, fa4_dual b)\n{\n    const float v = powf(a.v, b.v);\n"
-                           "    const float d = (a.d != 0.0f ? b.v * powf(a.v, b.v - 1.0f) * a.d "
-                           ": 0.0f) +\n                    (b.d != 0.0f ? v * logf(a.v) * b.d : "
-                           "0.0f);\n    return fa4_dmake(v, d);\n}"},
-    {BI_FMOD, "fa4_d_fmodf", "(fa4_dual a, fa4_dual b) { return fa4_dmake(fmodf(a.v, b.v), a.d - "
-                             "(b.d != 0.0f ? truncf(a.v / b.v) * b.d : 0.0f)); }"},
-    {BI_COPYSIGN, "fa4_d_copysignf", "(fa4_dual a, fa4_dual b) { return "
-                                     "fa4_dmake(copysignf(a.v, b.v), (__float_as_int(a.v) ^ "
-                                     "__float_as_int(b.v)) < 0 ? -a.d : a.d); }"},
-    {BI_ERF, "fa4_d_erff", "(fa4_dual x) { return fa4_dmake(erff(x.v), x.d != 0.0f ? 1.12837917f "
-                           "* expf(-x.v * x.v) * x.d : 0.0f); }"},
-    {BI_CLAMP, "fa4_d_clamp", "(fa4_dual x, fa4_dual lo, fa4_dual hi)\n{\n"
-                              "    const fa4_dual t = (x.v >= lo.v || lo.v != lo.v) ? x : lo;\n"
-                              "    return (t.v <= hi.v || hi.v != hi.v) ? t : hi;\n}"},
+    {BI_POW, "fa4_d_powf",
+     "(fa4_dual a, fa4_dual b)\n{\n    const float v = powf(a.v, b.v);\n"
+     "    const float d = (a.d != 0.0f ? b.v * powf(a.v, b.v - 1.0f) * a.d "
+     ": 0.0f) +\n                    (b.d != 0.0f ? v * logf(a.v) * b.d : "
+     "0.0f);\n    return fa4_dmake(v, d);\n}"},
+    {BI_FMOD, "fa4_d_fmodf",
+     "(fa4_dual a, fa4_dual b) { return fa4_dmake(fmodf(a.v, b.v), a.d - "
+     "(b.d != 0.0f ? truncf(a.v / b.v) * b.d : 0.0f)); }"},
+    {BI_COPYSIGN, "fa4_d_copysignf",
+     "(fa4_dual a, fa4_dual b) { return "
+     "fa4_dmake(copysignf(a.v, b.v), (__float_as_int(a.v) ^ "
+     "__float_as_int(b.v)) < 0 ? -a.d : a.d); }"},
+    {BI_ERF, "fa4_d_erff",
+     "(fa4_dual x) { return fa4_dmake(erff(x.v), x.d != 0.0f ? 1.12837917f "
+     "* expf(-x.v * x.v) * x.d : 0.0f); }"},
+    {BI_CLAMP, "fa4_d_clamp",
+     "(fa4_dual x, fa4_dual lo, fa4_dual hi)\n{\n"
+     "    const fa4_dual t = (x.v >= lo.v || lo.v != lo.v) ? x : lo;\n"
+     "    return (t.v <= hi.v || hi.v != hi.v) ? t : hi;\n}"},
 };
 
 /* generic builtins on floats are their float namesakes */
 static int dual_id(int builtin)
 {
-    return builtin == BI_ABS ? BI_FABS : builtin == BI_MIN ? BI_FMIN
-                                       : builtin == BI_MAX ? BI_FMAX : builtin;
+    return builtin == BI_ABS   ? BI_FABS
+           : builtin == BI_MIN ? BI_FMIN
+           : builtin == BI_MAX ? BI_FMAX
+                               : builtin;
 }
 
 const char *fa4__dual_builtin_name(int builtin)
@@ -373,20 +409,21 @@ void fa4__emit_dual_prelude(fa4__emitter *E)
     for (int b = 1; b < BI_COUNT_; b++)
         if (E->m->builtins_used & (1u << b))
             want |= 1u << dual_id(b);
-    fa4__out(E, "\n// Dual-number arithmetic; a zero derivative stays zero (no inf * 0).\n"
-                "__device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return "
-                "fa4_dmake(a.v + b.v, a.d + b.d); }\n"
-                "__device__ __forceinline__ fa4_dual fa4_dsub(fa4_dual a, fa4_dual b) { return "
-                "fa4_dmake(a.v - b.v, a.d - b.d); }\n"
-                "__device__ __forceinline__ fa4_dual fa4_dneg(fa4_dual a) { return "
-                "fa4_dmake(-a.v, -a.d); }\n"
-                "__device__ __forceinline__ fa4_dual fa4_dmul(fa4_dual a, fa4_dual b)\n{\n"
-                "    return fa4_dmake(a.v * b.v, (a.d != 0.0f ? a.d * b.v : 0.0f) + (b.d != 0.0f "
-                "? a.v * b.d : 0.0f));\n}\n"
-                "__device__ __forceinline__ fa4_dual fa4_ddiv(fa4_dual a, fa4_dual b)\n{\n"
-                "    const float v = fa4_fdiv(a.v, b.v);\n"
-                "    return fa4_dmake(v, (a.d != 0.0f ? fa4_fdiv(a.d, b.v) : 0.0f) - (b.d != 0.0f ? "
-                "fa4_fdiv(v * b.d, b.v) : 0.0f));\n}\n");
+    fa4__out(E,
+             "\n// Dual-number arithmetic; a zero derivative stays zero (no inf * 0).\n"
+             "__device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return "
+             "fa4_dmake(a.v + b.v, a.d + b.d); }\n"
+             "__device__ __forceinline__ fa4_dual fa4_dsub(fa4_dual a, fa4_dual b) { return "
+             "fa4_dmake(a.v - b.v, a.d - b.d); }\n"
+             "__device__ __forceinline__ fa4_dual fa4_dneg(fa4_dual a) { return "
+             "fa4_dmake(-a.v, -a.d); }\n"
+             "__device__ __forceinline__ fa4_dual fa4_dmul(fa4_dual a, fa4_dual b)\n{\n"
+             "    return fa4_dmake(a.v * b.v, (a.d != 0.0f ? a.d * b.v : 0.0f) + (b.d != 0.0f "
+             "? a.v * b.d : 0.0f));\n}\n"
+             "__device__ __forceinline__ fa4_dual fa4_ddiv(fa4_dual a, fa4_dual b)\n{\n"
+             "    const float v = fa4_fdiv(a.v, b.v);\n"
+             "    return fa4_dmake(v, (a.d != 0.0f ? fa4_fdiv(a.d, b.v) : 0.0f) - (b.d != 0.0f ? "
+             "fa4_fdiv(v * b.d, b.v) : 0.0f));\n}\n");
     for (size_t i = 0; i < sizeof dual_builtins / sizeof dual_builtins[0]; i++)
         if (want & (1u << dual_builtins[i].id))
             fa4__out(E, "__device__ __forceinline__ fa4_dual %s%s\n", dual_builtins[i].name,

@@ -22,9 +22,9 @@ typedef struct val {
 typedef struct evaluator {
     const fa4__mod *m;
     const fa4_aux_value *aux;
-    int seed_aux;     /* aux index whose element `seed_elem` is the seed, or -1 (seed = score) */
+    int seed_aux; /* aux index whose element `seed_elem` is the seed, or -1 (seed = score) */
     int64_t seed_elem;
-    val *slots;       /* slot stack: a function is never active twice (no recursion) */
+    val *slots; /* slot stack: a function is never active twice (no recursion) */
     int top, cap;
     val ret;
 } evaluator;
@@ -120,8 +120,9 @@ static double load_elem(const fa4_aux_value *a, fa4_dtype dt, int64_t i, int *is
         uint16_t h;
         memcpy(&h, p + i * 2, 2);
         int e = (h >> 10) & 31, mant = h & 1023;
-        double v = e == 0 ? ldexp(mant, -24) : e == 31 ? (mant ? NAN : INFINITY)
-                                                       : ldexp(mant + 1024, e - 25);
+        double v = e == 0    ? ldexp(mant, -24)
+                   : e == 31 ? (mant ? NAN : INFINITY)
+                             : ldexp(mant + 1024, e - 25);
         *is_float = 1;
         return (h & 0x8000) ? -v : v;
     }
@@ -187,15 +188,33 @@ static val eval_builtin(evaluator *E, const fa4__expr *e, val *frame)
     }
     double b = e->nargs > 1 ? x[1].v : 0, db = e->nargs > 1 ? x[1].d : 0;
     switch (e->op) {
-    case BI_EXP: { double v = exp(a); return fv(v, da != 0 ? v * da : 0); }
-    case BI_EXP2: { double v = exp2(a); return fv(v, da != 0 ? v * LN2 * da : 0); }
+    case BI_EXP: {
+        double v = exp(a);
+        return fv(v, da != 0 ? v * da : 0);
+    }
+    case BI_EXP2: {
+        double v = exp2(a);
+        return fv(v, da != 0 ? v * LN2 * da : 0);
+    }
     case BI_LOG: return fv(log(a), da != 0 ? da / a : 0);
     case BI_LOG2: return fv(log2(a), da != 0 ? da / (a * LN2) : 0);
     case BI_LOG1P: return fv(log1p(a), da != 0 ? da / (1 + a) : 0);
-    case BI_EXPM1: { double v = expm1(a); return fv(v, da != 0 ? (v + 1) * da : 0); }
-    case BI_SQRT: { double v = sqrt(a); return fv(v, da != 0 ? 0.5 * da / v : 0); }
-    case BI_RSQRT: { double v = 1 / sqrt(a); return fv(v, da != 0 ? -0.5 * v * v * v * da : 0); }
-    case BI_TANH: { double v = tanh(a); return fv(v, da != 0 ? (1 - v * v) * da : 0); }
+    case BI_EXPM1: {
+        double v = expm1(a);
+        return fv(v, da != 0 ? (v + 1) * da : 0);
+    }
+    case BI_SQRT: {
+        double v = sqrt(a);
+        return fv(v, da != 0 ? 0.5 * da / v : 0);
+    }
+    case BI_RSQRT: {
+        double v = 1 / sqrt(a);
+        return fv(v, da != 0 ? -0.5 * v * v * v * da : 0);
+    }
+    case BI_TANH: {
+        double v = tanh(a);
+        return fv(v, da != 0 ? (1 - v * v) * da : 0);
+    }
     case BI_SIN: return fv(sin(a), da != 0 ? cos(a) * da : 0);
     case BI_COS: return fv(cos(a), da != 0 ? -sin(a) * da : 0);
     case BI_FABS:
@@ -220,8 +239,7 @@ static val eval_builtin(evaluator *E, const fa4__expr *e, val *frame)
     }
     case BI_FMOD: return fv(fmod(a, b), da - (db != 0 ? trunc(a / b) * db : 0));
     case BI_COPYSIGN: return fv(copysign(a, b), signbit(a) == signbit(b) ? da : -da);
-    case BI_ERF:
-        return fv(erf(a), da != 0 ? 1.1283791670955126 * exp(-a * a) * da : 0);
+    case BI_ERF: return fv(erf(a), da != 0 ? 1.1283791670955126 * exp(-a * a) * da : 0);
     default: return fv(0, 0);
     }
 }
@@ -324,8 +342,7 @@ static val eval_expr(evaluator *E, const fa4__expr *e, val *frame)
     }
     case EX_BINARY: return eval_binary(E, e, frame);
     case EX_COND:
-        return eval_expr(E, e->a, frame).i ? eval_expr(E, e->b, frame)
-                                           : eval_expr(E, e->c, frame);
+        return eval_expr(E, e->a, frame).i ? eval_expr(E, e->b, frame) : eval_expr(E, e->c, frame);
     case EX_CAST: return eval_cast(E, e, frame);
     default: return fv(0, 0);
     }
@@ -340,27 +357,19 @@ static int exec_stmt(evaluator *E, const fa4__stmt *s, val *frame)
             if (exec_stmt(E, s->items[i], frame))
                 return 1;
         return 0;
-    case ST_DECL:
-        frame[s->var->slot] = s->e ? eval_expr(E, s->e, frame) : fv(0, 0);
-        return 0;
-    case ST_ASSIGN:
-        frame[s->var->slot] = eval_expr(E, s->e, frame);
-        return 0;
+    case ST_DECL: frame[s->var->slot] = s->e ? eval_expr(E, s->e, frame) : fv(0, 0); return 0;
+    case ST_ASSIGN: frame[s->var->slot] = eval_expr(E, s->e, frame); return 0;
     case ST_IF:
         if (eval_expr(E, s->e, frame).i)
             return exec_stmt(E, s->then_s, frame);
         return s->else_s ? exec_stmt(E, s->else_s, frame) : 0;
-    case ST_RETURN:
-        E->ret = eval_expr(E, s->e, frame);
-        return 1;
-    default:
-        return 0;
+    case ST_RETURN: E->ret = eval_expr(E, s->e, frame); return 1;
+    default: return 0;
     }
 }
 
 /* ----------------------------------------------------------------------------- entry points */
-static fa4_status check_aux(const fa4__mod *m, const fa4_aux_value *aux, int num_aux,
-                            fa4__diag *d)
+static fa4_status check_aux(const fa4__mod *m, const fa4_aux_value *aux, int num_aux, fa4__diag *d)
 {
     if (num_aux != m->naux)
         return fa4__diag_plain(d, FA4_ERR_AUX, "the mod declares %d aux parameter%s, %d given",
@@ -371,19 +380,25 @@ static fa4_status check_aux(const fa4__mod *m, const fa4_aux_value *aux, int num
         const fa4__aux_decl *a = &m->aux[i];
         const fa4_aux_value *v = &aux[i];
         if (v->name && strcmp(v->name, a->name))
-            return fa4__diag_plain(d, FA4_ERR_AUX, "aux %d is '%s' in the mod, but the value is "
-                                                   "named '%s'", i, a->name, v->name);
+            return fa4__diag_plain(d, FA4_ERR_AUX,
+                                   "aux %d is '%s' in the mod, but the value is "
+                                   "named '%s'",
+                                   i, a->name, v->name);
         if (v->dtype != (int32_t)a->dtype)
-            return fa4__diag_plain(d, FA4_ERR_AUX, "aux '%s' has dtype %d in the mod, but the "
-                                                   "value has dtype %d", a->name, (int)a->dtype,
-                                   (int)v->dtype);
+            return fa4__diag_plain(d, FA4_ERR_AUX,
+                                   "aux '%s' has dtype %d in the mod, but the "
+                                   "value has dtype %d",
+                                   a->name, (int)a->dtype, (int)v->dtype);
         if (a->is_tensor && (v->numel < 0 || (v->numel > 0 && !v->data)))
-            return fa4__diag_plain(d, FA4_ERR_AUX, "aux tensor '%s' has no data for its %lld "
-                                                   "elements", a->name, (long long)v->numel);
-        if (!a->is_tensor && a->dtype == FA4_DTYPE_INT32 &&
-            (v->i < INT32_MIN || v->i > INT32_MAX))
-            return fa4__diag_plain(d, FA4_ERR_AUX, "aux '%s' is an int but its value %lld does "
-                                                   "not fit in int32", a->name, (long long)v->i);
+            return fa4__diag_plain(d, FA4_ERR_AUX,
+                                   "aux tensor '%s' has no data for its %lld "
+                                   "elements",
+                                   a->name, (long long)v->numel);
+        if (!a->is_tensor && a->dtype == FA4_DTYPE_INT32 && (v->i < INT32_MIN || v->i > INT32_MAX))
+            return fa4__diag_plain(d, FA4_ERR_AUX,
+                                   "aux '%s' is an int but its value %lld does "
+                                   "not fit in int32",
+                                   a->name, (long long)v->i);
     }
     return FA4_OK;
 }
@@ -433,8 +448,7 @@ fa4_status fa4__mod_eval_score(const fa4__mod *m, double score, int b, int h, in
 }
 
 fa4_status fa4__mod_eval_mask(const fa4__mod *m, int b, int h, int q_idx, int kv_idx,
-                              const fa4_aux_value *aux, int num_aux, int *allowed,
-                              fa4__diag *diag)
+                              const fa4_aux_value *aux, int num_aux, int *allowed, fa4__diag *diag)
 {
     if (!m)
         return fa4__diag_plain(diag, FA4_ERR_INVALID_ARGUMENT, "mod is NULL");

@@ -26,25 +26,27 @@ static const struct {
     int kind;
 } puncts[] = {
     /* three characters first, then two, then one: maximal munch */
-    {"<<=", TK_SHLEQ}, {">>=", TK_SHREQ},
-    {"<<", TK_SHL}, {">>", TK_SHR}, {"&&", TK_ANDAND}, {"||", TK_OROR}, {"<=", TK_LE},
-    {">=", TK_GE}, {"==", TK_EQEQ}, {"!=", TK_NE}, {"+=", TK_PLUSEQ}, {"-=", TK_MINUSEQ},
+    {"<<=", TK_SHLEQ}, {">>=", TK_SHREQ},  {"<<", TK_SHL},       {">>", TK_SHR},
+    {"&&", TK_ANDAND}, {"||", TK_OROR},    {"<=", TK_LE},        {">=", TK_GE},
+    {"==", TK_EQEQ},   {"!=", TK_NE},      {"+=", TK_PLUSEQ},    {"-=", TK_MINUSEQ},
     {"*=", TK_STAREQ}, {"/=", TK_SLASHEQ}, {"%=", TK_PERCENTEQ}, {"&=", TK_AMPEQ},
-    {"|=", TK_PIPEEQ}, {"^=", TK_CARETEQ}, {"++", TK_INC}, {"--", TK_DEC}, {"->", TK_ARROW},
-    {"(", TK_LPAREN}, {")", TK_RPAREN}, {"{", TK_LBRACE}, {"}", TK_RBRACE}, {"[", TK_LBRACKET},
-    {"]", TK_RBRACKET}, {",", TK_COMMA}, {";", TK_SEMI}, {"?", TK_QUESTION}, {":", TK_COLON},
-    {".", TK_DOT}, {"+", TK_PLUS}, {"-", TK_MINUS}, {"*", TK_STAR}, {"/", TK_SLASH},
-    {"%", TK_PERCENT}, {"&", TK_AMP}, {"|", TK_PIPE}, {"^", TK_CARET}, {"~", TK_TILDE},
-    {"!", TK_BANG}, {"<", TK_LT}, {">", TK_GT}, {"=", TK_ASSIGN},
+    {"|=", TK_PIPEEQ}, {"^=", TK_CARETEQ}, {"++", TK_INC},       {"--", TK_DEC},
+    {"->", TK_ARROW},  {"(", TK_LPAREN},   {")", TK_RPAREN},     {"{", TK_LBRACE},
+    {"}", TK_RBRACE},  {"[", TK_LBRACKET}, {"]", TK_RBRACKET},   {",", TK_COMMA},
+    {";", TK_SEMI},    {"?", TK_QUESTION}, {":", TK_COLON},      {".", TK_DOT},
+    {"+", TK_PLUS},    {"-", TK_MINUS},    {"*", TK_STAR},       {"/", TK_SLASH},
+    {"%", TK_PERCENT}, {"&", TK_AMP},      {"|", TK_PIPE},       {"^", TK_CARET},
+    {"~", TK_TILDE},   {"!", TK_BANG},     {"<", TK_LT},         {">", TK_GT},
+    {"=", TK_ASSIGN},
 };
 
 static const struct {
     const char *text;
     int kw;
 } keywords[] = {
-    {"float", KW_FLOAT}, {"int", KW_INT}, {"bool", KW_BOOL}, {"const", KW_CONST},
-    {"if", KW_IF}, {"else", KW_ELSE}, {"return", KW_RETURN}, {"true", KW_TRUE},
-    {"false", KW_FALSE},
+    {"float", KW_FLOAT},   {"int", KW_INT},   {"bool", KW_BOOL},
+    {"const", KW_CONST},   {"if", KW_IF},     {"else", KW_ELSE},
+    {"return", KW_RETURN}, {"true", KW_TRUE}, {"false", KW_FALSE},
 };
 
 int fa4__keyword(const char *s, size_t len)
@@ -141,7 +143,7 @@ static fa4_status lex_number(lexer *L)
             advance(L, 1);
         if (L->i == d0)
             return err(L, FA4_ERR_MOD_SYNTAX, line, col, (int)(L->i - start),
-                       "hexadecimal literal '%s' has no digits", "0x");
+                       "hexadecimal literal '0x' has no digits");
     } else {
         while (is_digit(peek(L, 0)))
             advance(L, 1);
@@ -150,7 +152,8 @@ static fa4_status lex_number(lexer *L)
             peek(L, 0) != 'E' && peek(L, 0) != 'f' && peek(L, 0) != 'F')
             return err(L, FA4_ERR_MOD_SYNTAX, line, col, (int)(L->i - start),
                        "octal literals are not supported (C would read '%.*s' as octal); drop the "
-                       "leading zeros", (int)(L->i - start), L->s + start);
+                       "leading zeros",
+                       (int)(L->i - start), L->s + start);
         if (peek(L, 0) == '.') {
             is_float = 1;
             advance(L, 1);
@@ -164,7 +167,7 @@ static fa4_status lex_number(lexer *L)
             if (!is_digit(peek(L, k))) {
                 advance(L, 1);
                 return err(L, FA4_ERR_MOD_SYNTAX, line, col, (int)(L->i - start),
-                           "exponent has no digits%s", "");
+                           "exponent has no digits");
             }
             is_float = 1;
             advance(L, k);
@@ -187,11 +190,12 @@ static fa4_status lex_number(lexer *L)
         suf[sl] = '\0';
         return err(L, FA4_ERR_MOD_SYNTAX, line, col, (int)(L->i - start),
                    "invalid suffix '%s' on number (ints are int32, floats are float; only 'f' is "
-                   "accepted)", suf);
+                   "accepted)",
+                   suf);
     }
     char buf[80];
     if (numlen >= sizeof buf)
-        return err(L, FA4_ERR_MOD_SYNTAX, line, col, (int)numlen, "number%s is too long", "");
+        return err(L, FA4_ERR_MOD_SYNTAX, line, col, (int)numlen, "number is too long");
     memcpy(buf, L->s + start, numlen);
     buf[numlen] = '\0';
     fa4__tok *t = push(L, is_float ? TK_FLOAT : TK_INT, start, line, col);
@@ -250,7 +254,7 @@ fa4_status fa4__mod_lex(fa4__mod *m, fa4__diag *d)
             while (L.i < L.n && !(peek(&L, 0) == '*' && peek(&L, 1) == '/'))
                 advance(&L, 1);
             if (L.i >= L.n)
-                return err(&L, FA4_ERR_MOD_SYNTAX, line, col, 2, "unterminated comment%s", "");
+                return err(&L, FA4_ERR_MOD_SYNTAX, line, col, 2, "unterminated comment");
             advance(&L, 2);
             continue;
         }
@@ -274,7 +278,7 @@ fa4_status fa4__mod_lex(fa4__mod *m, fa4__diag *d)
         }
         if (c == '#')
             return err(&L, FA4_ERR_MOD_SYNTAX, line, col, 1,
-                       "preprocessor lines are not allowed in mods%s", "");
+                       "preprocessor lines are not allowed in mods");
         if (c == '"') {
             /* `asm("...")` fails here first: name the real offence */
             if (m->ntoks >= 2 && m->toks[m->ntoks - 1].kind == TK_LPAREN) {
@@ -285,12 +289,10 @@ fa4_status fa4__mod_lex(fa4__mod *m, fa4__diag *d)
                                "inline assembly ('%.*s') is not allowed in mods", (int)a->len,
                                m->src + a->off);
             }
-            return err(&L, FA4_ERR_MOD_SYNTAX, line, col, 1, "string literals are not allowed%s",
-                       "");
+            return err(&L, FA4_ERR_MOD_SYNTAX, line, col, 1, "string literals are not allowed");
         }
         if (c == '\'')
-            return err(&L, FA4_ERR_MOD_SYNTAX, line, col, 1,
-                       "character literals are not allowed%s", "");
+            return err(&L, FA4_ERR_MOD_SYNTAX, line, col, 1, "character literals are not allowed");
         int matched = 0;
         for (size_t k = 0; k < sizeof puncts / sizeof puncts[0]; k++) {
             size_t pl = strlen(puncts[k].text);

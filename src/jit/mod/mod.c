@@ -197,20 +197,26 @@ fa4_status fa4__mod_set_trainable(fa4__mod *m, const char *const *names, int n, 
             if (!strcmp(m->aux[k].name, names[i]))
                 break;
         if (k == m->naux)
-            return fa4__diag_plain(diag, FA4_ERR_AUX, "trainable aux '%s' is not a parameter of "
-                                                      "the mod", names[i]);
+            return fa4__diag_plain(diag, FA4_ERR_AUX,
+                                   "trainable aux '%s' is not a parameter of "
+                                   "the mod",
+                                   names[i]);
         const fa4__aux_decl *a = &m->aux[k];
         if (!a->is_tensor)
-            return fa4__diag_plain(diag, FA4_ERR_AUX, "trainable aux '%s' is a scalar; only aux "
-                                                      "tensors can be trainable", names[i]);
-        if (a->dtype != FA4_DTYPE_FP32 && a->dtype != FA4_DTYPE_FP16 &&
-            a->dtype != FA4_DTYPE_BF16)
-            return fa4__diag_plain(diag, FA4_ERR_AUX, "trainable aux '%s' holds integers or "
-                                                      "bools; only float, half and bf16 tensors "
-                                                      "have gradients", names[i]);
+            return fa4__diag_plain(diag, FA4_ERR_AUX,
+                                   "trainable aux '%s' is a scalar; only aux "
+                                   "tensors can be trainable",
+                                   names[i]);
+        if (a->dtype != FA4_DTYPE_FP32 && a->dtype != FA4_DTYPE_FP16 && a->dtype != FA4_DTYPE_BF16)
+            return fa4__diag_plain(diag, FA4_ERR_AUX,
+                                   "trainable aux '%s' holds integers or "
+                                   "bools; only float, half and bf16 tensors "
+                                   "have gradients",
+                                   names[i]);
         if (!m->score || !a->used_by_score || !count_reads_stmt(m->score->body, k))
-            return fa4__diag_plain(diag, FA4_ERR_AUX, "trainable aux '%s' is not read by "
-                                                      "score_mod, so it has no gradient",
+            return fa4__diag_plain(diag, FA4_ERR_AUX,
+                                   "trainable aux '%s' is not read by "
+                                   "score_mod, so it has no gradient",
                                    names[i]);
         want[k] = 1;
     }
@@ -220,8 +226,9 @@ fa4_status fa4__mod_set_trainable(fa4__mod *m, const char *const *names, int n, 
         if (want[k])
             sites += count_reads_stmt(m->score->body, k);
     if (sites > FA4__MOD_MAX_GRAD_SITES)
-        return fa4__diag_plain(diag, FA4_ERR_AUX, "the trainable aux tensors are read at %d places "
-                                                  "in score_mod; at most %d are supported",
+        return fa4__diag_plain(diag, FA4_ERR_AUX,
+                               "the trainable aux tensors are read at %d places "
+                               "in score_mod; at most %d are supported",
                                sites, FA4__MOD_MAX_GRAD_SITES);
     for (int k = 0; k < m->naux; k++)
         m->aux[k].trainable = want[k];

@@ -177,8 +177,8 @@ static fa4__stmt *parse_simple(parser *P)
             return fa4__parse_fail(P, FA4_ERR_MOD_SYNTAX, op, "the comma operator is not allowed");
         if (op->kind != TK_SEMI) {
             /* `retrun x;`, `flaot y = 1;`: a misspelt keyword or type leads the statement */
-            static const char *const words[] = {"return", "if", "else", "float", "int", "bool",
-                                                "const"};
+            static const char *const words[] = {"return", "if",   "else", "float",
+                                                "int",    "bool", "const"};
             char w[FA4__MOD_MAX_NAME + 1];
             tok_text(P, t0, w, sizeof w);
             const char *hint = t0->kind == TK_IDENT && lhs->kind == EX_VAR
