@@ -1,8 +1,10 @@
 /*
  * fwd.cu - the sm80 forward program: O = softmax(score_mod(scale * Q K^T) masked) V and LSE.
- * FA2-style: a CTA owns 128 query rows of one (batch, head), 4 warps of 32 rows (8 of 16 above
- * D = 128; config.cuh); K and V tiles of 32 or 64 keys stream through shared memory with cp.async (K(j+1) loads while softmax and P V of tile j
- * run, V(j+1) while Q K^T of tile j+1 runs); P stays in registers as the A operand of P V.
+ * FA2-style: a CTA owns 128 query rows of one (batch, head), 8 warps of 16 rows (config.cuh also
+ * has a 4 warps x 32 rows geometry, measured slower and off); K and V tiles of 64 keys (32 for
+ * Dv 256) stream through shared memory with cp.async (K(j+1) loads while softmax and P V of tile j
+ * run, V(j+1) while Q K^T of tile j+1 runs); P stays in registers, packed to 16 bits, as the A
+ * operand of P V.
  *
  * Supported: bf16 and fp16; head dims 64/96/128/192/256 with Dv independent; arbitrary batch, head
  * and sequence strides (BHSD, BSHD; 16-byte aligned rows); GQA/MQA (kv head = h / group); any Sq,
