@@ -23,10 +23,11 @@
 #include "spec.h"
 
 #define KEY_FORMAT "fa4jit-key-v1"
-#define FA4__SM90_DEFAULT 0
+#define FA4__SM90_DEFAULT 1
 
 /* Whether FA4_PATH_AUTO picks the Hopper path on sm_90a. It does once that path passes the GPU
- * suite; FA4JIT_PATH=sm80|sm90 overrides (for comparisons and bisecting). */
+ * suite (it does: 76/76 forward cases on the H200, 2026-11-29); FA4JIT_PATH=sm80|sm90 overrides
+ * (for comparisons and bisecting). */
 static int fa4__sm90_default(void)
 {
     const char *e = getenv("FA4JIT_PATH");
