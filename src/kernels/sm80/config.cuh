@@ -36,7 +36,10 @@ constexpr int kFwdMinBlocks = kFwdMI == 2 ? 2 : 1;
 constexpr int kFwdQkUnroll = kFwdMI == 2 ? 1 : 2; /* fewer live Q/K fragments where registers are tight */
 constexpr int kBwdM = 64, kBwdN = 64, kBwdWarps = 8, kBwdThreads = kBwdWarps * 32;
 constexpr int kLdP = kBwdN + kPad; /* P and dS tiles of the backward, [q][kv] */
-constexpr int kBwdDqChunk = 16;    /* dQ columns per warp per pass (bounds live registers) */
+/* dQ columns per warp per pass: 32 where registers allow (fewer reloads of dS), 16 otherwise. */
+constexpr int kBwdDqChunk = (kD == 64 || kD == 128) ? 32 : 16;
+/* Forward: Q fragments held in registers for the whole KV walk (no reload per tile) up to D 128. */
+constexpr bool kFwdQInRegs = kFwdMI == 1 && kD <= 128;
 
 static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
 static_assert(kD <= 256 && kDv <= 256, "head dims above 256 are not supported");

@@ -69,17 +69,23 @@ extern "C" __global__ void __launch_bounds__(kFwdThreads, kFwdMinBlocks)
         m[mi][0] = m[mi][1] = -FA4_INF, l[mi][0] = l[mi][1] = 0.f;
     const int row0 = m0 + warp * 16 * kFwdMI + (lane >> 2);
 
+    unsigned qf[kFwdQInRegs ? kD / 16 : 1][4];
     for (int j = 0; j < n_tiles; ++j) {
         fa4_cp_async_wait<1>();
         __syncthreads();
+        if (kFwdQInRegs && j == 0)
+            fa4_load_a_frags<kFwdQInRegs ? kD : 16>(qf, sQ + warp * 16 * kLdQ, kLdQ, lane);
         float s[kFwdMI][kFwdN / 8][4];
 #pragma unroll
         for (int mi = 0; mi < kFwdMI; ++mi)
 #pragma unroll
             for (int i = 0; i < kFwdN / 8; ++i)
                 s[mi][i][0] = s[mi][i][1] = s[mi][i][2] = s[mi][i][3] = 0.f;
-        fa4_warp_gemm<16 * kFwdMI, kFwdN, kD, false, false, kFwdQkUnroll>(s, sQ + warp * 16 * kFwdMI * kLdQ, kLdQ, sK, kLdQ,
-                                                           lane);
+        if constexpr (kFwdQInRegs)
+            fa4_warp_gemm_ar<kFwdMI, kFwdN, kFwdQInRegs ? kD : 16>(s, qf, sK, kLdQ, lane);
+        else
+            fa4_warp_gemm<16 * kFwdMI, kFwdN, kD, false, false, kFwdQkUnroll>(s, sQ + warp * 16 * kFwdMI * kLdQ, kLdQ,
+                                                                              sK, kLdQ, lane);
         __syncthreads();
         const int n_cur = n;
         const bool full_cur = full;

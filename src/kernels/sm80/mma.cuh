@@ -69,6 +69,32 @@ __device__ __forceinline__ void fa4_warp_gemm(float (&acc)[WM / 16][WN / 8][4], 
     }
 }
 
+/* A fragments of a 16 x K tile stored [m][k] at s, all k16 steps, into registers. */
+template <int K>
+__device__ __forceinline__ void fa4_load_a_frags(unsigned (&a)[K / 16][4], const fa4_elem *s, int ld, int lane)
+{
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk)
+        fa4_lda(a[kk], s + kk * 16, ld, lane);
+}
+
+/* acc[0] (16 x WN) += A (16 x K, fragments in registers) * B (K x WN, stored [n][k]). */
+template <int MI, int WN, int K>
+__device__ __forceinline__ void fa4_warp_gemm_ar(float (&acc)[MI][WN / 8][4], const unsigned (&a)[K / 16][4],
+                                                 const fa4_elem *sB, int ldb, int lane)
+{
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk) {
+#pragma unroll
+        for (int nj = 0; nj < WN / 16; ++nj) {
+            unsigned b[4];
+            fa4_ldb(b, sB + nj * 16 * ldb + kk * 16, ldb, lane);
+            fa4_mma16816(acc[0][2 * nj], a[kk], b[0], b[1]);
+            fa4_mma16816(acc[0][2 * nj + 1], a[kk], b[2], b[3]);
+        }
+    }
+}
+
 /* The C layout of two adjacent 8-column tiles is exactly the A layout of one k16 step: pack a
  * 16 x K fp32 fragment (K/8 tiles) into K/16 A fragments of 16-bit pairs. */
 template <int K>

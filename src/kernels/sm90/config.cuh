@@ -38,15 +38,6 @@ constexpr int kStages = kSmem3 <= 227 * 1024 ? 3 : 2;
 constexpr int kStages = FA4_SM90_STAGES;
 #endif
 constexpr int kThreads = 384;
-/* The pipeline writes the threshold with "%.9gf", which gives "0f" or "8f" for whole numbers: an
- * integer with a suffix, i.e. a user-defined literal in C++. This operator reads those as floats
- * (proper float literals such as 8.5f never reach it); see notes/sm90-requests.md. */
-#pragma nv_diag_suppress 2506
-__host__ __device__ constexpr float operator""f(unsigned long long v)
-{
-    return (float)v;
-}
-#pragma nv_diag_default 2506
 constexpr float kRescaleThreshold = FA4_RESCALE_THRESHOLD; /* log2 units; <= 0: off */
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 
