@@ -10,3 +10,15 @@ if(FA4_GPU_TEST_SOURCES)
   target_compile_definitions(test_gpu_sm80 PRIVATE _GNU_SOURCE)
   target_link_libraries(test_gpu_sm80 PRIVATE fa4jit_static m Threads::Threads)
 endif()
+
+# CTest (the suite itself is registered by the root CMakeLists.txt as test_gpu_sm80): a deviceless
+# compile of every head dim and dtype with the heaviest test mod for sm_90a and sm_80 that fails on
+# any spill or compiler warning (NVRTC needs no GPU, so CI checks the kernels' resource budget).
+if(FA4JIT_BUILD_TESTS AND FA4_GPU_TEST_SOURCES)
+  add_test(NAME gpu_sm80_no_spills_sm90a
+           COMMAND test_gpu_sm80 --deviceless sm_90a --quick --filter alibi_causal)
+  add_test(NAME gpu_sm80_no_spills_sm80
+           COMMAND test_gpu_sm80 --deviceless sm_80 --quick --filter alibi_causal)
+  set_tests_properties(gpu_sm80_no_spills_sm90a gpu_sm80_no_spills_sm80
+                       PROPERTIES ENVIRONMENT "FA4JIT_CACHE_MODE=off" TIMEOUT 900)
+endif()
