@@ -14,6 +14,8 @@
  *        shipped mod; prints registers, spills and C7520 counts; exits 1 on a spill or a
  *        serialized wgmma in the forward, and reports the cold compile time of each forward;
  *        checked builds, whose aux reads trap, are reported as "warn")
+ *        bench_sm90 --compile-quick  (the same check on 6 forwards: bf16, D 64/128, mods none,
+ *        softcap, alibi+causal; about a minute on a 2-core machine, for CI)
  * Built by tests/gpu/sm90/build.sh (it needs the path shim until compile.c lists the sm90 path).
  */
 #include <stdio.h>
@@ -237,7 +239,7 @@ static void diff(CUdeviceptr a, CUdeviceptr b, size_t n, int is_bf16, double *ma
 }
 
 /* Deviceless: every forward variant the sm90 path ships, compiled for sm_90a. */
-static int compile_only(int only_d, const char *only_mod)
+static int compile_only(int only_d, const char *only_mod, int quick)
 {
     static const int dims[][2] = {{64, 64}, {96, 96}, {128, 128}, {192, 192}, {256, 256}, {192, 128}};
     static const char *alibi_causal_src =
@@ -265,6 +267,9 @@ static int compile_only(int only_d, const char *only_mod)
         for (int di = 0; di < 6; di++)
             for (int m = 0; m < 8; m++) {
                 if ((only_d && dims[di][0] != only_d) || (only_mod && strcmp(only_mod, names[m])))
+                    continue;
+                /* --quick: bf16, D 64 and 128, no mod / score+mask mod / the longest score_mod */
+                if (quick && (t || dims[di][0] > 128 || dims[di][0] == 96 || (m != 0 && m != 3 && m != 5)))
                     continue;
                 fa4_kernel_spec spec;
                 fa4_kernel *k = NULL;
@@ -309,9 +314,12 @@ static int compile_only(int only_d, const char *only_mod)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--compile-only"))
-            return compile_only(i + 1 < argc ? atoi(argv[i + 1]) : 0, i + 2 < argc ? argv[i + 2] : NULL);
+            return compile_only(i + 1 < argc ? atoi(argv[i + 1]) : 0, i + 2 < argc ? argv[i + 2] : NULL, 0);
+        if (!strcmp(argv[i], "--compile-quick"))
+            return compile_only(0, NULL, 1);
+    }
     int S = 4096, B = 4, H = 16, D = 128, ref = 1;
     const char *filter = NULL;
     for (int i = 1; i < argc; i++) {
