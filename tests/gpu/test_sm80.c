@@ -23,6 +23,18 @@
 const fa4__cu *g_cu;
 fa4_ctx *g_ctx;
 int g_threads = 4;
+/* Which kernel path the suite tests: FA4_TEST_PATH=sm80 (the default), sm90 or auto. The backward
+ * and block-mask programs of the sm90 path are the sm80 ones, so the whole suite applies. */
+static int test_path(void)
+{
+    const char *e = getenv("FA4_TEST_PATH");
+    if (e && !strcmp(e, "sm90"))
+        return FA4_PATH_SM90;
+    if (e && !strcmp(e, "auto"))
+        return FA4_PATH_AUTO;
+    return FA4_PATH_SM80;
+}
+
 static int g_verbose = 0;
 
 /* ------------------------------------------------------------------------------------ mods */
@@ -113,7 +125,7 @@ static void *compile_worker(void *arg)
         spec.dtype = v->dtype;
         spec.head_dim = v->d;
         spec.head_dim_v = v->dv;
-        spec.path = FA4_PATH_SM80;
+        spec.path = test_path();
         spec.arch = g_arch;
         spec.flags = FA4_COMPILE_FWD | FA4_COMPILE_BWD | (mods[v->mod].has_mask ? FA4_COMPILE_BLOCK_MASK : 0) |
                      (v->checked ? FA4_COMPILE_CHECKED : 0);
