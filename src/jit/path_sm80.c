@@ -17,6 +17,7 @@
 
 #include "internal.h"
 #include "params.h"
+#include "params_fill.h"
 
 enum {
     FWD_M = 128, FWD_N = 64, FWD_THREADS = 256,
@@ -111,13 +112,6 @@ static size_t align256(size_t x)
     return (x + 255) & ~(size_t)255;
 }
 
-static void view(fa4_view *v, const fa4__tview *t)
-{
-    v->data = t->data;
-    v->sb = t->sb;
-    v->sh = t->sh;
-    v->ss = t->ss;
-}
 
 /* cp.async moves 16 bytes: rows of loaded tensors must start 16-byte aligned. Stores move 4. */
 static int aligned(const fa4__tview *t, int bytes)
@@ -179,53 +173,6 @@ static fa4_status check_problem(fa4_kernel *k, const fa4__problem *p)
     return FA4_OK;
 }
 
-static void fill_params(fa4_params *pr, const fa4__problem *p)
-{
-    memset(pr, 0, sizeof(*pr));
-    view(&pr->q, &p->q);
-    view(&pr->k, &p->k);
-    view(&pr->v, &p->v);
-    view(&pr->o, &p->o);
-    view(&pr->lse, &p->lse);
-    if (p->is_bwd) {
-        view(&pr->dout, &p->dout);
-        view(&pr->dq, &p->dq);
-        view(&pr->dk, &p->dk);
-        view(&pr->dv, &p->dv);
-    }
-    pr->batch = p->batch;
-    pr->hq = p->hq;
-    pr->hkv = p->hkv;
-    pr->group = p->hq / p->hkv;
-    pr->seqlen_q = (int)p->seqlen_q;
-    pr->seqlen_k = (int)p->seqlen_k;
-    pr->head_dim = p->head_dim;
-    pr->head_dim_v = p->head_dim_v;
-    pr->scale = p->scale;
-    pr->cu_seqlens_q = p->cu_seqlens_q;
-    pr->cu_seqlens_k = p->cu_seqlens_k;
-    pr->q_offset = p->q_offset;
-    pr->kv_offset = p->kv_offset;
-    if (p->has_block_mask) {
-        const fa4_block_mask *bm = &p->bm;
-        pr->has_block_mask = 1;
-        pr->bm_batch = bm->batch;
-        pr->bm_heads = bm->heads;
-        pr->bm_q_block = bm->q_block;
-        pr->bm_kv_block = bm->kv_block;
-        pr->bm_nq = bm->num_q_blocks;
-        pr->bm_nkv = bm->num_kv_blocks;
-        pr->kv_num = bm->kv_num_blocks;
-        pr->kv_idx = bm->kv_indices;
-        pr->full_kv_num = bm->full_kv_num_blocks;
-        pr->full_kv_idx = bm->full_kv_indices;
-        pr->q_num = bm->q_num_blocks;
-        pr->q_idx = bm->q_indices;
-        pr->full_q_num = bm->full_q_num_blocks;
-        pr->full_q_idx = bm->full_q_indices;
-    }
-    pr->deterministic = p->deterministic != 0;
-}
 
 static const uint8_t zero_aux[FA4__AUX_BLOCK_MAX];
 
@@ -271,7 +218,7 @@ static fa4_status sm80_launch_fwd(fa4_kernel *k, const fa4__problem *p)
     fa4_status st = check_problem(k, p);
     if (st != FA4_OK)
         return st;
-    fill_params(&pr, p);
+    fa4__params_fill(&pr, p);
     return launch(k, "fwd", "fa4_sm80_fwd", (unsigned)cdiv(p->seqlen_q, FWD_M), (unsigned)p->hq,
                   (unsigned)p->batch, fwd_threads(p->head_dim, p->head_dim_v, kernel_has_mods(k)),
                   fwd_smem(p->head_dim, p->head_dim_v, kernel_has_mods(k)), &pr, p->aux_block,
@@ -323,7 +270,7 @@ static fa4_status sm80_launch_bwd(fa4_kernel *k, const fa4__problem *p)
                               w.total, ws ? p->workspace_size : 0);
     if ((uintptr_t)ws % 256)
         return fa4__set_error(ctx, FA4_ERR_ALIGNMENT, "sm80: workspace must be 256-byte aligned");
-    fill_params(&pr, p);
+    fa4__params_fill(&pr, p);
     pr.dpsum = (float *)(ws + w.dpsum);
     pr.lse2 = (float *)(ws + w.lse2);
     pr.dq_accum = (float *)(ws + w.dq);

@@ -18,6 +18,7 @@
 
 #include "internal.h"
 #include "params.h"
+#include "params_fill.h"
 
 enum { FWD_M = 128, FWD_THREADS = 384, BOX_COLS = 64, SMEM_LIMIT = 227 * 1024 };
 
@@ -78,13 +79,6 @@ static int64_t cdiv(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-static void view(fa4_view *v, const fa4__tview *t)
-{
-    v->data = t->data;
-    v->sb = t->sb;
-    v->sh = t->sh;
-    v->ss = t->ss;
-}
 
 static fa4_status check_problem(fa4_kernel *k, const fa4__problem *p)
 {
@@ -128,42 +122,6 @@ static fa4_status check_problem(fa4_kernel *k, const fa4__problem *p)
     return FA4_OK;
 }
 
-static void fill_params(fa4_params *pr, const fa4__problem *p)
-{
-    memset(pr, 0, sizeof(*pr));
-    view(&pr->q, &p->q);
-    view(&pr->k, &p->k);
-    view(&pr->v, &p->v);
-    view(&pr->o, &p->o);
-    view(&pr->lse, &p->lse);
-    pr->batch = p->batch;
-    pr->hq = p->hq;
-    pr->hkv = p->hkv;
-    pr->group = p->hq / p->hkv;
-    pr->seqlen_q = (int)p->seqlen_q;
-    pr->seqlen_k = (int)p->seqlen_k;
-    pr->head_dim = p->head_dim;
-    pr->head_dim_v = p->head_dim_v;
-    pr->scale = p->scale;
-    pr->cu_seqlens_q = p->cu_seqlens_q;
-    pr->cu_seqlens_k = p->cu_seqlens_k;
-    pr->q_offset = p->q_offset;
-    pr->kv_offset = p->kv_offset;
-    if (p->has_block_mask) {
-        const fa4_block_mask *bm = &p->bm;
-        pr->has_block_mask = 1;
-        pr->bm_batch = bm->batch;
-        pr->bm_heads = bm->heads;
-        pr->bm_q_block = bm->q_block;
-        pr->bm_kv_block = bm->kv_block;
-        pr->bm_nq = bm->num_q_blocks;
-        pr->bm_nkv = bm->num_kv_blocks;
-        pr->kv_num = bm->kv_num_blocks;
-        pr->kv_idx = bm->kv_indices;
-        pr->full_kv_num = bm->full_kv_num_blocks;
-        pr->full_kv_idx = bm->full_kv_indices;
-    }
-}
 
 /* A 4-d tensor map (dim, row, head, batch) over a 16-bit tensor, boxes of 64 x box_rows. Strides of
  * dimensions of size 1 are never used by the copy engine but must still be legal. */
@@ -241,7 +199,7 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
                       p->hkv, varlen_k ? 1 : p->batch, n);
     if (st != FA4_OK)
         return st;
-    fill_params(&pr, p);
+    fa4__params_fill(&pr, p);
 
     if (smem > ctx->max_smem_optin && ctx->max_smem_optin > 0)
         return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
