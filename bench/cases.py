@@ -132,59 +132,59 @@ def build_cases(quick: bool) -> List[Case]:
         cs.append(finish(c))
 
     # headline: plain and causal at S=4096, D=128
-    add(Case("plain_seqlen", f"S={BASE_S}", B0, HEADS, HEADS, BASE_S, 128))
-    add(Case("causal_seqlen", f"S={BASE_S}", B0, HEADS, HEADS, BASE_S, 128, causal=True))
+    head = [Case("plain_seqlen", f"S={BASE_S}", B0, HEADS, HEADS, BASE_S, 128),
+            Case("causal_seqlen", f"S={BASE_S}", B0, HEADS, HEADS, BASE_S, 128, causal=True)]
     # mods (Flex is the only peer that expresses them); plain/causal rows are in their groups
     mod_peers = ("flex",)
-    add(Case("mods", "ALiBi", B0, HEADS, HEADS, BASE_S, 128, score_mod="alibi", peers=mod_peers))
-    add(Case("mods", "softcap tanh", B0, HEADS, HEADS, BASE_S, 128, score_mod="softcap",
-             peers=mod_peers, extra={"cap": SOFTCAP}))
-    add(Case("mods", f"sliding window {WINDOW}", B0, HEADS, HEADS, BASE_S, 128,
+    mods = [
+        Case("mods", "ALiBi", B0, HEADS, HEADS, BASE_S, 128, score_mod="alibi", peers=mod_peers),
+        Case("mods", "softcap tanh", B0, HEADS, HEADS, BASE_S, 128, score_mod="softcap",
+             peers=mod_peers, extra={"cap": SOFTCAP}),
+        Case("mods", f"sliding window {WINDOW}", B0, HEADS, HEADS, BASE_S, 128,
              mask_mod="causal_sliding_window", peers=mod_peers, extra={"window": WINDOW},
-             notes="causal window of 1024 keys"))
-    add(Case("mods", "document", B0, HEADS, HEADS, BASE_S, 128, mask_mod="document",
+             notes="causal window of 1024 keys"),
+        Case("mods", "document", B0, HEADS, HEADS, BASE_S, 128, mask_mod="document",
              peers=mod_peers, extra={"doc_lengths": doc_lengths(BASE_S)},
-             notes="causal within documents of 256-2048 tokens"))
-    add(Case("mods", "prefix-LM", B0, HEADS, HEADS, BASE_S, 128, mask_mod="prefix_lm",
+             notes="causal within documents of 256-2048 tokens"),
+        Case("mods", "prefix-LM", B0, HEADS, HEADS, BASE_S, 128, mask_mod="prefix_lm",
              peers=mod_peers, extra={"prefix_len": prefix_lengths(B0, BASE_S)},
-             notes="prefix length per batch in [S/8, S/2]"))
-    add(Case("mods", "rel. bias (trainable)", B0, HEADS, HEADS, BASE_S, 128,
+             notes="prefix length per batch in [S/8, S/2]"),
+        Case("mods", "rel. bias (trainable)", B0, HEADS, HEADS, BASE_S, 128,
              score_mod="rel_bias", trainable=("bias",), peers=mod_peers,
              extra={"max_dist": REL_MAX_DIST},
-             notes=f"table H x {2 * REL_MAX_DIST + 1}, fp32, gradient in the backward"))
-    # GQA (causal)
-    add(Case("gqa", "GQA 32:4", B0, 32, 4, BASE_S, 128, causal=True))
-    add(Case("gqa", "GQA 8:1", B0, 8, 1, BASE_S, 128, causal=True))
-    # head dims (plain, S=4096)
-    for d in (64, 256):
-        add(Case("headdim", f"D={d}", B0, HEADS, HEADS, BASE_S, d))
-    # variable-length batch (non-causal within each sequence)
+             notes=f"table H x {2 * REL_MAX_DIST + 1}, fp32, gradient in the backward"),
+    ]
+    # quick mode: Flex (a compile per shape, seconds each) only where it is the only peer or at
+    # the headline shapes; the SDPA backends cover the rest
+    flex_all = not quick
+    gqa = [Case("gqa", "GQA 32:4", B0, 32, 4, BASE_S, 128, causal=True, flex=flex_all),
+           Case("gqa", "GQA 8:1", B0, 8, 1, BASE_S, 128, causal=True, flex=flex_all)]
+    hdim = [Case("headdim", f"D={d}", B0, HEADS, HEADS, BASE_S, d, flex=flex_all)
+            for d in (64, 256)]
     lens = varlen_lengths()
-    add(Case("varlen", "varlen", 1, HEADS, HEADS, sum(lens), 128, varlen=lens,
-             peers=("fa2", "flex"),
-             notes="packed; cuDNN not reachable through SDPA here; Flex via a "
-                   "block-diagonal mask over the packed tokens"))
-    # sequence-length sweeps at a fixed token count; Flex only in the full run (a compile each)
-    for S in SEQ_SWEEP:
-        if S == BASE_S:
-            continue
-        if quick and S in (2048, 8192):
-            continue
-        add(Case("plain_seqlen", f"S={S}", TOKENS // S, HEADS, HEADS, S, 128, flex=not quick))
-    for S in SEQ_SWEEP:
-        if S == BASE_S:
-            continue
-        if quick and S in (2048, 8192):
-            continue
-        add(Case("causal_seqlen", f"S={S}", TOKENS // S, HEADS, HEADS, S, 128, causal=True,
-                 flex=not quick))
-    if not quick:
-        # more shipped mods in the full run
-        add(Case("mods", "softcap + causal", B0, HEADS, HEADS, BASE_S, 128,
-                 score_mod="softcap", mask_mod="causal", peers=mod_peers,
-                 extra={"cap": SOFTCAP}))
-        add(Case("mods", f"bidir. window {WINDOW}", B0, HEADS, HEADS, BASE_S, 128,
-                 mask_mod="sliding_window", peers=mod_peers, extra={"window": WINDOW}))
+    varlen = [Case("varlen", "varlen", 1, HEADS, HEADS, sum(lens), 128, varlen=lens,
+                   peers=("fa2", "flex"),
+                   notes="packed; cuDNN not reachable through SDPA here; Flex via a "
+                         "block-diagonal mask over the packed tokens")]
+    sweep = []
+    for causal in (False, True):
+        for S in SEQ_SWEEP:
+            if S == BASE_S or (quick and S in (2048, 8192)):
+                continue
+            sweep.append(Case("causal_seqlen" if causal else "plain_seqlen", f"S={S}",
+                              TOKENS // S, HEADS, HEADS, S, 128, causal=causal, flex=flex_all))
+    extra = [] if quick else [
+        Case("mods", "softcap + causal", B0, HEADS, HEADS, BASE_S, 128, score_mod="softcap",
+             mask_mod="causal", peers=mod_peers, extra={"cap": SOFTCAP}),
+        Case("mods", f"bidir. window {WINDOW}", B0, HEADS, HEADS, BASE_S, 128,
+             mask_mod="sliding_window", peers=mod_peers, extra={"window": WINDOW}),
+    ]
+    if quick:  # cheap (no Flex) first, so a short budget still covers every group
+        order = head + gqa + hdim + sweep + mods + varlen
+    else:
+        order = head + mods + gqa + hdim + varlen + sweep + extra
+    for c in order:
+        add(c)
     for c in cs:
         c.extra.setdefault("quick", quick)
     return cs
