@@ -279,13 +279,8 @@ def _register():
     @flex_bwd.register_fake
     def _(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta, source, aux_spec,
           scale, options):
-        grads = []
-        ti = 0
-        for _n, is_tensor, trainable, _s in decode_aux_spec(aux_spec):
-            if is_tensor:
-                if trainable:
-                    grads.append(torch.empty_like(aux_tensors[ti]))
-                ti += 1
+        grads = [torch.empty_like(t) for t, tr in zip(aux_tensors, _tensor_trainable(aux_spec))
+                 if tr]
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), grads
 
     def setup_context(ctx, inputs, output):
@@ -307,17 +302,8 @@ def _register():
         dq, dk, dv, aux_grads = torch.ops.fa4jit.flex_bwd(
             grad_o, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta, source,
             aux_spec, scale, options)
-        per_aux = []
-        gi = 0
-        ti = 0
-        for _n, is_tensor, trainable, _s in decode_aux_spec(aux_spec):
-            if is_tensor:
-                if trainable:
-                    per_aux.append(aux_grads[gi])
-                    gi += 1
-                else:
-                    per_aux.append(None)
-                ti += 1
+        grads = iter(aux_grads)
+        per_aux = [next(grads) if tr else None for tr in _tensor_trainable(aux_spec)]
         # One entry per input, lists of tensors as lists (of None where there is no gradient).
         return (dq, dk, dv, per_aux, None, [None] * ctx.n_bm, None, None, None, None, None)
 
