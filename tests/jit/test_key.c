@@ -78,7 +78,7 @@ static void test_every_input_changes_the_key(void **state)
         case 5: s.arch = "sm_80"; break;
         case 6: s.flags = FA4_COMPILE_FWD; break;
         case 7: s.flags = FA4_COMPILE_ALL | FA4_COMPILE_CHECKED; break;
-        case 8: s.path = FA4_PATH_SM90; break;
+        case 8: s.path = FA4_PATH_SM80; break;          /* AUTO is sm90 on sm_90a */
         case 9: s.trainable_aux = tr, s.num_trainable_aux = 1; break;
         case 10: s.sw_exp2_percent = 25; break;
         case 11: s.rescale_threshold = 8.0f; break;
