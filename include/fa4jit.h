@@ -179,6 +179,8 @@ typedef enum fa4_compile_flags {
     FA4_COMPILE_BWD = 1u << 1,          /* backward kernels (pre, main, post) */
     FA4_COMPILE_BLOCK_MASK = 1u << 2,   /* the mask_mod -> block mask kernel */
     FA4_COMPILE_CHECKED = 1u << 3,      /* out-of-range aux reads trap instead of clamping */
+    FA4_COMPILE_FAST_MATH = 1u << 4,    /* mods use approximate tanh, exp and division (faster
+                                           soft-capping; about 1e-3 relative error per op) */
     FA4_COMPILE_ALL = (1u << 0) | (1u << 1) | (1u << 2)
 } fa4_compile_flags;
 
@@ -390,6 +392,20 @@ FA4_API fa4_status fa4_block_mask_create(fa4_kernel *kernel, int32_t batch, int3
                                          int64_t seqlen_q, int64_t seqlen_kv,
                                          const fa4_aux_value *aux, int32_t num_aux,
                                          fa4_block_mask *out, void *stream);
+
+/* ------------------------------------------------------------------------------------------------
+ * The CPU evaluator.
+ */
+/* Evaluate a mod on the CPU (the evaluator the tests' float64 references use): the score_mod's
+ * value and d value / d score at one point (identity and 1 without a score_mod), and whether the
+ * mask_mod allows the pair (1 without a mask_mod). Aux values as at launch but with HOST pointers.
+ * Any of value, dvalue_dscore, allowed may be NULL. Errors in the source are reported on ctx as
+ * fa4_jit_compile reports them. */
+FA4_API fa4_status fa4_mod_eval(fa4_ctx *ctx, const char *source, size_t source_len, double score,
+                                int32_t b, int32_t h, int32_t q_idx, int32_t kv_idx,
+                                const fa4_aux_value *aux, int32_t num_aux, double *value,
+                                double *dvalue_dscore, int32_t *allowed);
+
 
 #ifdef __cplusplus
 }

@@ -108,9 +108,10 @@ static fa4_status resolve_spec(fa4_ctx *ctx, const fa4_kernel_spec *in, resolved
                               s->head_dim_v, s->head_dim);
     if (s->flags == 0)
         s->flags = FA4_COMPILE_ALL;
-    if (s->flags & ~(uint32_t)(FA4_COMPILE_ALL | FA4_COMPILE_CHECKED))
+    const uint32_t known = FA4_COMPILE_ALL | FA4_COMPILE_CHECKED | FA4_COMPILE_FAST_MATH;
+    if (s->flags & ~known)
         return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "spec.flags has unknown bits 0x%x",
-                              s->flags & ~(uint32_t)(FA4_COMPILE_ALL | FA4_COMPILE_CHECKED));
+                              s->flags & ~known);
     if (!(s->flags & FA4_COMPILE_ALL))
         return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT,
                               "spec.flags asks for no kernel (FA4_COMPILE_FWD, _BWD or _BLOCK_MASK)");
@@ -227,6 +228,40 @@ static char *key_inputs(const resolved *r, size_t *len)
     return out;
 }
 
+fa4_status fa4_mod_eval(fa4_ctx *ctx, const char *source, size_t source_len, double score,
+                        int32_t b, int32_t h, int32_t q_idx, int32_t kv_idx,
+                        const fa4_aux_value *aux, int32_t num_aux, double *value,
+                        double *dvalue_dscore, int32_t *allowed)
+{
+    if (!fa4__ctx_alive(ctx))
+        return FA4_ERR_NULL_HANDLE;
+    if (!source)
+        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "fa4_mod_eval: source is NULL");
+    size_t len = source_len ? source_len : strlen(source);
+    fa4__mod *m = NULL;
+    fa4__diag diag;
+    memset(&diag, 0, sizeof diag);
+    fa4_status st = fa4__mod_parse(source, len, "mod", &m, &diag);
+    if (st != FA4_OK)
+        return fa4__set_error_at(ctx, st, diag.line, diag.col, "%s",
+                                 diag.rendered[0] ? diag.rendered : diag.message);
+    double v = score, dv = 1.0;
+    int ok = 1;
+    st = fa4__mod_eval_score(m, score, b, h, q_idx, kv_idx, aux, num_aux, &v, &dv, &diag);
+    if (st == FA4_OK)
+        st = fa4__mod_eval_mask(m, b, h, q_idx, kv_idx, aux, num_aux, &ok, &diag);
+    fa4__mod_free(m);
+    if (st != FA4_OK)
+        return fa4__set_error(ctx, st, "%s", diag.rendered[0] ? diag.rendered : diag.message);
+    if (value)
+        *value = v;
+    if (dvalue_dscore)
+        *dvalue_dscore = dv;
+    if (allowed)
+        *allowed = ok != 0;
+    return fa4__set_error(ctx, FA4_OK, NULL);
+}
+
 fa4_status fa4__spec_key(fa4_ctx *ctx, const fa4_kernel_spec *spec, char key[33], char **inputs)
 {
     resolved r;
@@ -303,7 +338,7 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
     const char **hname = calloc((size_t)nsrc + 1, sizeof *hname);
     fa4__nvrtc_job *jobs = calloc(FA4_MAX_PROGRAMS, sizeof *jobs);
     char(*path_opts)[64] = calloc(24, 64);
-    char (*common)[64] = calloc(12, 64);
+    char (*common)[64] = calloc(16, 64);
     if (!hsrc || !hname || !jobs || !path_opts || !common) {
         st = fa4__set_error(ctx, FA4_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
@@ -319,6 +354,8 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
     snprintf(common[nc++], 64, "--gpu-architecture=%s", r->arch);
     snprintf(common[nc++], 64, "-DFA4_ARCH=%d", r->arch_major * 10 + r->arch_minor);
     snprintf(common[nc++], 64, "-DFA4_CHECKED=%d", (r->spec.flags & FA4_COMPILE_CHECKED) ? 1 : 0);
+    snprintf(common[nc++], 64, "-DFA4_FAST_MATH=%d",
+             (r->spec.flags & FA4_COMPILE_FAST_MATH) ? 1 : 0);
     snprintf(common[nc++], 64, "-DFA4_DTYPE_%s=1",
              r->spec.dtype == FA4_DTYPE_BF16 ? "BF16" : "FP16");
     snprintf(common[nc++], 64, "-DFA4_HEAD_DIM=%d", r->spec.head_dim);

@@ -321,6 +321,40 @@ static void test_nvrtc_user_line(void **state)
     assert_int_equal(fa4__nvrtc_user_line(NULL), 0);
 }
 
+static void test_mod_eval(void **state)
+{
+    (void)state;
+    fa4_ctx *ctx = deviceless();
+    float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
+    fa4_aux_value aux;
+    memset(&aux, 0, sizeof aux);
+    aux.dtype = FA4_DTYPE_FP32;
+    aux.data = slopes;
+    aux.numel = 4;
+    double v = 0, dv = 0;
+    int32_t ok = -1;
+    assert_int_equal(fa4_mod_eval(ctx, ALIBI, 0, 1.5, 0, 1, 10, 4, &aux, 1, &v, &dv, &ok), FA4_OK);
+    assert_true(v > 1.5 - 0.25 * 6 - 1e-12 && v < 1.5 - 0.25 * 6 + 1e-12);
+    assert_true(dv == 1.0);
+    assert_int_equal(ok, 1); /* no mask_mod */
+    const char *causal = "bool mask_mod(int b, int h, int q_idx, int kv_idx) { return q_idx >= kv_idx; }";
+    assert_int_equal(fa4_mod_eval(ctx, causal, 0, 2.0, 0, 0, 3, 5, NULL, 0, &v, &dv, &ok), FA4_OK);
+    assert_int_equal(ok, 0);
+    assert_true(v == 2.0 && dv == 1.0);
+    /* errors as the compiler reports them, with the position */
+    assert_int_not_equal(fa4_mod_eval(ctx, "bool mask_mod(int b, int h, int q_idx, int kv_idx) "
+                                           "{ return q_idx >= kvidx; }", 0, 0, 0, 0, 0, 0, NULL,
+                                      0, NULL, NULL, NULL), FA4_OK);
+    assert_int_equal(fa4_ctx_error_line(ctx), 1);
+    assert_non_null(strstr(fa4_ctx_errmsg(ctx), "kvidx"));
+    /* aux count mismatch */
+    assert_int_equal(fa4_mod_eval(ctx, ALIBI, 0, 1.0, 0, 0, 0, 0, NULL, 0, &v, NULL, NULL),
+                     FA4_ERR_AUX);
+    assert_int_equal(fa4_mod_eval(NULL, ALIBI, 0, 1.0, 0, 0, 0, 0, NULL, 0, &v, NULL, NULL),
+                     FA4_ERR_NULL_HANDLE);
+    fa4_ctx_destroy(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_kernel_queries_misuse),
         cmocka_unit_test(test_ptxas_report_parse),
         cmocka_unit_test(test_nvrtc_user_line),
+        cmocka_unit_test(test_mod_eval),
         cmocka_unit_test(test_compile_sm90a_plain),
         cmocka_unit_test(test_compile_sm90a_mod),
         cmocka_unit_test(test_compile_sm80_mod),

@@ -63,7 +63,7 @@ static void key_of(const fa4_kernel_spec *s, char key[33])
 static void test_every_input_changes_the_key(void **state)
 {
     (void)state;
-    enum { N = 12 };
+    enum { N = 13 };
     char keys[N][33];
     fa4_kernel_spec s;
     const char *tr[] = {"bias"};
@@ -82,6 +82,7 @@ static void test_every_input_changes_the_key(void **state)
         case 9: s.trainable_aux = tr, s.num_trainable_aux = 1; break;
         case 10: s.sw_exp2_percent = 25; break;
         case 11: s.rescale_threshold = 8.0f; break;
+        case 12: s.flags = FA4_COMPILE_ALL | FA4_COMPILE_FAST_MATH; break;
         }
         key_of(&s, keys[i]);
         for (int j = 0; j < i; j++)
