@@ -429,7 +429,71 @@ class Fa4Runner(Runner):
         return o, [dq, dk, dv]
 
 
+class Fa4FastMathRunner(Runner):
+    """fa4jit forward with FA4_COMPILE_FAST_MATH (the mods' approximate tanh / exp / division),
+    through the C API: the Python binding has no option for the flag. Score mods with scalar aux
+    only (the soft-cap row); forward only."""
+
+    FAST_MATH = 1 << 4  # FA4_COMPILE_FAST_MATH in fa4jit.h
+
+    def __init__(self, case, inp, path):
+        super().__init__(case, inp)
+        import fa4jit
+        from fa4jit import _ctypes as C
+        from fa4jit._mods import prepare
+        self.C, self.path, self.name = C, path, "fa4jit-" + path
+        aux = inp.score_aux()
+        if any(not isinstance(v, (int, float)) for v in aux.values()) or case.mask_mod:
+            raise Unsupported("the fast-math row takes a score_mod with scalar aux only")
+        p = prepare(case.score_mod, None, aux)
+        self.kern = fa4jit.context(torch.cuda.current_device()).compile(
+            source=p.source, dtype="bf16", head_dim=case.D, head_dim_v=case.D,
+            flags=C.FA4_COMPILE_FWD | self.FAST_MATH, path=path, source_name="mod")
+        self.lib = self.kern.ctx._lib
+        self.names = [n.encode() for n in aux]
+        self.arr = (C.fa4_aux_value * max(1, len(aux)))()
+        for slot, name, v in zip(self.arr, self.names, aux.values()):
+            slot.name = name
+            if isinstance(v, float):
+                slot.dtype, slot.f = C.FA4_DTYPE_FP32, v
+            else:
+                slot.dtype, slot.i = C.FA4_DTYPE_INT32, int(v)
+        self.count = len(aux)
+        self.scale = 1.0 / math.sqrt(case.D)
+
+    def fwd(self, i):
+        from fa4jit._ops import _tensor
+        C = self.C
+        q, k, v, _ = self.inp.sets[i % self.inp.nsets]
+        B, H, S, D = q.shape
+        o = torch.empty_like(q)
+        lse = torch.empty((B, H, S), dtype=torch.float32, device=q.device)
+        a = C.new(C.fa4_fwd_args)
+        self.lib.fa4_fwd_args_init(ctypes.byref(a))
+        a.q, a.k, a.v, a.o, a.lse = _tensor(q, 4), _tensor(k, 4), _tensor(v, 4), \
+            _tensor(o, 4), _tensor(lse, 3)
+        a.scale = self.scale
+        a.aux = ctypes.cast(self.arr, ctypes.POINTER(C.fa4_aux_value))
+        a.num_aux = self.count
+        a.stream = torch.cuda.current_stream().cuda_stream
+        self.kern.ctx.call(self.lib.fa4_launch_fwd, self.kern.handle, ctypes.byref(a))
+        return o
+
+    def fwdbwd(self, i):
+        raise Unsupported("forward only")
+
+    def kernel_info(self):
+        i = self.kern.info
+        return {"path": i.path, "arch": i.arch, "key": i.key, "cache_result": i.cache_result,
+                "flags": i.flags,
+                "programs": [{"name": p.name, "registers": p.registers,
+                              "spill_bytes": p.spill_stores + p.spill_loads,
+                              "shared_dynamic": p.shared_dynamic} for p in i.programs]}
+
+
 def make_runner(name, case, inp):
+    if name.startswith("fa4jit-") and case.extra.get("fast_math"):
+        return Fa4FastMathRunner(case, inp, name.split("-", 1)[1])
     if name.startswith("fa4jit-"):
         return Fa4Runner(case, inp, name.split("-", 1)[1])
     if name in ("cudnn", "fa2"):

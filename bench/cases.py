@@ -140,6 +140,10 @@ def build_cases(quick: bool) -> List[Case]:
         Case("mods", "ALiBi", B0, HEADS, HEADS, BASE_S, 128, score_mod="alibi", peers=mod_peers),
         Case("mods", "softcap tanh", B0, HEADS, HEADS, BASE_S, 128, score_mod="softcap",
              peers=mod_peers, extra={"cap": SOFTCAP}),
+        Case("mods", "softcap fast-math", B0, HEADS, HEADS, BASE_S, 128, score_mod="softcap",
+             peers=mod_peers, bwd=False, extra={"cap": SOFTCAP, "fast_math": True},
+             notes="fa4jit compiled with FA4_COMPILE_FAST_MATH (tanh.approx), forward only, "
+                   "checked against Flex's exact tanh"),
         Case("mods", f"sliding window {WINDOW}", B0, HEADS, HEADS, BASE_S, 128,
              mask_mod="causal_sliding_window", peers=mod_peers, extra={"window": WINDOW},
              notes="causal window of 1024 keys"),

@@ -197,6 +197,8 @@ def precompile_jobs(cases, paths, torch):
                 if c.varlen:
                     bw = True
                 flags = C.FA4_COMPILE_FWD | (C.FA4_COMPILE_BWD if bw else 0)
+                if c.extra.get("fast_math"):
+                    flags |= 1 << 4  # FA4_COMPILE_FAST_MATH
                 key = (p.source, c.D, path, flags, p.trainable)
                 jobs[key] = dict(source=p.source, dtype="bf16", head_dim=c.D, head_dim_v=c.D,
                                  flags=flags, path=path, trainable=p.trainable, source_name="mod")
@@ -471,6 +473,11 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
             return
         if note:
             r["note"] = note
+        if hasattr(runner, "kernel_info"):
+            try:
+                r["kernel"] = runner.kernel_info()
+            except Exception as e:  # noqa: BLE001
+                r["kernel"] = {"error": str(e)[:200]}
         # forward: first call (Flex compiles here), correctness, then timing
         try:
             t0 = time.perf_counter()
@@ -555,6 +562,8 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
             break
         name = "fa4jit-" + path
         run_backend(name, True)
+        if c.extra.get("fast_math"):
+            continue
         if "fatal" not in rec:
             info = _fa4_kernel_info(c, path, torch)
             if info:
