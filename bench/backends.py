@@ -265,11 +265,15 @@ def flex_compiled():
     return _FLEX["fn"]
 
 
+FLEX_SMALL_BWD = {"BLOCK_M1": 32, "BLOCK_N1": 64, "BLOCK_M2": 64, "BLOCK_N2": 32}
+
+
 class FlexRunner(Runner):
     name = "flex"
 
-    def __init__(self, case, inp):
+    def __init__(self, case, inp, kernel_options=None):
         super().__init__(case, inp)
+        self.kopts = kernel_options
         from torch.nn.attention.flex_attention import create_block_mask
         self.fn = flex_compiled()
         tw = _twins()
@@ -304,6 +308,9 @@ class FlexRunner(Runner):
         return q, k, v
 
     def _call(self, q, k, v):
+        if self.kopts:
+            return self.fn(q, k, v, score_mod=self.score, block_mask=self.block_mask,
+                           enable_gqa=self.gqa, kernel_options=self.kopts)
         return self.fn(q, k, v, score_mod=self.score, block_mask=self.block_mask,
                        enable_gqa=self.gqa)
 

@@ -134,6 +134,39 @@ def case_line(rec):
     return "; ".join(parts) + "  (TFLOP/s fwd/fwd+bwd)"
 
 
+def merge(runs, names):
+    """One results dict from several runs: cases by id (a later run replaces a case it also
+    measured), the JIT table and launch figures from the last run that has them; each run's
+    environment kept under "runs"."""
+    out = dict(runs[0])
+    out["cases"] = []
+    order, by_id = [], {}
+    for i, d in enumerate(runs):
+        for c in d.get("cases", []):
+            c = dict(c, run=names[i])
+            if c["id"] not in by_id:
+                order.append(c["id"])
+            by_id[c["id"]] = c
+        if d.get("jit"):
+            out["jit"] = d["jit"]
+            out["jit_run"] = names[i]
+        if d.get("launch"):
+            out["launch"] = d["launch"]
+            out["launch_run"] = names[i]
+    out["cases"] = [by_id[i] for i in order]
+    out["skipped"] = [s for d in runs[-1:] for s in d.get("skipped", []) if s["id"] not in by_id]
+    out["runs"] = [{"file": n, "date_utc": d.get("date_utc"), "mode": d.get("mode"),
+                    "argv": d.get("argv"), "elapsed_s": d.get("elapsed_s"),
+                    "git_commit": d.get("env", {}).get("git_commit"),
+                    "fa4jit_kernel_fingerprint": d.get("env", {}).get("fa4jit_kernel_fingerprint"),
+                    "nvidia_smi_before": d.get("env", {}).get("nvidia_smi_before"),
+                    "nvidia_smi_after": d.get("env", {}).get("nvidia_smi_after"),
+                    "cases": [c["id"] for c in d.get("cases", [])]} for n, d in zip(names, runs)]
+    out["mode"] = "merged: " + ", ".join(f"{n} ({d.get('mode')})" for n, d in zip(names, runs))
+    out["elapsed_s"] = sum(d.get("elapsed_s") or 0 for d in runs)
+    return out
+
+
 # --------------------------------------------------------------------------------- markdown
 def markdown(data, stem):
     env = data.get("env", {})
@@ -163,6 +196,15 @@ def markdown(data, stem):
       f"SM {sma.get('clocks.sm', '?')}, memory {sma.get('clocks.mem', '?')}, "
       f"{sma.get('temperature.gpu', '?')} C, throttle reasons "
       f"{sma.get('clocks_event_reasons.active', '?')}.\n\n")
+    for r in data.get("runs", []):
+        sb, sa = r.get("nvidia_smi_before") or {}, r.get("nvidia_smi_after") or {}
+        w(f"- run `{r['file']}`: {r['date_utc']} UTC, {r['mode']}, commit `{r['git_commit']}`, "
+          f"kernel fingerprint `{r['fa4jit_kernel_fingerprint']}`, SM clock "
+          f"{sb.get('clocks.sm', '?')} before / {sa.get('clocks.sm', '?')} after, "
+          f"{len(r['cases'])} cases\n")
+    if data.get("runs"):
+        w(f"\nJIT table from `{data.get('jit_run')}`, launch figures from "
+          f"`{data.get('launch_run')}`; each case row names the run it comes from in the JSON.\n\n")
     cfg = data.get("config", {})
     w("Method: bf16 inputs (random normal), TFLOP/s = FLOPs / median time; "
       f"{cfg.get('flops', '')}. Times are CUDA events around one call after "
@@ -233,12 +275,20 @@ def markdown(data, stem):
     jit = data.get("jit") or []
     if jit:
         w("## JIT: time to a launchable kernel (D=128, bf16)\n\n")
-        w("fa4jit.compile wall time: cold = fresh cache directory (NVRTC), forward alone and "
-          "forward + backward (programs compiled in parallel threads); memory hit = the same "
-          "context again; disk hit = a new context on the filled directory. FlexAttention first "
-          "call = wall time of the first torch.compile'd call of the same mod (trace, Inductor, "
-          "Triton compile and the run; forward alone, then forward+backward), in this process "
-          "after other Flex compiles.\n\n")
+        if all(r.get("method") for r in jit):
+            w("Wall time of `Context.compile` to a launchable kernel, each measurement in a fresh "
+              "process: cold = fresh cache directory (NVRTC), forward alone, and forward + "
+              "backward (programs compiled in parallel threads; the slowest backward program's "
+              "own NVRTC time beside it); memory hit = the same spec again in that process; disk "
+              "hit = a new process on the filled directory. ")
+        else:
+            w("fa4jit.compile wall time, all in one process: cold = fresh cache directory, forward "
+              "alone, then forward + backward in another fresh directory (the forward program was "
+              "already compiled in this process then, so this column is NOT cold for the forward "
+              "program); the 'memory hit' column found the kernel released and is a disk hit. ")
+        w("FlexAttention first call = wall time of the first torch.compile'd call of the same mod "
+          "at B=8 H=16 S=4096 D=128 (trace, Inductor and Triton compiles and the run; forward "
+          "alone, then forward+backward), in the benchmark process after other Flex compiles.\n\n")
         w("| mod | fa4jit cold fwd ms | cold fwd+bwd ms | slowest bwd program ms | memory hit ms"
           " | disk hit ms | Flex first fwd call ms | Flex first fwd+bwd call ms |\n")
         w("|---|---|---|---|---|---|---|---|\n")

@@ -238,55 +238,37 @@ def start_precompile(jobs, cache_dir):
     return pool, futs
 
 
+def jit_probe(spec):
+    """Run bench/jitprobe.py in a fresh process; its list of per-call records."""
+    r = subprocess.run([sys.executable, os.path.join(HERE, "jitprobe.py"), json.dumps(spec)],
+                       capture_output=True, text=True, timeout=120)
+    for line in r.stdout.splitlines():
+        if line.startswith("JITPROBE "):
+            return json.loads(line[len("JITPROBE "):])
+    raise RuntimeError(f"jitprobe failed (rc {r.returncode}): {(r.stderr or r.stdout)[-600:]}")
+
+
 def jit_figures(mods, torch, cache_root, log_fn):
-    """Cold compile (fresh cache dir: forward alone; forward + backward in parallel), memory hit,
-    disk hit: wall time of fa4jit.compile to a launchable kernel, plus the library's own numbers."""
-    import fa4jit
-    import backends
-    tw = backends._twins()
+    """Per mod, each measurement in a fresh process (no in-process table can make it warm):
+    cold forward alone (fresh cache dir), cold forward + backward (another fresh dir; programs
+    compiled in parallel) followed by a memory hit in the same process, then a disk hit from a new
+    process on that filled dir. Wall time of Context.compile to a launchable kernel, plus the
+    library's own numbers."""
     rows = []
     for m in mods:
-        row = {"mod": m or "plain"}
+        row = {"mod": m or "plain", "method": "fresh process per measurement (bench/jitprobe.py)"}
         try:
-            score = mask = None
-            if m in MASK_MODS_ONLY:
-                mask = m
-            elif m is not None:
-                score = m
-            aux = {}
-            if m in ("rel_bias", "t5_bias", "head_scale"):  # the mods meant to be trained
-                for n in tw.TWINS[m].trainable:
-                    dt = torch.float16 if m == "head_scale" else torch.float32
-                    aux[n] = torch.zeros(4, device="cuda", dtype=dt, requires_grad=True)
-
-            def one(backward, label):
-                t0 = time.perf_counter()
-                k = fa4jit.compile(score_mod=score, mask_mod=mask, aux=aux, head_dim=128,
-                                   backward=backward, block_mask=False, device=0)
-                wall = (time.perf_counter() - t0) * 1e3
-                i = k.info
-                row[label] = {"wall_ms": wall, "compile_ms": i.compile_ms,
-                              "lookup_ms": i.lookup_ms, "cache_result": i.cache_result,
-                              "launchable": i.launchable, "path": i.path,
-                              "programs": [{"name": p.name, "compile_ms": p.compile_ms,
-                                            "registers": p.registers,
-                                            "spill_bytes": p.spill_stores + p.spill_loads,
-                                            "shared_dynamic": p.shared_dynamic,
-                                            "cubin_size": p.cubin_size} for p in i.programs]}
-                return k
-
+            trainable = {"rel_bias": ["bias"], "t5_bias": ["bias"],
+                         "head_scale": ["log_temp"]}.get(m, [])
             d1 = tempfile.mkdtemp(prefix="cold-fwd-", dir=cache_root)
-            fa4jit.configure_cache(dir=d1, mode="rw")
-            fa4jit.context(0)
-            one(False, "cold_fwd")
+            row["cold_fwd"] = jit_probe({"dir": d1, "mod": m, "bwd": False,
+                                         "trainable": trainable})[0]
             d2 = tempfile.mkdtemp(prefix="cold-both-", dir=cache_root)
-            fa4jit.configure_cache(dir=d2, mode="rw")
-            fa4jit.context(0)
-            one(True, "cold_fwdbwd")
-            one(True, "memory_hit")
-            fa4jit.configure_cache(dir=d2, mode="rw")
-            fa4jit.context(0)  # a new context: its memory table is empty
-            one(True, "disk_hit")
+            both = jit_probe({"dir": d2, "mod": m, "bwd": True, "trainable": trainable,
+                              "repeat": 2})
+            row["cold_fwdbwd"], row["memory_hit"] = both[0], both[1]
+            row["disk_hit"] = jit_probe({"dir": d2, "mod": m, "bwd": True,
+                                         "trainable": trainable})[0]
             progs = {p["name"]: p["compile_ms"] for p in row["cold_fwdbwd"]["programs"]}
             row["summary"] = {
                 "cold_fwd_ms": row["cold_fwd"]["wall_ms"],
@@ -511,7 +493,8 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
             return
         if not c.bwd or r.get("status") in ("wrong", "unverified"):
             return
-        try:
+
+        def bwd_once(runner):
             t0 = time.perf_counter()
             out, grads = runner.fwdbwd(0)
             torch.cuda.synchronize()
@@ -539,11 +522,27 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
                 r["fwdbwd"] = t
                 r["fwdbwd_tflops"] = tflops(c.flops_fwdbwd, t["median_ms"])
                 r["bwd_status"] = "ok"
+
+        try:
+            bwd_once(runner)
         except Exception as e:  # noqa: BLE001
-            r["bwd_status"] = "error"
-            r["bwd_error"] = f"{type(e).__name__}: {str(e)[:500]}"
+            msg = f"{type(e).__name__}: {str(e)[:500]}"
             log_fn(traceback.format_exc(limit=4))
-            check_fatal(r["bwd_error"])
+            retry = name == "flex" and ("out of resource" in msg or "No valid triton" in msg)
+            if retry:
+                # Flex's default backward tiles can exceed shared memory (seen with a captured
+                # buffer that needs a gradient); once more with smaller backward tiles
+                r["bwd_retry"] = (f"first attempt failed ({msg[:300]}); retried with "
+                                  f"kernel_options {backends.FLEX_SMALL_BWD}")
+                try:
+                    bwd_once(backends.FlexRunner(c, inp, kernel_options=backends.FLEX_SMALL_BWD))
+                    return
+                except Exception as e2:  # noqa: BLE001
+                    msg = f"{type(e2).__name__}: {str(e2)[:500]} (after retry)"
+                    log_fn(traceback.format_exc(limit=4))
+            r["bwd_status"] = "error"
+            r["bwd_error"] = msg
+            check_fatal(msg)
 
     def check_fatal(msg):
         """A sticky CUDA error (illegal address, launch failure) poisons the context for good."""
@@ -634,7 +633,10 @@ def parse_args(argv=None):
     ap.add_argument("--out", default=None, help="output folder (default bench/results)")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU: cases, FLOPs, report and plot writers on fake timings")
-    ap.add_argument("--replot", metavar="JSON", help="rewrite .md and plots from a results JSON")
+    ap.add_argument("--replot", metavar="JSON", nargs="+",
+                    help="rewrite .md and plots from a results JSON; with several, merge them "
+                         "(later runs replace a case or the JIT table they also measured) into "
+                         "--stem")
     ap.add_argument("--budget-s", type=float, default=None,
                     help="stop starting new work after this many seconds (default: 390 quick, "
                          "500 full; with --grace-s the watchdog ends a quick run by 7.5 min and a "
@@ -645,6 +647,10 @@ def parse_args(argv=None):
                     help="after budget + grace seconds a watchdog writes what was measured "
                          "(JSON, markdown, plots) and ends the process (a hung kernel or compile)")
     ap.add_argument("--only", default=None, help="run only cases whose id contains this text")
+    ap.add_argument("--cases", default=None,
+                    help="run only these case ids (comma-separated, as in the JSON)")
+    ap.add_argument("--jit-mods", default=None,
+                    help="mods for the JIT figures, comma-separated ('plain' = no mod)")
     ap.add_argument("--no-jit", action="store_true", help="skip the JIT compile figures")
     ap.add_argument("--no-launch", action="store_true", help="skip the launch-overhead figures")
     ap.add_argument("--reps", type=int, default=None)
@@ -667,10 +673,18 @@ def main(argv=None):
     import cases as cs
     import report
     if args.replot:
-        with open(args.replot) as f:
-            data = json.load(f)
-        out = args.out or os.path.dirname(os.path.abspath(args.replot))
-        stem = os.path.splitext(os.path.basename(args.replot))[0]
+        runs = []
+        for pth in args.replot:
+            with open(pth) as f:
+                runs.append(json.load(f))
+        data = report.merge(runs, [os.path.basename(p) for p in args.replot]) \
+            if len(runs) > 1 else runs[0]
+        out = args.out or os.path.dirname(os.path.abspath(args.replot[0]))
+        os.makedirs(out, exist_ok=True)
+        stem = args.stem or os.path.splitext(os.path.basename(args.replot[0]))[0]
+        if len(runs) > 1:
+            with open(os.path.join(out, stem + ".json"), "w") as f:
+                json.dump(data, f, indent=1, default=str)
         with open(os.path.join(out, stem + ".md"), "w") as f:
             f.write(report.markdown(data, stem))
         for p in report.write_plots(data, out, stem):
@@ -711,9 +725,18 @@ def main(argv=None):
     all_cases = cs.build_cases(args.quick)
     if args.only:
         all_cases = [c for c in all_cases if args.only in c.id]
+    if args.cases:
+        want = [x.strip() for x in args.cases.split(",") if x.strip()]
+        unknown = [w for w in want if w not in {c.id for c in all_cases}]
+        if unknown:
+            print(f"error: unknown case ids {unknown}; known: {[c.id for c in all_cases]}",
+                  file=sys.stderr)
+            return 2
+        all_cases = [c for c in all_cases if c.id in want]
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     data = {"schema": "fa4jit-bench/1", "date_utc": now.isoformat(timespec="seconds"),
             "mode": "quick" if args.quick else "full", "dry_run": False, "env": env,
+            "argv": sys.argv[1:],
             "config": {"tol_fwd": TOL_FWD, "tol_grad": TOL_GRAD, "reps": args.reps,
                        "warmup": args.warmup, "nsets": args.nsets, "budget_s": args.budget_s,
                        "fa4jit_paths": paths, "dtype": "bf16",
@@ -734,6 +757,9 @@ def main(argv=None):
     # 1. JIT figures (sequential, on a quiet machine)
     if not args.no_jit:
         mods = cs.JIT_MODS_QUICK if args.quick else cs.JIT_MODS_FULL
+        if args.jit_mods:
+            mods = [None if m.strip() == "plain" else m.strip()
+                    for m in args.jit_mods.split(",") if m.strip()]
         log(f"[{time.time() - t_start:6.1f}s] JIT compile figures for {len(mods)} mods")
         data["jit"] = jit_figures(mods, torch, cache_root, log)
         res.save()
