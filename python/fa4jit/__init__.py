@@ -11,6 +11,7 @@ build tree of the source checkout (see fa4jit._lib). Importing needs no torch; a
 
 from ._ctypes import VERSION_NUMBER as HEADER_VERSION_NUMBER
 from ._core import AuxInfo, CacheConfig, Context, Kernel, KernelInfo, ProgramInfo
+from ._eval import evaluate
 from ._mods import ModSourceMask, shipped_mod_source, shipped_mods
 from .api import (
     KERNEL_OPTIONS,
@@ -68,7 +69,7 @@ def translate_mods(score_mod=None, mask_mod=None):
 
 
 __all__ = [
-    "flex_attention", "varlen_attention", "create_block_mask", "compile", "check", "enable",
+    "flex_attention", "varlen_attention", "evaluate", "create_block_mask", "compile", "check", "enable",
     "disable", "is_enabled", "original_flex_attention", "configure_cache", "cache_config",
     "clear_kernels", "context", "translate_mods", "last_kernel", "shipped_mods",
     "shipped_mod_source", "ModSourceMask", "library_path", "library_version", "KERNEL_OPTIONS",

@@ -90,6 +90,7 @@ FA4_COMPILE_FWD = 1 << 0
 FA4_COMPILE_BWD = 1 << 1
 FA4_COMPILE_BLOCK_MASK = 1 << 2
 FA4_COMPILE_CHECKED = 1 << 3
+FA4_COMPILE_FAST_MATH = 1 << 4
 FA4_COMPILE_ALL = FA4_COMPILE_FWD | FA4_COMPILE_BWD | FA4_COMPILE_BLOCK_MASK
 
 # fa4_path
@@ -127,6 +128,7 @@ CONSTANTS = {
     "FA4_COMPILE_BWD": FA4_COMPILE_BWD,
     "FA4_COMPILE_BLOCK_MASK": FA4_COMPILE_BLOCK_MASK,
     "FA4_COMPILE_CHECKED": FA4_COMPILE_CHECKED,
+    "FA4_COMPILE_FAST_MATH": FA4_COMPILE_FAST_MATH,
     "FA4_COMPILE_ALL": FA4_COMPILE_ALL,
     "FA4_PATH_AUTO": FA4_PATH_AUTO,
     "FA4_PATH_SM80": FA4_PATH_SM80,
@@ -395,5 +397,14 @@ PROTOTYPES = {
             POINTER(fa4_block_mask),
             c_void_p,
         ],
+    ),
+}
+
+# Symbols added after 0.1.0's first cut: bound when the loaded library has them.
+OPTIONAL_PROTOTYPES = {
+    "fa4_mod_eval": (
+        c_int32,
+        [fa4_ctx_p, c_char_p, c_size_t, c_double, c_int32, c_int32, c_int32, c_int32,
+         POINTER(fa4_aux_value), c_int32, POINTER(c_double), POINTER(c_double), POINTER(c_int32)],
     ),
 }

@@ -71,6 +71,16 @@ def _apply_prototypes(lib):
                 "it is older or newer than this binding")
         fn.restype = restype
         fn.argtypes = argtypes
+    for name, (restype, argtypes) in C.OPTIONAL_PROTOTYPES.items():
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype = restype
+            fn.argtypes = argtypes
+
+
+def has(name):
+    """Whether the loaded library exports an optional symbol (C.OPTIONAL_PROTOTYPES)."""
+    return getattr(load(), name, None) is not None
 
 
 def load():

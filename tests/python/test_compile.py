@@ -172,3 +172,37 @@ def test_numbers_travel_exactly_as_text():
     assert decode_numbers(encode_numbers(values)) == [float(v) for v in values]
     assert decode_numbers(encode_numbers([3, -4]), int) == [3, -4]
     assert decode_numbers("") == []
+
+
+def test_evaluate_on_the_cpu(lib):
+    from fa4jit import _lib
+    if not _lib.has("fa4_mod_eval"):
+        pytest.skip("the loaded libfa4jit has no fa4_mod_eval")
+    import math
+    src = ("float score_mod(float score, int b, int h, int q_idx, int kv_idx, float cap) {\n"
+           "    return cap * tanhf(score / cap);\n}\n"
+           "bool mask_mod(int b, int h, int q_idx, int kv_idx, int window) {\n"
+           "    return q_idx >= kv_idx && q_idx - kv_idx < window;\n}\n")
+    value, d, allowed = fa4jit.evaluate(src, score=100.0, q_idx=9, kv_idx=5,
+                                        aux={"window": 3, "cap": 30.0})
+    assert abs(value - 30.0 * math.tanh(100.0 / 30.0)) < 1e-9
+    assert abs(d - (1.0 - math.tanh(100.0 / 30.0) ** 2)) < 1e-9
+    assert allowed is False  # 9 - 5 >= window
+    assert fa4jit.evaluate(src, score=1.0, q_idx=6, kv_idx=5, aux={"window": 3, "cap": 30.0})[2]
+    assert fa4jit.evaluate(None, score=2.5) == (2.5, 1.0, True)
+    with pytest.raises(fa4jit.InvalidArgumentError, match="'window'"):
+        fa4jit.evaluate(src, aux={"cap": 1.0})
+    with pytest.raises(fa4jit.ModError) as ei:
+        fa4jit.evaluate("float score_mod(float score, int b, int h, int q_idx, int kv_idx) {\n"
+                        "    return score + slope;\n}\n")
+    assert (ei.value.line, ei.value.column) == (2, 20)
+
+
+def test_aux_declaration_order_follows_the_source():
+    from fa4jit._eval import aux_declarations
+    src = ("/* float score_mod(float s, int b, int h, int q, int kv, int nope) */\n"
+           "bool mask_mod(int b, int h, int q, int kv, const int32 *doc, int w) { return true; }\n"
+           "float score_mod(float s, int b, int h, int q, int kv, float c, const half *t, int w)"
+           " { return s; }\n")
+    assert aux_declarations(src) == [("doc", True, "int32"), ("w", False, "int"),
+                                     ("c", False, "float"), ("t", True, "half")]

@@ -1,63 +1,36 @@
 """The translator's output computes what the Python function computes, on the CPU.
 
 Each Python mod is translated; the mod text is evaluated at sample points by the library's CPU
-evaluator (`fa4jit check FILE --eval b,h,q,kv,score --aux ...`, double precision) and compared
-with the Python function evaluated by torch in float64 on 0-dim tensors: the score_mod's value and
-its derivative d/dscore (torch autograd vs the mod front end's forward-mode derivative), and the
-mask_mod's verdict. Needs torch and the `fa4jit` command of the build whose library is loaded.
+evaluator (fa4_mod_eval through fa4jit.evaluate, double precision) and compared with the Python
+function evaluated by torch in float64 on 0-dim tensors: the score_mod's value and its derivative
+d/dscore (torch autograd vs the mod front end's forward-mode derivative), and the mask_mod's
+verdict. Needs torch and a library with fa4_mod_eval.
 """
-
-import os
-import re
-import shutil
-import subprocess
 
 import pytest
 
 torch = pytest.importorskip("torch", reason="the translator needs torch (torch.fx)")
 
+import fa4jit  # noqa: E402
 from fa4jit.translate import AuxTensor, translate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def cli(lib):
+def evaluator(lib):
+    """The evaluator: fa4jit.evaluate(source, aux) -> (value, d/dscore, allowed)."""
     from fa4jit import _lib
-    cand = [os.environ.get("FA4JIT_CLI"),
-            os.path.join(os.path.dirname(os.path.realpath(_lib.path())), "fa4jit"),
-            os.path.join(os.path.dirname(_lib.path()), "fa4jit"), shutil.which("fa4jit")]
-    for c in cand:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    pytest.skip("the fa4jit command (set FA4JIT_CLI) was not found beside the library")
+    if not _lib.has("fa4_mod_eval"):
+        pytest.skip("the loaded libfa4jit has no fa4_mod_eval (older than this binding)")
+    return fa4jit.evaluate
 
 
-_VALUE = re.compile(r"^score_mod\(.*\) = (\S+)", re.M)
-_DERIV = re.compile(r"^d score_mod / d score = (\S+)", re.M)
-_MASK = re.compile(r"^mask_mod\(.*\) = (true|false)", re.M)
+def _aux_dict(t):
+    return {a.name: (a.tensor if isinstance(a, AuxTensor) else a.value) for a in t.aux}
 
 
-def _aux_args(t):
-    args = []
-    for a in t.aux:
-        if isinstance(a, AuxTensor):
-            flat = a.tensor.detach().reshape(-1)
-            vals = [str(int(x)) if not a.tensor.dtype.is_floating_point else repr(float(x))
-                    for x in flat.tolist()]
-            args += ["--aux", f"{a.name}={','.join(vals)}"]
-        else:
-            args += ["--aux", f"{a.name}={a.value!r}"]
-    return args
-
-
-def _evaluate(cli, path, t, point):
+def _evaluate(evaluate, source, aux, point):
     b, h, q, kv, score = point
-    r = subprocess.run([cli, "check", path, "--eval", f"{b},{h},{q},{kv},{score!r}",
-                        *_aux_args(t)], capture_output=True, text=True)
-    assert r.returncode == 0, f"fa4jit check failed:\n{r.stderr}\n{t.source}"
-    value = float(_VALUE.search(r.stdout).group(1))
-    deriv = float(_DERIV.search(r.stdout).group(1))
-    mask = _MASK.search(r.stdout).group(1) == "true"
-    return value, deriv, mask
+    return evaluate(source, None, score=score, b=b, h=h, q_idx=q, kv_idx=kv, aux=aux)
 
 
 def _python(score_mod, mask_mod, point, derivative=True):
@@ -147,14 +120,11 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_translation_evaluates_like_python(cli, tmp_path, name):
+def test_translation_evaluates_like_python(evaluator, name):
     score_mod, mask_mod = CASES[name]
     t = translate(score_mod, mask_mod)
-    path = str(tmp_path / f"{name}.mod")
-    with open(path, "w") as f:
-        f.write(t.source)
     for point in _points(H, S):
-        got = _evaluate(cli, path, t, point)
+        got = _evaluate(evaluator, t.source, _aux_dict(t), point)
         want = _python(score_mod, mask_mod, point)
         assert got[2] == want[2], f"{name} mask at {point}: mod {got[2]}, python {want[2]}"
         # The mod computes in fp32 on the GPU; its CPU evaluator in double. torch here in
@@ -173,22 +143,19 @@ def _twins():
 
 
 @pytest.mark.parametrize("name", sorted(getattr(_twins(), "TWINS", {})) or ["(no twins)"])
-def test_twin_translation_evaluates_like_the_twin(cli, tmp_path, name):
+def test_twin_translation_evaluates_like_the_twin(evaluator, name):
     twins = _twins()
     if twins is None:
         pytest.skip("mods/twins.py not found")
     aux = twins.example_aux(name, 2, H, S)
     score_mod, mask_mod = twins.build(name, aux)
     t = translate(score_mod, mask_mod)
-    path = str(tmp_path / f"{name}.mod")
-    with open(path, "w") as f:
-        f.write(t.source)
     for point in _points(H, S, seed=1):
         if name == "t5_bias" and abs(point[3] - point[2]) in (16, 32, 64, 128):
             # int(log(n / 8) / log(16) * 8) is exactly integral here: float32 (the twin, the
             # GPU) and double (the CPU evaluator) round it to different buckets.
             continue
-        got = _evaluate(cli, path, t, point)
+        got = _evaluate(evaluator, t.source, _aux_dict(t), point)
         want = _python(score_mod, mask_mod, point)
         assert got[2] == want[2], f"{name} mask at {point}: mod {got[2]}, twin {want[2]}"
         for label, g, w in (("value", got[0], want[0]), ("d/dscore", got[1], want[1])):
@@ -197,42 +164,23 @@ def test_twin_translation_evaluates_like_the_twin(cli, tmp_path, name):
 
 
 @pytest.mark.parametrize("name", sorted(getattr(_twins(), "TWINS", {})) or ["(no twins)"])
-def test_twin_translation_agrees_with_the_shipped_mod(cli, tmp_path, name):
+def test_twin_translation_agrees_with_the_shipped_mod(evaluator, name):
     """The translation of the twin and the shipped .mod give the same numbers at the same
     points (the shipped mod evaluated with the twin's example aux values)."""
     twins = _twins()
     if twins is None:
         pytest.skip("mods/twins.py not found")
-    import fa4jit
     mods = fa4jit.shipped_mods()
     if name not in mods:
         pytest.skip(f"no shipped mod '{name}'")
     aux = twins.example_aux(name, 2, H, S)
     score_mod, mask_mod = twins.build(name, aux)
     t = translate(score_mod, mask_mod)
-    mine = str(tmp_path / "translated.mod")
-    with open(mine, "w") as f:
-        f.write(t.source)
-
-    class _Shipped:  # the shipped mod's aux list, from the twin's values by name
-        def __init__(self):
-            self.aux = []
-            for key, value in aux.items():
-                if isinstance(value, torch.Tensor):
-                    self.aux.append(AuxTensor(name=key, tensor=value, mod_dtype=""))
-                else:
-                    self.aux.append(_Scalar(key, value))
-
     for point in _points(H, S, seed=2):
-        a = _evaluate(cli, mine, t, point)
-        b = _evaluate(cli, mods[name], _Shipped(), point)
+        a = _evaluate(evaluator, t.source, _aux_dict(t), point)
+        b = _evaluate(evaluator, name, dict(aux), point)
         assert a[2] == b[2], f"{name} mask at {point}"
         assert abs(a[0] - b[0]) <= 1e-5 * max(1.0, abs(b[0])), f"{name} value at {point}"
-
-
-class _Scalar:
-    def __init__(self, name, value):
-        self.name, self.value = name, value
 
 
 # One torch operation per case, each evaluated like the cases above: the less common entries of
@@ -270,16 +218,13 @@ _NO_TORCH_DERIVATIVE = {"floor_div_float"}  # torch: "derivative for floor_divid
 
 
 @pytest.mark.parametrize("name", sorted(_OPS))
-def test_operation_table(cli, tmp_path, name):
+def test_operation_table(evaluator, name):
     fn = _OPS[name]
     t = translate(fn)
-    path = str(tmp_path / f"{name}.mod")
-    with open(path, "w") as f:
-        f.write(t.source)
     # Random scores only: at score 0 (relu, abs, maximum(s, -s), sqrt) torch and the mod's
     # forward-mode derivative pick different subgradients, which is no translation error.
     for point in _points(H, S, seed=3)[3:]:
-        got = _evaluate(cli, path, t, point)
+        got = _evaluate(evaluator, t.source, _aux_dict(t), point)
         want = _python(fn, None, point, derivative=name not in _NO_TORCH_DERIVATIVE)
         for label, g, w in (("value", got[0], want[0]), ("d/dscore", got[1], want[1])):
             if w is None:
