@@ -30,6 +30,7 @@ KERNEL_OPTIONS = {
     "sw_exp2_percent": "software exp2 on this percentage of elements (Hopper path)",
     "rescale_threshold": "conditional rescaling threshold in log2 units (negative: always)",
     "checked": "out-of-range aux reads trap instead of clamping",
+    "fast_math": "approximate tanh, exp and division in the mods (about 1e-3 relative error)",
 }
 
 
@@ -103,7 +104,7 @@ def _options(kernel_options):
             if value not in ("auto", "sm80", "sm90"):
                 raise ValueError(f"kernel_options['path'] = {value!r}: expected auto, sm80, sm90")
             out[key] = value
-        elif key in ("deterministic", "checked"):
+        elif key in ("deterministic", "checked", "fast_math"):
             out[key] = "1" if value else "0"
         elif key == "sw_exp2_percent":
             out[key] = str(int(value))
@@ -121,6 +122,8 @@ def _kernel_for(device, source, dtype, head_dim, head_dim_v, trainable, opts, ba
         flags = C.FA4_COMPILE_FWD | (C.FA4_COMPILE_BWD if backward else 0)
     if opts.get("checked") == "1":
         flags |= C.FA4_COMPILE_CHECKED
+    if opts.get("fast_math") == "1":
+        flags |= C.FA4_COMPILE_FAST_MATH
     dev = _device_key(device)
     dname = str(dtype).replace("torch.", "")
     key = (dev, source, dname, int(head_dim), int(head_dim_v), tuple(trainable), flags,
@@ -157,6 +160,8 @@ def compile(score_mod=None, mask_mod=None, dtype="bf16", head_dim=128, head_dim_
         flags |= C.FA4_COMPILE_BLOCK_MASK
     if opts.get("checked") == "1":
         flags |= C.FA4_COMPILE_CHECKED
+    if opts.get("fast_math") == "1":
+        flags |= C.FA4_COMPILE_FAST_MATH
     ctx = context("none" if arch is not None and device is None else device)
     k = ctx.compile(source=p.source, dtype=dtype, head_dim=head_dim, head_dim_v=head_dim_v or 0,
                     arch=arch, flags=flags, path=path, trainable=p.trainable,

@@ -206,3 +206,13 @@ def test_aux_declaration_order_follows_the_source():
            " { return s; }\n")
     assert aux_declarations(src) == [("doc", True, "int32"), ("w", False, "int"),
                                      ("c", False, "float"), ("t", True, "half")]
+
+
+def test_fast_math_is_a_kernel_option_and_part_of_the_key(isolated_cache):
+    src = ("float score_mod(float score, int b, int h, int q_idx, int kv_idx) "
+           "{ return 20.0 * tanhf(score / 20.0); }")
+    exact = fa4jit.compile(src, arch=ARCH, backward=False)
+    fast = fa4jit.compile(src, arch=ARCH, backward=False, kernel_options={"fast_math": True})
+    assert fast.info.flags & C.FA4_COMPILE_FAST_MATH and not exact.info.flags & \
+        C.FA4_COMPILE_FAST_MATH
+    assert fast.info.key != exact.info.key
