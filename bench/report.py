@@ -70,6 +70,8 @@ def value(r, phase):
     if st != "ok":
         return None, _short(r, st)
     bst = r.get("bwd_status")
+    if bst is None:  # a forward-only case
+        return None, "-"
     if bst == "ok" and "fwdbwd_tflops" in r:
         return r["fwdbwd_tflops"], "ok"
     return None, _short(r, bst or "?")
@@ -140,20 +142,22 @@ def merge(runs, names):
     environment kept under "runs"."""
     out = dict(runs[0])
     out["cases"] = []
-    order, by_id = [], {}
+    order, by_id, jit_by = [], {}, {}
     for i, d in enumerate(runs):
         for c in d.get("cases", []):
             c = dict(c, run=names[i])
             if c["id"] not in by_id:
                 order.append(c["id"])
             by_id[c["id"]] = c
-        if d.get("jit"):
-            out["jit"] = d["jit"]
-            out["jit_run"] = names[i]
+        for r in d.get("jit") or []:
+            jit_by[r["mod"]] = dict(r, run=names[i])
         if d.get("launch"):
             out["launch"] = d["launch"]
             out["launch_run"] = names[i]
     out["cases"] = [by_id[i] for i in order]
+    jit_order = [r["mod"] for d in runs for r in (d.get("jit") or [])]
+    out["jit"] = [jit_by[m] for m in dict.fromkeys(jit_order)]
+    attach_flex_first_calls(out)
     out["skipped"] = [s for d in runs[-1:] for s in d.get("skipped", []) if s["id"] not in by_id]
     out["runs"] = [{"file": n, "date_utc": d.get("date_utc"), "mode": d.get("mode"),
                     "argv": d.get("argv"), "elapsed_s": d.get("elapsed_s"),
@@ -203,8 +207,8 @@ def markdown(data, stem):
           f"{sb.get('clocks.sm', '?')} before / {sa.get('clocks.sm', '?')} after, "
           f"{len(r['cases'])} cases\n")
     if data.get("runs"):
-        w(f"\nJIT table from `{data.get('jit_run')}`, launch figures from "
-          f"`{data.get('launch_run')}`; each case row names the run it comes from in the JSON.\n\n")
+        w(f"\nLaunch figures from `{data.get('launch_run')}`; each case and JIT row names the run "
+          "it comes from in the JSON (a later run replaces what it measured again).\n\n")
     cfg = data.get("config", {})
     w("Method: bf16 inputs (random normal), TFLOP/s = FLOPs / median time; "
       f"{cfg.get('flops', '')}. Times are CUDA events around one call after "
@@ -275,17 +279,16 @@ def markdown(data, stem):
     jit = data.get("jit") or []
     if jit:
         w("## JIT: time to a launchable kernel (D=128, bf16)\n\n")
-        if all(r.get("method") for r in jit):
+        if any(r.get("method") for r in jit):
             w("Wall time of `Context.compile` to a launchable kernel, each measurement in a fresh "
               "process: cold = fresh cache directory (NVRTC), forward alone, and forward + "
               "backward (programs compiled in parallel threads; the slowest backward program's "
               "own NVRTC time beside it); memory hit = the same spec again in that process; disk "
               "hit = a new process on the filled directory. ")
-        else:
-            w("fa4jit.compile wall time, all in one process: cold = fresh cache directory, forward "
-              "alone, then forward + backward in another fresh directory (the forward program was "
-              "already compiled in this process then, so this column is NOT cold for the forward "
-              "program); the 'memory hit' column found the kernel released and is a disk hit. ")
+        if not all(r.get("method") for r in jit):
+            w("Rows marked * were measured all in one process (an earlier version of this "
+              "harness): their fwd+bwd column ran after the forward-only compile of the same mod, "
+              "and their 'memory hit' found the kernel released, so it is a disk hit. ")
         w("FlexAttention first call = wall time of the first torch.compile'd call of the same mod "
           "at B=8 H=16 S=4096 D=128 (trace, Inductor and Triton compiles and the run; forward "
           "alone, then forward+backward), in the benchmark process after other Flex compiles.\n\n")
@@ -301,10 +304,27 @@ def markdown(data, stem):
             fb = r.get("flex_first_fwdbwd_s")
             ffs = f"{ff * 1e3:.0f}" if ff is not None else "-"
             fbs = f"{fb * 1e3:.0f}" if fb is not None else "-"
-            w(f"| {r['mod']} | {s['cold_fwd_ms']:.0f} | {s['cold_fwdbwd_ms']:.0f} | "
+            mark = "" if r.get("method") else " *"
+            w(f"| {r['mod']}{mark} | {s['cold_fwd_ms']:.0f} | {s['cold_fwdbwd_ms']:.0f} | "
               f"{s['cold_bwd_programs_ms']:.0f} | {s['memory_hit_ms']:.3f} "
               f"({s['memory_hit_result']}) | {s['disk_hit_ms']:.2f} ({s['disk_hit_result']}) | "
               f"{ffs} | {fbs} |\n")
+        odd = []
+        for r in jit:
+            if not r.get("summary"):
+                continue
+            f1 = {p["name"]: p for p in r["cold_fwd"]["programs"]}.get("fwd")
+            f2 = {p["name"]: p for p in r["cold_fwdbwd"]["programs"]}.get("fwd")
+            if f1 and f2 and f2["compile_ms"] < 0.2 * f1["compile_ms"]:
+                odd.append(f"{r['mod']}: {f1['compile_ms']:.0f} ms alone, {f2['compile_ms']:.0f} "
+                           f"ms with {f2['registers']} registers reported inside fwd+bwd")
+        if odd:
+            w("\n**Caution**: inside the forward+backward compile the forward program reported "
+              "far less NVRTC time than the same program compiled alone (" + "; ".join(odd) +
+              "), although each measurement ran in a fresh process on a fresh cache directory. "
+              "The cause is not established (notes/bench-requests.md); until it is, read the "
+              "fwd+bwd column as the backward programs' time and a cold forward+backward as at "
+              "least max(cold fwd, slowest bwd program).\n")
         w(f"\n![jit]({stem}-jit.png)\n\n")
     la = data.get("launch")
     if la:
@@ -386,9 +406,11 @@ def targets(data):
         sm = r.get("summary")
         if not sm:
             continue
+        both = max(sm["cold_fwd_ms"], sm["cold_fwdbwd_ms"])  # see the JIT section's caution
         rows.append((f"{r['mod']}: cold compile forward <= 1.5 s, forward+backward <= 3 s",
-                     f"{sm['cold_fwd_ms'] / 1e3:.2f} s, {sm['cold_fwdbwd_ms'] / 1e3:.2f} s",
-                     sm["cold_fwd_ms"] <= 1500 and sm["cold_fwdbwd_ms"] <= 3000))
+                     f"{sm['cold_fwd_ms'] / 1e3:.2f} s, {sm['cold_fwdbwd_ms'] / 1e3:.2f} s "
+                     f"(judged on >= {both / 1e3:.2f} s)",
+                     sm["cold_fwd_ms"] <= 1500 and both <= 3000))
         rows.append((f"{r['mod']}: cache hit to a launchable kernel <= 5 ms",
                      f"disk {sm['disk_hit_ms']:.2f} ms, memory {sm['memory_hit_ms']:.3f} ms",
                      sm["disk_hit_ms"] <= 5 and sm["memory_hit_ms"] <= 5))

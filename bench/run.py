@@ -491,7 +491,10 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
             log_fn(traceback.format_exc(limit=4))
             check_fatal(r["error"])
             return
-        if not c.bwd or r.get("status") in ("wrong", "unverified"):
+        if not c.bwd:
+            r["bwd_status"] = None
+            return
+        if r.get("status") in ("wrong", "unverified"):
             return
 
         def bwd_once(runner):
