@@ -313,8 +313,8 @@ def markdown(data, stem):
         for r in jit:
             if not r.get("summary"):
                 continue
-            f1 = {p["name"]: p for p in r["cold_fwd"]["programs"]}.get("fwd")
-            f2 = {p["name"]: p for p in r["cold_fwdbwd"]["programs"]}.get("fwd")
+            f1 = {p["name"]: p for p in r.get("cold_fwd", {}).get("programs", [])}.get("fwd")
+            f2 = {p["name"]: p for p in r.get("cold_fwdbwd", {}).get("programs", [])}.get("fwd")
             if f1 and f2 and f2["compile_ms"] < 0.2 * f1["compile_ms"]:
                 odd.append(f"{r['mod']}: {f1['compile_ms']:.0f} ms alone, {f2['compile_ms']:.0f} "
                            f"ms with {f2['registers']} registers reported inside fwd+bwd")
