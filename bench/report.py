@@ -487,7 +487,7 @@ def plot_specs(data):
                           "TFLOP/s", cats, series, False, phase))
     jit = [r for r in (data.get("jit") or []) if r.get("summary")]
     if jit:
-        cats = [r["mod"] for r in jit]
+        cats = [r["mod"] + ("" if r.get("method") else " *") for r in jit]
         series = [
             ("fa4jit cold fwd", "#d62728", [r["summary"]["cold_fwd_ms"] for r in jit], None),
             ("fa4jit cold fwd+bwd", "#ff7f0e", [r["summary"]["cold_fwdbwd_ms"] for r in jit], None),
@@ -498,8 +498,10 @@ def plot_specs(data):
             ("Flex first fwd+bwd call", "#17becf",
              [(r.get("flex_first_fwdbwd_s") or 0) * 1e3 or None for r in jit], None),
         ]
+        star = "" if all(r.get("method") for r in jit) else \
+            "; * = in-process measurement (memory hit there is a disk hit)"
         specs.append(("jit", "Time to a launchable kernel per mod (D=128), ms, log scale "
-                             f"(lower is better)\n{tag}", "ms", cats, series, True, "one"))
+                             f"(lower is better){star}\n{tag}", "ms", cats, series, True, "one"))
     la = data.get("launch")
     if la:
         cats, vals = [], []
