@@ -237,7 +237,11 @@ typedef enum fa4_cache_result {
 
 #define FA4_MAX_PROGRAMS 8
 
-/* One NVRTC program of a kernel (forward, bwd_pre, bwd_main, bwd_post, block_mask). */
+/* One NVRTC program of a kernel (forward, bwd_pre, bwd_main, bwd_post, block_mask).
+ * The resource figures come from ptxas' report. On a machine with a CUDA driver, NVRTC may serve a
+ * program from the driver's compute cache without running ptxas (set CUDA_CACHE_DISABLE=1 to stop
+ * it); then registers and stack_frame are read from the loaded function where the kernel is
+ * launchable, and whatever is still unknown (always the spills) is -1. */
 typedef struct fa4_program_info {
     char name[32];
     int32_t registers;       /* per thread, of the main kernel of the program */

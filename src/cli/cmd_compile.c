@@ -170,10 +170,23 @@ static int compile_one(fa4_ctx *ctx, const opts *o, const char *path, int first)
             char spill[32], smem[40];
             snprintf(spill, sizeof spill, "%d/%d", p->spill_stores, p->spill_loads);
             snprintf(smem, sizeof smem, "%d/%d", p->shared_static, p->shared_dynamic);
-            printf("    %-12s %5d %12s %18s %11.1f%s\n", p->name, p->registers, spill, smem,
+            char regs[16];
+            if (p->registers >= 0)
+                snprintf(regs, sizeof regs, "%d", p->registers);
+            else
+                snprintf(regs, sizeof regs, "?");
+            if (p->spill_stores < 0)
+                snprintf(spill, sizeof spill, "?");
+            printf("    %-12s %5s %12s %18s %11.1f%s\n", p->name, regs, spill, smem,
                    p->compile_ms, p->wgmma_serialized ? "  WGMMA SERIALIZED" : "");
         }
     }
+    int unknown = 0;
+    for (int i = 0; i < info.num_programs; i++)
+        unknown |= info.programs[i].spill_stores < 0;
+    if (unknown && !o->json)
+        printf("    ?: NVRTC took these programs from the CUDA compute cache, so ptxas gave no "
+               "report;\n       run with CUDA_CACHE_DISABLE=1 for registers and spills\n");
     for (int i = 0; i < info.num_programs && (o->out_dir || o->dump); i++) {
         char file[1024];
         if (o->out_dir) {

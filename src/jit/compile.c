@@ -432,6 +432,7 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
     for (int i = 0; i < n; i++) {
         fa4__program *pg = &k->programs[i];
         snprintf(pg->name, sizeof pg->name, "%s", jobs[i].name);
+        snprintf(pg->function, sizeof pg->function, "%s", jobs[i].function ? jobs[i].function : "");
         pg->cubin = jobs[i].cubin;
         pg->cubin_size = jobs[i].cubin_size;
         jobs[i].cubin = NULL;
@@ -530,6 +531,10 @@ static int from_entry(const fa4__cache_entry *e, fa4_kernel *k)
                    &i->wgmma_serialized, &i->compile_ms) != 9)
             return -1;
         memcpy(i->name, p->name, sizeof i->name);
+        const fa4__path_ops *ops = fa4__path_for(k->path);
+        for (int d = 0; ops && d < ops->num_programs; d++)
+            if (!strcmp(ops->programs[d].name, p->name) && ops->programs[d].function)
+                snprintf(p->function, sizeof p->function, "%s", ops->programs[d].function);
         i->compile_ms = 0; /* nothing was compiled for this kernel */
         const fa4__cache_blob *b = NULL;
         for (int j = 0; j < e->num_blobs; j++)
@@ -549,6 +554,24 @@ static int from_entry(const fa4__cache_entry *e, fa4_kernel *k)
     return n > 0 ? 0 : -1;
 }
 
+/* Figures ptxas did not report (an NVRTC compute-cache hit) read off the loaded function. */
+static void query_resources(fa4_ctx *ctx, fa4__program *p)
+{
+    if (p->info.registers >= 0 || !p->module)
+        return;
+    const char *fn = p->function;
+    CUfunction f = NULL;
+    if (!fn[0] || ctx->cu->moduleGetFunction(&f, p->module, fn) != CUDA_SUCCESS)
+        return;
+    int v = 0;
+    if (ctx->cu->funcGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS)
+        p->info.registers = v;
+    if (ctx->cu->funcGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) == CUDA_SUCCESS)
+        p->info.stack_frame = v;
+    if (ctx->cu->funcGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS)
+        p->info.shared_static = v;
+}
+
 /* Load every program on the ctx's device. */
 static fa4_status load_programs(fa4_ctx *ctx, fa4_kernel *k)
 {
@@ -564,6 +587,7 @@ static fa4_status load_programs(fa4_ctx *ctx, fa4_kernel *k)
             snprintf(what, sizeof what, "cuModuleLoadData(%s)", k->programs[i].name);
             return fa4__cu_error(ctx, FA4_ERR_MODULE_LOAD, cr, what);
         }
+        query_resources(ctx, &k->programs[i]);
     }
     return FA4_OK;
 }

@@ -161,7 +161,14 @@ static void *run_job(void *arg)
     job->cubin_size = n;
     job->status = FA4_OK;
     snprintf(job->info.name, sizeof job->info.name, "%s", job->name);
-    fa4__ptxas_parse(job->log, job->function, &job->info);
+    if (job->log && strstr(job->log, "Compiling entry function")) {
+        fa4__ptxas_parse(job->log, job->function, &job->info);
+    } else {
+        /* NVRTC served the cubin from the CUDA compute cache: ptxas did not run, so there is no
+         * report; unknown, not zero (a zero would hide spills). */
+        job->info.registers = job->info.spill_stores = job->info.spill_loads = -1;
+        job->info.stack_frame = job->info.shared_static = -1;
+    }
     job->info.cubin_size = n;
 
     /* out: the program object is destroyed on every path */

@@ -64,6 +64,7 @@ void fa4__ctx_pop(fa4_ctx *ctx);
 /* --------------------------------------------------------------------------------------- kernel */
 typedef struct fa4__program {
     char name[32];               /* "fwd", "bwd_pre", "bwd_main", "bwd_post", "block_mask" */
+    char function[64];           /* its main __global__ function (resource queries) */
     uint8_t *cubin;
     size_t cubin_size;
     char *source;                /* generated main source (misses only), for --dump-source */
