@@ -1,0 +1,87 @@
+/*
+ * bwd_config.cuh - geometry of the sm90 backward main program (bwd_main.cu), in one place with the
+ * checks that keep it legal, plus its shared-memory map and mbarriers. The head dims, panel layout
+ * and register split come from sm90/config.cuh (the forward's), the rest is the backward's own:
+ *   a CTA holds kBN = 128 keys of one (batch, kv head): K and V resident (loaded once by TMA);
+ *   3 warpgroups: warpgroup 0 the producer (one warp streams Q, dO, lse2 and dpsum of kBM = 64
+ *   query rows per step through a kBStages ring), warpgroups 1 and 2 the consumers, 64 keys each
+ *   (their dK and dV rows live in their registers for the whole walk);
+ *   dS goes through shared memory (double-buffered, [query][key] in the 128-byte swizzle) for dQ.
+ * Every shared tile is a set of 64-column panels of 128-byte rows in TMA's 128-byte swizzle, the
+ * layout the wgmma descriptors describe. Only padded head dims up to 128 fit the register plan
+ * (dK + dV + S + dP per consumer thread); larger heads stay on the sm80 backward.
+ * The host launcher (see notes/sm90-bwd.md) must mirror kBN, kBM, kBThreads and kBSmemBytes.
+ */
+#ifndef FA4_SM90_BWD_CONFIG_CUH
+#define FA4_SM90_BWD_CONFIG_CUH
+
+constexpr int kBN = 128;        /* keys per CTA (the stationary block) */
+constexpr int kBM = 64;         /* query rows per step */
+constexpr int kBWgKeys = 64;    /* keys per consumer warpgroup */
+constexpr int kBThreads = 384;
+#ifndef FA4_SM90_BWD_PRODUCER_REGS
+#define FA4_SM90_BWD_PRODUCER_REGS 40
+#endif
+/* The producer walks the block-mask lists and copies lse2/dpsum: more than the forward's 24. */
+constexpr int kBProducerRegs = FA4_SM90_BWD_PRODUCER_REGS;
+constexpr int kBConsumerRegs = (65536 / 128 - kBProducerRegs) / 2 / 8 * 8;
+
+constexpr int kBKBytes = kBN * kDp * 2;
+constexpr int kBVBytes = kBN * kDvp * 2;
+constexpr int kBQBytes = kBM * kDp * 2;
+constexpr int kBDoBytes = kBM * kDvp * 2;
+constexpr int kBDsBytes = kBM * kBN * 2;      /* one dS buffer: 2 panels of 64 keys */
+constexpr int kBRowBytes = 2 * kBM * 4;       /* lse2 and dpsum of one step */
+constexpr int kBStageBytes = kBQBytes + kBDoBytes;
+constexpr int kBFixed = 1024 + kBKBytes + kBVBytes + 2 * kBDsBytes + 512; /* slack, K, V, dS x2, barriers */
+#ifndef FA4_SM90_BWD_STAGES
+constexpr int kBStages = kBFixed + 3 * (kBStageBytes + kBRowBytes) <= 227 * 1024 ? 3 : 2;
+#else
+constexpr int kBStages = FA4_SM90_BWD_STAGES;
+#endif
+constexpr int kBSmemBytes = kBFixed + kBStages * (kBStageBytes + kBRowBytes);
+
+/* dQ = dS K: with two panels of head dim each consumer warpgroup takes one (N = 64); with one,
+ * warpgroup 0 takes it alone. */
+constexpr int kBDqN = 64;
+constexpr int kBDqWgs = kDp / 64;
+
+static_assert(kDp <= 128 && kDvp <= 128, "the sm90 backward keeps dK, dV in registers: head dims up to 128");
+static_assert(kBDqWgs == 1 || kBDqWgs == 2, "dQ is split over at most the two consumer warpgroups");
+static_assert(kBSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
+static_assert(kBProducerRegs * 128 + 2 * kBConsumerRegs * 128 <= 65536, "register file");
+static_assert(kBM % 16 == 0 && kBN == 2 * kBWgKeys, "tile shape");
+
+/* Shared-memory map, from the 1024-byte aligned base. */
+struct fa4_bwd_smem {
+    unsigned base;
+    __device__ __forceinline__ unsigned k() const { return base; }
+    __device__ __forceinline__ unsigned v() const { return base + kBKBytes; }
+    __device__ __forceinline__ unsigned ds(int buf) const { return base + kBKBytes + kBVBytes + buf * kBDsBytes; }
+    __device__ __forceinline__ unsigned q(int s) const
+    {
+        return base + kBKBytes + kBVBytes + 2 * kBDsBytes + s * kBStageBytes;
+    }
+    __device__ __forceinline__ unsigned dout(int s) const { return q(s) + kBQBytes; }
+    __device__ __forceinline__ unsigned rows(int s) const /* lse2[kBM] then dpsum[kBM] */
+    {
+        return base + kBKBytes + kBVBytes + 2 * kBDsBytes + kBStages * kBStageBytes + s * kBRowBytes;
+    }
+    /* mbarriers, 8 bytes each: K+V full, then per stage full, empty */
+    __device__ __forceinline__ unsigned bar_kv() const
+    {
+        return base + kBKBytes + kBVBytes + 2 * kBDsBytes + kBStages * (kBStageBytes + kBRowBytes);
+    }
+    __device__ __forceinline__ unsigned bar_full(int s) const { return bar_kv() + 8u * (1u + (unsigned)s); }
+    __device__ __forceinline__ unsigned bar_empty(int s) const
+    {
+        return bar_kv() + 8u * (1u + kBStages + (unsigned)s);
+    }
+};
+static_assert(8 * (1 + 2 * 3) <= 512, "barrier space");
+
+/* A stage is full when the producer warp's 32 lanes stored lse2/dpsum and arrived, and lane 0's
+ * expect_tx arrival saw Q and dO land: 33 arrivals. It is empty when every consumer warp (8) let go. */
+constexpr unsigned kBFullArrivals = 33, kBEmptyArrivals = 8;
+
+#endif /* FA4_SM90_BWD_CONFIG_CUH */

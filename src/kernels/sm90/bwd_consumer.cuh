@@ -1,0 +1,259 @@
+/*
+ * bwd_consumer.cuh - one step of a consumer warpgroup of the sm90 backward: its 64 keys against one
+ * tile of kBM query rows. Everything is computed transposed (swapAB), keys as the wgmma M dimension,
+ * so the probabilities and dS come out of the accumulators in the A-operand layout of the RS-wgmmas
+ * that consume them:
+ *   S^T = K Q^T, dP^T = V dO^T              SS-wgmma (K, V resident; Q, dO from the ring)
+ *   P^T = exp2(score_mod(scale S) log2e - lse2), masked; dS^T = P^T (dP^T - dpsum) d score_mod/d score
+ *   trainable aux: fa4_score_mod_aux_grad(.., P (dP - dpsum)) per element (as the sm80 kernel)
+ *   dV += P^T dO, dK += dS^T Q              RS-wgmma, P^T / dS^T from registers, dO / Q N-major
+ *   dS -> shared memory ([query][key], stmatrix.trans), both warpgroups meet on named barrier 1
+ *   dQ[:, panel cw] = dS K[:, panel cw]     SS-wgmma, K N-major; fp32 reduction into the workspace
+ *                                           (plain stores into this kv tile's slot when deterministic)
+ * The fragment layout is mma.sync's: chunk c of an accumulator holds rows g, g+8 and columns
+ * 8c+2t, 8c+2t+1 (g = lane/4, t = lane%4); rows are keys here, columns queries.
+ */
+#ifndef FA4_SM90_BWD_CONSUMER_CUH
+#define FA4_SM90_BWD_CONSUMER_CUH
+
+template <int R> __device__ __forceinline__ void fa4_bwd_fence_u(unsigned (&a)[R][4])
+{
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+        asm volatile("" : "+r"(a[i][0]), "+r"(a[i][1]), "+r"(a[i][2]), "+r"(a[i][3])::"memory");
+}
+
+/* The two consumer warpgroups (256 threads) on named barrier 1. */
+__device__ __forceinline__ void fa4_bwd_consumers_sync(void)
+{
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+}
+
+/* Generic-proxy shared stores (stmatrix) made visible to the async proxy (wgmma reads). */
+__device__ __forceinline__ void fa4_bwd_fence_async_smem(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* Four 8x8 16-bit matrices, each stored transposed: lane 8i+j gives the address of row j of
+ * matrix i in memory, which receives column j of the fragment. */
+__device__ __forceinline__ void fa4_bwd_stsm_x4_t(unsigned addr, const unsigned (&r)[4])
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+                 "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
+
+__device__ __forceinline__ void fa4_bwd_lds2(unsigned addr, float &x, float &y)
+{
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(x), "=f"(y) : "r"(addr));
+}
+
+struct fa4_bwd_consumer {
+    const fa4_params &p;
+    const fa4_aux &aux;
+    fa4_bwd_smem sm;
+    int b, cw, warp, lane;
+    int n0;             /* first key of the CTA */
+    int len_q, len_k;
+    long long ws_row;
+    float *dq_base;     /* this CTA's dQ slot */
+
+    /* S^T (keys x queries) and dP^T for stage s. */
+    __device__ __forceinline__ void issue_s_dp(float (&sc)[kBM / 8][4], float (&dp)[kBM / 8][4], int s) const
+    {
+        const unsigned a_rows = cw * kBWgKeys * kPanelBytes;
+#pragma unroll
+        for (int kk = 0; kk < kD / 16; ++kk) {
+            const unsigned long long da =
+                fa4_desc_sw128(sm.k() + (kk / 4) * kBN * kPanelBytes + a_rows + (kk % 4) * 32, 16, 1024);
+            const unsigned long long db =
+                fa4_desc_sw128(sm.q(s) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+            fa4_wgmma<kBM>::ss(sc, da, db, kk > 0);
+        }
+        fa4_wgmma_commit();
+#pragma unroll
+        for (int kk = 0; kk < kDv / 16; ++kk) {
+            const unsigned long long da =
+                fa4_desc_sw128(sm.v() + (kk / 4) * kBN * kPanelBytes + a_rows + (kk % 4) * 32, 16, 1024);
+            const unsigned long long db =
+                fa4_desc_sw128(sm.dout(s) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+            fa4_wgmma<kBM>::ss(dp, da, db, kk > 0);
+        }
+        fa4_wgmma_commit();
+    }
+
+    /* dV += P^T dO, dK += dS^T Q (one commit group). */
+    __device__ __forceinline__ void issue_dkv(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4],
+                                              const unsigned (&pp)[kBM / 16][4], const unsigned (&pds)[kBM / 16][4],
+                                              int s) const
+    {
+#pragma unroll
+        for (int kk = 0; kk < kBM / 16; ++kk)
+            fa4_wgmma<kDvp>::rs(dv, pp[kk],
+                                fa4_desc_sw128(sm.dout(s) + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
+#pragma unroll
+        for (int kk = 0; kk < kBM / 16; ++kk)
+            fa4_wgmma<kDp>::rs(dk, pds[kk],
+                               fa4_desc_sw128(sm.q(s) + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
+        fa4_wgmma_commit();
+    }
+
+    /* dQ[:, 64 cw ..] = dS K over the CTA's kBN keys. */
+    __device__ __forceinline__ void issue_dq(float (&dq)[kBDqN / 8][4], int buf) const
+    {
+#pragma unroll
+        for (int kk = 0; kk < kBN / 16; ++kk) {
+            const unsigned long long da =
+                fa4_desc_sw128(sm.ds(buf) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+            const unsigned long long db = fa4_desc_sw128(
+                sm.k() + cw * kBN * kPanelBytes + kk * 16 * kPanelBytes, kBN * kPanelBytes, 1024);
+            fa4_bwd_wgmma_ss_tb<kBDqN>(dq, da, db, kk > 0);
+        }
+        fa4_wgmma_commit();
+    }
+
+    /* P^T and dS^T from the accumulators, packed to 16 bits as RS-wgmma A operands. kCheck: apply
+     * the sequence bounds and mask_mod (tiles on an edge or in a partial block). */
+    template <bool kCheck>
+    __device__ __forceinline__ void grads(const float (&sc)[kBM / 8][4], const float (&dp)[kBM / 8][4],
+                                          unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4], int s,
+                                          int h, int m0, bool full) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
+#pragma unroll
+        for (int c = 0; c < kBM / 8; ++c) {
+            float l2[2], dps[2];
+            fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
+            fa4_bwd_lds2(sm.rows(s) + kBM * 4 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
+            float pr[4], ds[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int ki = key0 + (e >= 2 ? 8 : 0);
+                const int qi = m0 + 8 * c + 2 * t + (e & 1);
+                const float xs = sc[c][e] * p.scale;
+                float x = xs, dmod = 1.f;
+                bool ok = true;
+                if (kCheck)
+                    ok = fa4_allowed(p, aux, b, h, qi, ki, len_q, len_k, full);
+#if FA4_HAS_SCORE_MOD
+                if (ok)
+                    x = fa4_score_mod_fwd_deriv(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux,
+                                                &dmod);
+#endif
+                const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
+                const float d = pv * (dp[c][e] - dps[e & 1]);
+#if FA4_HAS_TRAINABLE_AUX
+                if (ok)
+                    fa4_score_mod_aux_grad(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, d);
+#endif
+                pr[e] = pv;
+                ds[e] = ok ? d * dmod : 0.f;
+            }
+            /* chunk c is half of A-operand block c/2: columns 0-7 (regs 0, 1) or 8-15 (regs 2, 3) */
+            const int kk = c / 2, hi = (c & 1) * 2;
+            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
+            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
+            pds[kk][hi] = fa4_pack2(ds[0], ds[1]);
+            pds[kk][hi + 1] = fa4_pack2(ds[2], ds[3]);
+            /* one chunk at a time: keeps the compiler from hoisting every chunk's index and mod work
+             * ahead of the first (as the forward's score stage) */
+            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+r"(pds[kk][hi]), "+r"(pds[kk][hi + 1])::"memory");
+        }
+    }
+
+    /* dS^T fragment -> dS[query][key] in buffer buf (128-byte swizzle, panel = key / 64). */
+    __device__ __forceinline__ void store_ds(const unsigned (&pds)[kBM / 16][4], int buf) const
+    {
+        const int i = lane >> 3, j = lane & 7;
+        const int kin = warp * 16 + (i & 1) * 8; /* key within this warpgroup's panel */
+        const unsigned panel = sm.ds(buf) + cw * kBM * kPanelBytes;
+#pragma unroll
+        for (int kk = 0; kk < kBM / 16; ++kk) {
+            const int q = kk * 16 + (i >> 1) * 8 + j;
+            fa4_bwd_stsm_x4_t(panel + q * kPanelBytes + (((kin >> 3) ^ (q & 7)) << 4), pds[kk]);
+        }
+    }
+
+    /* dQ partial of this step into the workspace (fp32). */
+    __device__ __forceinline__ void write_dq(const float (&dq)[kBDqN / 8][4], int h, int m0) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        float *dqh = dq_base + ((long long)h * p.ws_rows + ws_row) * kD;
+#pragma unroll
+        for (int i = 0; i < kBDqN / 8; ++i) {
+            /* lanes t and t^1 swap halves so each holds 4 consecutive columns of one row */
+            const bool odd = t & 1;
+            const float r0 = __shfl_xor_sync(0xffffffffu, odd ? dq[i][0] : dq[i][2], 1);
+            const float r1 = __shfl_xor_sync(0xffffffffu, odd ? dq[i][1] : dq[i][3], 1);
+            const float v0 = odd ? r0 : dq[i][0], v1 = odd ? r1 : dq[i][1];
+            const float v2 = odd ? dq[i][2] : r0, v3 = odd ? dq[i][3] : r1;
+            const int qi = m0 + warp * 16 + g + (odd ? 8 : 0);
+            const int col = cw * kBDqN + i * 8 + 2 * (t & 2);
+            if (qi < len_q && col < kD) {
+                float *dst = dqh + (long long)qi * kD + col;
+                if (p.deterministic) {
+                    *(float4 *)dst = make_float4(v0, v1, v2, v3);
+                } else {
+                    fa4_red_add4(dst, v0, v1, v2, v3);
+                }
+            }
+        }
+    }
+
+    /* One step: stage s (ring phase ph), dS buffer buf, query tile (h, m0). */
+    __device__ __forceinline__ void step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
+                                         int buf, int h, int m0, bool full) const
+    {
+        unsigned pp[kBM / 16][4], pds[kBM / 16][4];
+        {
+            float sc[kBM / 8][4], dp[kBM / 8][4];
+            fa4_mbar_wait(sm.bar_full(s), ph);
+            fa4_wgmma_fence();
+            issue_s_dp(sc, dp, s);
+            fa4_wgmma_wait<0>();
+            fa4_reg_fence(sc);
+            fa4_reg_fence(dp);
+            const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
+            if (inside)
+                grads<false>(sc, dp, pp, pds, s, h, m0, full);
+            else
+                grads<true>(sc, dp, pp, pds, s, h, m0, full);
+        }
+        store_ds(pds, buf);
+        fa4_bwd_fence_async_smem();
+        fa4_reg_fence(dk);
+        fa4_reg_fence(dv);
+        fa4_bwd_fence_u(pp);
+        fa4_bwd_fence_u(pds);
+        fa4_wgmma_fence();
+        issue_dkv(dk, dv, pp, pds, s);
+        fa4_bwd_consumers_sync(); /* both halves of dS are in shared memory */
+        if (cw < kBDqWgs) {
+            float dq[kBDqN / 8][4];
+            fa4_wgmma_fence();
+            issue_dq(dq, buf);
+            fa4_wgmma_wait<1>();
+            fa4_reg_fence(dk);
+            fa4_reg_fence(dv);
+            fa4_bwd_fence_u(pp);
+            fa4_bwd_fence_u(pds);
+            if (lane == 0)
+                fa4_mbar_arrive(sm.bar_empty(s));
+            fa4_wgmma_wait<0>();
+            fa4_reg_fence(dq);
+            write_dq(dq, h, m0);
+        } else {
+            fa4_wgmma_wait<0>();
+            fa4_reg_fence(dk);
+            fa4_reg_fence(dv);
+            fa4_bwd_fence_u(pp);
+            fa4_bwd_fence_u(pds);
+            if (lane == 0)
+                fa4_mbar_arrive(sm.bar_empty(s));
+        }
+    }
+};
+
+#endif /* FA4_SM90_BWD_CONSUMER_CUH */

@@ -1,0 +1,161 @@
+/*
+ * bwd_main.cu - the sm90 (Hopper, sm_90a) main backward program, KV-stationary: a CTA owns kBN = 128
+ * keys of one (batch, kv head), keeps K and V in shared memory and dK, dV in registers, and walks
+ * every query head of its GQA group and every query tile of kBM = 64 rows that the block mask (or
+ * the dense sequence) pairs with its keys (bwd_schedule.cuh). It replaces only sm80/bwd_main.cu:
+ * sm80/bwd_pre.cu (dpsum, lse2) and sm80/bwd_post.cu (dQ scale and convert, deterministic slot sum)
+ * run unchanged around it, over the same workspace (dq_accum [slots][hq][ws_rows][d] fp32).
+ *
+ * Grid: (ceil(seqlen_k / kBN), hkv, batch), kBThreads = 384 threads in 3 warpgroups:
+ *   warpgroup 0, the producer (registers cut to kBProducerRegs): warp 0 only. Lane 0 loads K and V
+ *     once, then per step Q and dO of the tile into a kBStages ring (TMA, tensor maps of 64-column
+ *     boxes, kBM rows for Q/dO and kBN rows for K/V, 128-byte swizzle); its 32 lanes copy the
+ *     tile's lse2 and dpsum rows next to them (+inf / 0 past the sequence) and arrive.
+ *   warpgroups 1, 2, the consumers (registers raised to kBConsumerRegs), 64 keys each: the step of
+ *     bwd_consumer.cuh, then the epilogue: dK (times the softmax scale) and dV from registers.
+ * dQ goes into the workspace with fp32 vector reductions from the consumers, or plain stores into
+ * the CTA's own slot (n_tile, in units of kBN keys) in deterministic mode: the host's sm80 layout
+ * has cdiv(seqlen_k, 64) slots, so slots past cdiv(seqlen_k, kBN) stay zero and bwd_post's ordered
+ * sum is unchanged.
+ *
+ * Supported: bf16 and fp16; head dims with padded D, Dv <= 128 (64 and 128 compile-checked);
+ * strides as the sm90 forward (multiples of 16 bytes, TMA); GQA/MQA; varlen via cu_seqlens; q/kv
+ * offsets; score_mod with its derivative, mask_mod, trainable aux (per-element mod atomics, as sm80);
+ * block masks with q_block a multiple of 64 and kv_block a multiple of 128.
+ * STATUS: compiled and resource-checked only (no GPU run yet); see notes/sm90-bwd.md.
+ * Not yet: dQ by TMA bulk reduce-add from a dedicated warp, aux gradients reduced in shared memory,
+ * overlap of one step's dQ with the next step's S/dP (intra-warpgroup pipelining), persistent grid, PDL.
+ */
+#include "fa4_mod.cuh"
+#include "common/params.h"
+#include "common/ptx.cuh"
+#include "sm80/scheduler.cuh"
+#include "sm80/mask.cuh"
+#include "sm90/config.cuh"
+#include "sm90/ptx90.cuh"
+#include "sm90/wgmma.cuh"
+#include "sm90/bwd_wgmma.cuh"
+#include "sm90/bwd_config.cuh"
+#include "sm90/bwd_schedule.cuh"
+#include "sm90/bwd_consumer.cuh"
+
+__device__ __forceinline__ void fa4_bwd_sts(unsigned addr, float x)
+{
+    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(x) : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(kBThreads, 1)
+    fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
+                      const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
+                      const __grid_constant__ fa4_tmap tm_do)
+{
+    extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
+    const fa4_bwd_smem sm = {(fa4_smem_addr(fa4_smem) + 1023u) & ~1023u};
+    const int n_tile = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+    const int tid = threadIdx.x;
+    const fa4_seq seq = fa4_seq_info(p, b);
+    const int n0 = n_tile * kBN;
+    if (n0 >= seq.len_k)
+        return; /* uniform over the CTA: before any barrier */
+
+    if (tid == 0) {
+        fa4_mbar_init(sm.bar_kv(), 1);
+#pragma unroll
+        for (int s = 0; s < kBStages; ++s) {
+            fa4_mbar_init(sm.bar_full(s), kBFullArrivals);
+            fa4_mbar_init(sm.bar_empty(s), kBEmptyArrivals);
+        }
+        fa4_mbar_init_fence();
+    }
+    __syncthreads();
+
+    const int wg = tid >> 7;
+    if (wg == 0) {
+        /* ------------------------------------------------------------------- producer */
+        fa4_regs_dec<kBProducerRegs>();
+        if (tid >= 32)
+            return;
+        const int lane = tid;
+        const int kb = p.cu_seqlens_k ? 0 : b, qb = p.cu_seqlens_q ? 0 : b;
+        if (lane == 0) {
+            fa4_tma_prefetch(&tm_q);
+            fa4_tma_prefetch(&tm_k);
+            fa4_tma_prefetch(&tm_v);
+            fa4_tma_prefetch(&tm_do);
+            const int krow = (int)seq.row_k + n0;
+            fa4_mbar_expect_tx(sm.bar_kv(), kBKBytes + kBVBytes);
+#pragma unroll
+            for (int c = 0; c < kDp / 64; ++c)
+                fa4_tma_load_4d(sm.k() + c * kBN * kPanelBytes, &tm_k, sm.bar_kv(), c * 64, krow, hk, kb);
+#pragma unroll
+            for (int c = 0; c < kDvp / 64; ++c)
+                fa4_tma_load_4d(sm.v() + c * kBN * kPanelBytes, &tm_v, sm.bar_kv(), c * 64, krow, hk, kb);
+        }
+        fa4_bwd_walk w;
+        w.start(p, b, hk, n_tile, seq.len_q);
+        for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it) {
+            const int s = it % kBStages;
+            if (it >= kBStages)
+                fa4_mbar_wait(sm.bar_empty(s), (unsigned)((it / kBStages) - 1) & 1u);
+            if (lane == 0) {
+                const int qrow = (int)seq.row_q + w.m0;
+                fa4_mbar_expect_tx(sm.bar_full(s), kBQBytes + kBDoBytes);
+#pragma unroll
+                for (int c = 0; c < kDp / 64; ++c)
+                    fa4_tma_load_4d(sm.q(s) + c * kBM * kPanelBytes, &tm_q, sm.bar_full(s), c * 64, qrow, w.h, qb);
+#pragma unroll
+                for (int c = 0; c < kDvp / 64; ++c)
+                    fa4_tma_load_4d(sm.dout(s) + c * kBM * kPanelBytes, &tm_do, sm.bar_full(s), c * 64, qrow, w.h,
+                                    qb);
+            }
+            const long long ws = (long long)w.h * p.ws_rows + seq.ws_row + w.m0;
+#pragma unroll
+            for (int r = lane; r < kBM; r += 32) {
+                const bool ok = w.m0 + r < seq.len_q;
+                fa4_bwd_sts(sm.rows(s) + r * 4, ok ? p.lse2[ws + r] : FA4_INF);
+                fa4_bwd_sts(sm.rows(s) + kBM * 4 + r * 4, ok ? p.dpsum[ws + r] : 0.f);
+            }
+            fa4_mbar_arrive(sm.bar_full(s));
+        }
+    } else {
+        /* ------------------------------------------------------------------- consumers */
+        fa4_regs_inc<kBConsumerRegs>();
+        const int cw = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+        float dk[kDp / 8][4], dv[kDvp / 8][4];
+#pragma unroll
+        for (int i = 0; i < kDp / 8; ++i)
+            dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = 0.f;
+#pragma unroll
+        for (int i = 0; i < kDvp / 8; ++i)
+            dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
+        float *dq_base = p.dq_accum + (p.deterministic ? (long long)n_tile * p.hq * p.ws_rows * kD : 0);
+        const fa4_bwd_consumer c = {p, aux, sm, b, cw, warp, lane, n0, seq.len_q, seq.len_k, seq.ws_row, dq_base};
+
+        fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
+        fa4_bwd_walk w;
+        w.start(p, b, hk, n_tile, seq.len_q);
+        for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it)
+            c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it & 1, w.h, w.m0, w.full);
+
+        /* epilogue: dK (scaled) and dV of the keys inside the sequence */
+        const int g = lane >> 2, t = lane & 3;
+        fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;
+        fa4_elem *gdV = (fa4_elem *)p.dv.data + b * p.dv.sb + hk * p.dv.sh + (seq.row_k + n0) * p.dv.ss;
+#pragma unroll
+        for (int r2 = 0; r2 < 2; ++r2) {
+            const int r = cw * kBWgKeys + warp * 16 + g + 8 * r2;
+            if (n0 + r < seq.len_k) {
+#pragma unroll
+                for (int i = 0; i < kDp / 8; ++i)
+                    if (i * 8 < kD)
+                        *(unsigned *)(gdK + (long long)r * p.dk.ss + i * 8 + 2 * t) =
+                            fa4_pack2(dk[i][2 * r2] * p.scale, dk[i][2 * r2 + 1] * p.scale);
+#pragma unroll
+                for (int i = 0; i < kDvp / 8; ++i)
+                    if (i * 8 < kDv)
+                        *(unsigned *)(gdV + (long long)r * p.dv.ss + i * 8 + 2 * t) =
+                            fa4_pack2(dv[i][2 * r2], dv[i][2 * r2 + 1]);
+            }
+        }
+    }
+}

@@ -1,0 +1,246 @@
+/*
+ * bwd_compile_check.c - deviceless compile check of the sm90 backward main program
+ * (src/kernels/sm90/bwd_main.cu, not yet wired into path_sm90.c): compiles fa4_sm90_bwd_main for
+ * sm_90a with NVRTC through the library's own machinery (the embedded kernel sources, the mod front
+ * end's emitted fa4_mod.cuh, the options of compile.c's compile_programs) for D 64 and 128, bf16 and
+ * fp16, with no mod, alibi (score_mod), causal (mask_mod), softcap_causal (both) and rel_bias with a
+ * trainable table, and fails on any spill, stack frame, serialized wgmma (C7520) or other ptxas
+ * warning. Prints one resource line per variant.
+ * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose]
+ * Exit status: 0 all clean, 1 a variant failed, 77 skipped (no NVRTC).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler.h"
+#include "internal.h"
+#include "mod/mod.h"
+
+#ifndef FA4_TEST_SOURCE_DIR
+#define FA4_TEST_SOURCE_DIR "."
+#endif
+
+static const char plain_header[] =
+    "/* fa4_mod.cuh: plain attention (no mod source) */\n"
+    "#define FA4_HAS_SCORE_MOD 0\n#define FA4_HAS_MASK_MOD 0\n#define FA4_NUM_AUX 0\n"
+    "#define FA4_HAS_TRAINABLE_AUX 0\n"
+    "struct fa4_aux { int fa4_unused_; };\n"
+    "__device__ __forceinline__ float fa4_score_mod(float score, int, int, int, int, "
+    "const fa4_aux &) { return score; }\n"
+    "__device__ __forceinline__ bool fa4_mask_mod(int, int, int, int, const fa4_aux &) "
+    "{ return true; }\n"
+    "__device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int, int, int, int, "
+    "const fa4_aux &, float *dscore) { *dscore = 1.0f; return score; }\n"
+    "__device__ __forceinline__ void fa4_score_mod_aux_grad(float, int, int, int, int, "
+    "const fa4_aux &, float) {}\n";
+
+typedef struct variant {
+    const char *mod;       /* file under mods/ without ".mod"; NULL: plain */
+    const char *trainable; /* aux name to mark trainable, or NULL */
+} variant;
+
+static const variant variants[] = {
+    {NULL, NULL}, {"alibi", NULL}, {"causal", NULL}, {"softcap_causal", NULL}, {"rel_bias", "bias"},
+};
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+    if (!f)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+        goto out;
+    buf = malloc((size_t)n + 1);
+    if (!buf)
+        goto out;
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+        goto out;
+    }
+    buf[n] = '\0';
+    *len = (size_t)n;
+    /* out: the file is closed on every path */
+out:
+    fclose(f);
+    return buf;
+}
+
+/* The emitted fa4_mod.cuh of a shipped mod (malloc'd), or NULL with a message on stderr. */
+static char *mod_header(const char *dir, const variant *v)
+{
+    char path[1024];
+    size_t len = 0;
+    char *src, *text = NULL;
+    fa4__mod *m = NULL;
+    fa4__diag diag;
+    snprintf(path, sizeof path, "%s/%s.mod", dir, v->mod);
+    src = read_file(path, &len);
+    if (!src) {
+        fprintf(stderr, "cannot read %s\n", path);
+        return NULL;
+    }
+    memset(&diag, 0, sizeof diag);
+    if (fa4__mod_parse(src, len, path, &m, &diag) != FA4_OK) {
+        fprintf(stderr, "%s: %s\n", path, diag.message);
+        goto out;
+    }
+    if (v->trainable && fa4__mod_set_trainable(m, &v->trainable, 1, &diag) != FA4_OK) {
+        fprintf(stderr, "%s: %s\n", path, diag.message);
+        goto out;
+    }
+    text = fa4__mod_emit_cuda(m, path, 0);
+    /* out: the mod and the source are released on every path */
+out:
+    fa4__mod_free(m);
+    free(src);
+    return text;
+}
+
+static int log_has_warning(const char *log)
+{
+    return log && (strstr(log, "warning") || strstr(log, "Warning"));
+}
+
+int main(int argc, char **argv)
+{
+    const char *mods_dir = FA4_TEST_SOURCE_DIR "/mods", *filter = NULL, *cubin_dir = NULL;
+    int verbose = 0, failed = 0, ran = 0;
+    int nsrc = 0;
+    const char *why = NULL;
+    const fa4__embedded_file *files;
+    const fa4__embedded_file *main_file = NULL;
+    const char **hsrc, **hname;
+
+    /* a cubin from the CUDA compute cache comes without ptxas' report */
+    setenv("CUDA_CACHE_DISABLE", "1", 1);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--mods") && i + 1 < argc)
+            mods_dir = argv[++i];
+        else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
+            filter = argv[++i];
+        else if (!strcmp(argv[i], "--cubin-dir") && i + 1 < argc)
+            cubin_dir = argv[++i];
+        else if (!strcmp(argv[i], "--verbose"))
+            verbose = 1;
+        else {
+            fprintf(stderr, "usage: %s [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose]\n", argv[0]);
+            return 2;
+        }
+    }
+    files = fa4__kernel_sources(&nsrc, &why);
+    if (!files) {
+        fprintf(stderr, "kernel sources: %s\n", why ? why : "unavailable");
+        return 1;
+    }
+    for (int i = 0; i < nsrc; i++)
+        if (!strcmp(files[i].name, "sm90/bwd_main.cu"))
+            main_file = &files[i];
+    if (!main_file) {
+        fprintf(stderr, "sm90/bwd_main.cu is not among the embedded kernel sources\n");
+        return 1;
+    }
+    hsrc = calloc((size_t)nsrc + 1, sizeof *hsrc);
+    hname = calloc((size_t)nsrc + 1, sizeof *hname);
+    if (!hsrc || !hname)
+        return 1;
+    for (int i = 0; i < nsrc; i++) {
+        hsrc[i] = files[i].text;
+        hname[i] = files[i].name;
+    }
+    hname[nsrc] = "fa4_mod.cuh";
+
+    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
+        const variant *v = &variants[vi];
+        char *hdr = v->mod ? mod_header(mods_dir, v) : NULL;
+        if (v->mod && !hdr) {
+            failed = 1;
+            continue;
+        }
+        hsrc[nsrc] = hdr ? hdr : plain_header;
+        for (int d = 64; d <= 128; d += 64) {
+            for (int bf = 1; bf >= 0; bf--) {
+                char label[128], o_dim[32], o_dimv[32];
+                fa4__nvrtc_job job;
+                fa4_status st;
+                snprintf(label, sizeof label, "%s%s d%d %s", v->mod ? v->mod : "plain",
+                         v->trainable ? "(trainable)" : "", d, bf ? "bf16" : "fp16");
+                if (filter && !strstr(label, filter))
+                    continue;
+                memset(&job, 0, sizeof job);
+                snprintf(o_dim, sizeof o_dim, "-DFA4_HEAD_DIM=%d", d);
+                snprintf(o_dimv, sizeof o_dimv, "-DFA4_HEAD_DIM_V=%d", d);
+                job.name = "bwd_main";
+                job.main_name = main_file->name;
+                job.main_src = main_file->text;
+                job.header_src = hsrc;
+                job.header_names = hname;
+                job.num_headers = nsrc + 1;
+                job.function = "fa4_sm90_bwd_main";
+                job.opts[job.num_opts++] = "-std=c++17";
+                job.opts[job.num_opts++] = "-lineinfo";
+                job.opts[job.num_opts++] = "--ptxas-options=-v";
+                job.opts[job.num_opts++] = "--gpu-architecture=sm_90a";
+                job.opts[job.num_opts++] = "-DFA4_ARCH=90";
+                job.opts[job.num_opts++] = "-DFA4_CHECKED=0";
+                job.opts[job.num_opts++] = "-DFA4_FAST_MATH=0";
+                job.opts[job.num_opts++] = bf ? "-DFA4_DTYPE_BF16=1" : "-DFA4_DTYPE_FP16=1";
+                job.opts[job.num_opts++] = o_dim;
+                job.opts[job.num_opts++] = o_dimv;
+                job.opts[job.num_opts++] = "-DFA4_SW_EXP2_PERCENT=0";
+                job.opts[job.num_opts++] = "-DFA4_RESCALE_THRESHOLD=0.00000000f";
+                job.opts[job.num_opts++] = "-DFA4_PATH_SM90=1";
+                ran++;
+                st = fa4__nvrtc_run(&job, 1);
+                if (st != FA4_OK) {
+                    if (st == FA4_ERR_NVRTC_UNAVAILABLE) {
+                        printf("SKIP: NVRTC unavailable (%s)\n", job.err);
+                        fa4__nvrtc_job_release(&job);
+                        free(hdr);
+                        free(hsrc);
+                        free(hname);
+                        return 77;
+                    }
+                    printf("FAIL %-32s compile: %s\n%s\n", label, job.err, job.log ? job.log : "");
+                    failed = 1;
+                } else {
+                    const fa4_program_info *in = &job.info;
+                    /* -1: NVRTC served the cubin from the CUDA compute cache, no report */
+                    const int bad = in->registers < 0 || in->spill_stores != 0 || in->spill_loads != 0 || in->stack_frame != 0 ||
+                                    in->wgmma_serialized != 0 || log_has_warning(job.log);
+                    printf("%s %-32s regs %3d  spill st/ld %d/%d  stack %d  smem static %d  wgmma serialized %d  "
+                           "%.0f ms\n",
+                           bad ? "FAIL" : "ok  ", label, in->registers, in->spill_stores, in->spill_loads,
+                           in->stack_frame, in->shared_static, in->wgmma_serialized, in->compile_ms);
+                    if (bad || verbose)
+                        printf("%s\n", job.log ? job.log : "");
+                    failed |= bad;
+                    if (cubin_dir && job.cubin) {
+                        char path[1024];
+                        FILE *f;
+                        snprintf(path, sizeof path, "%s/bwd_main_%s_d%d_%s.cubin", cubin_dir,
+                                 v->mod ? v->mod : "plain", d, bf ? "bf16" : "fp16");
+                        f = fopen(path, "wb");
+                        if (f) {
+                            fwrite(job.cubin, 1, job.cubin_size, f);
+                            fclose(f);
+                        }
+                    }
+                }
+                fflush(stdout);
+                fa4__nvrtc_job_release(&job);
+            }
+        }
+        free(hdr);
+    }
+    free(hsrc);
+    free(hname);
+    if (!ran) {
+        printf("no variant matched\n");
+        return 1;
+    }
+    return failed ? 1 : 0;
+}
