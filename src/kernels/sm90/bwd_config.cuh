@@ -20,9 +20,9 @@ constexpr int kBM = 64;         /* query rows per step */
 constexpr int kBWgKeys = 64;    /* keys per consumer warpgroup */
 constexpr int kBThreads = 384;
 #ifndef FA4_SM90_BWD_PRODUCER_REGS
-#define FA4_SM90_BWD_PRODUCER_REGS 40
+#define FA4_SM90_BWD_PRODUCER_REGS 32
 #endif
-/* The producer walks the block-mask lists and copies lse2/dpsum: more than the forward's 24. */
+/* The producer walks the block-mask lists (and GQA heads): more than the forward's 24 registers. */
 constexpr int kBProducerRegs = FA4_SM90_BWD_PRODUCER_REGS;
 constexpr int kBConsumerRegs = (65536 / 128 - kBProducerRegs) / 2 / 8 * 8;
 
@@ -80,8 +80,8 @@ struct fa4_bwd_smem {
 };
 static_assert(8 * (1 + 2 * 3) <= 512, "barrier space");
 
-/* A stage is full when the producer warp's 32 lanes stored lse2/dpsum and arrived, and lane 0's
- * expect_tx arrival saw Q and dO land: 33 arrivals. It is empty when every consumer warp (8) let go. */
-constexpr unsigned kBFullArrivals = 33, kBEmptyArrivals = 8;
+/* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is
+ * empty when every consumer warp (8) let go. */
+constexpr unsigned kBFullArrivals = 1, kBEmptyArrivals = 8;
 
 #endif /* FA4_SM90_BWD_CONFIG_CUH */

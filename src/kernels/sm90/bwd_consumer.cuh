@@ -16,6 +16,14 @@
 #ifndef FA4_SM90_BWD_CONSUMER_CUH
 #define FA4_SM90_BWD_CONSUMER_CUH
 
+/* 1: tiles inside the sequence (and, with a mask_mod, inside a full block of a block mask) skip
+ * every check. Off for mask_mod kernels: the second copy of the score stage spilled at D 128
+ * (causal, 4 bytes at 240 registers), and dense mask_mod tiles never skip anyway; the cost is that
+ * full blocks of a block mask still evaluate mask_mod. */
+#ifndef FA4_SM90_BWD_FAST_TILES
+#define FA4_SM90_BWD_FAST_TILES (!FA4_HAS_MASK_MOD)
+#endif
+
 template <int R> __device__ __forceinline__ void fa4_bwd_fence_u(unsigned (&a)[R][4])
 {
 #pragma unroll
@@ -56,8 +64,7 @@ struct fa4_bwd_consumer {
     int b, cw, warp, lane;
     int n0;             /* first key of the CTA */
     int len_q, len_k;
-    long long ws_row;
-    float *dq_base;     /* this CTA's dQ slot */
+    float *dq_seq;      /* this CTA's dQ slot, at the sequence's first workspace row of head 0 */
 
     /* S^T (keys x queries) and dP^T for stage s. */
     __device__ __forceinline__ void issue_s_dp(float (&sc)[kBM / 8][4], float (&dp)[kBM / 8][4], int s) const
@@ -180,7 +187,7 @@ struct fa4_bwd_consumer {
     __device__ __forceinline__ void write_dq(const float (&dq)[kBDqN / 8][4], int h, int m0) const
     {
         const int g = lane >> 2, t = lane & 3;
-        float *dqh = dq_base + ((long long)h * p.ws_rows + ws_row) * kD;
+        float *dqh = dq_seq + (long long)h * p.ws_rows * kD;
 #pragma unroll
         for (int i = 0; i < kBDqN / 8; ++i) {
             /* lanes t and t^1 swap halves so each holds 4 consecutive columns of one row */
@@ -216,7 +223,7 @@ struct fa4_bwd_consumer {
             fa4_reg_fence(sc);
             fa4_reg_fence(dp);
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
-            if (inside)
+            if (FA4_SM90_BWD_FAST_TILES && inside)
                 grads<false>(sc, dp, pp, pds, s, h, m0, full);
             else
                 grads<true>(sc, dp, pp, pds, s, h, m0, full);

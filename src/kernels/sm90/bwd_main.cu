@@ -7,10 +7,11 @@
  * run unchanged around it, over the same workspace (dq_accum [slots][hq][ws_rows][d] fp32).
  *
  * Grid: (ceil(seqlen_k / kBN), hkv, batch), kBThreads = 384 threads in 3 warpgroups:
- *   warpgroup 0, the producer (registers cut to kBProducerRegs): warp 0 only. Lane 0 loads K and V
+ *   warpgroup 0, the producer (registers cut to kBProducerRegs): one thread. It loads K and V
  *     once, then per step Q and dO of the tile into a kBStages ring (TMA, tensor maps of 64-column
- *     boxes, kBM rows for Q/dO and kBN rows for K/V, 128-byte swizzle); its 32 lanes copy the
- *     tile's lse2 and dpsum rows next to them (+inf / 0 past the sequence) and arrive.
+ *     boxes, kBM rows for Q/dO and kBN rows for K/V, 128-byte swizzle) and the tile's kBM lse2 and
+ *     dpsum values next to them (1-d fp32 tensor maps over the workspace arrays, boxes of kBM;
+ *     rows past the sequence hold whatever follows and are masked by the consumers).
  *   warpgroups 1, 2, the consumers (registers raised to kBConsumerRegs), 64 keys each: the step of
  *     bwd_consumer.cuh, then the epilogue: dK (times the softmax scale) and dV from registers.
  * dQ goes into the workspace with fp32 vector reductions from the consumers, or plain stores into
@@ -39,15 +40,20 @@
 #include "sm90/bwd_schedule.cuh"
 #include "sm90/bwd_consumer.cuh"
 
-__device__ __forceinline__ void fa4_bwd_sts(unsigned addr, float x)
+/* One box of a 1-d tensor map (the fp32 lse2 / dpsum rows: any start element, zero fill past the end). */
+__device__ __forceinline__ void fa4_tma_load_1d(unsigned dst, const fa4_tmap *map, unsigned bar, int c0)
 {
-    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(x) : "memory");
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2}], [%3];\n" ::"r"(dst),
+                 "l"((unsigned long long)map), "r"(c0), "r"(bar)
+                 : "memory");
 }
 
 extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
                       const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
-                      const __grid_constant__ fa4_tmap tm_do)
+                      const __grid_constant__ fa4_tmap tm_do, const __grid_constant__ fa4_tmap tm_lse2,
+                      const __grid_constant__ fa4_tmap tm_dpsum)
 {
     extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
     const fa4_bwd_smem sm = {(fa4_smem_addr(fa4_smem) + 1023u) & ~1023u};
@@ -73,15 +79,16 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     if (wg == 0) {
         /* ------------------------------------------------------------------- producer */
         fa4_regs_dec<kBProducerRegs>();
-        if (tid >= 32)
+        if (tid != 0)
             return;
-        const int lane = tid;
         const int kb = p.cu_seqlens_k ? 0 : b, qb = p.cu_seqlens_q ? 0 : b;
-        if (lane == 0) {
+        {
             fa4_tma_prefetch(&tm_q);
             fa4_tma_prefetch(&tm_k);
             fa4_tma_prefetch(&tm_v);
             fa4_tma_prefetch(&tm_do);
+            fa4_tma_prefetch(&tm_lse2);
+            fa4_tma_prefetch(&tm_dpsum);
             const int krow = (int)seq.row_k + n0;
             fa4_mbar_expect_tx(sm.bar_kv(), kBKBytes + kBVBytes);
 #pragma unroll
@@ -97,9 +104,12 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             const int s = it % kBStages;
             if (it >= kBStages)
                 fa4_mbar_wait(sm.bar_empty(s), (unsigned)((it / kBStages) - 1) & 1u);
-            if (lane == 0) {
+            {
                 const int qrow = (int)seq.row_q + w.m0;
-                fa4_mbar_expect_tx(sm.bar_full(s), kBQBytes + kBDoBytes);
+                const int wrow = (int)(w.h * p.ws_rows + seq.ws_row) + w.m0;
+                fa4_mbar_expect_tx(sm.bar_full(s), kBQBytes + kBDoBytes + kBRowBytes);
+                fa4_tma_load_1d(sm.rows(s), &tm_lse2, sm.bar_full(s), wrow);
+                fa4_tma_load_1d(sm.rows(s) + kBM * 4, &tm_dpsum, sm.bar_full(s), wrow);
 #pragma unroll
                 for (int c = 0; c < kDp / 64; ++c)
                     fa4_tma_load_4d(sm.q(s) + c * kBM * kPanelBytes, &tm_q, sm.bar_full(s), c * 64, qrow, w.h, qb);
@@ -108,14 +118,6 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
                     fa4_tma_load_4d(sm.dout(s) + c * kBM * kPanelBytes, &tm_do, sm.bar_full(s), c * 64, qrow, w.h,
                                     qb);
             }
-            const long long ws = (long long)w.h * p.ws_rows + seq.ws_row + w.m0;
-#pragma unroll
-            for (int r = lane; r < kBM; r += 32) {
-                const bool ok = w.m0 + r < seq.len_q;
-                fa4_bwd_sts(sm.rows(s) + r * 4, ok ? p.lse2[ws + r] : FA4_INF);
-                fa4_bwd_sts(sm.rows(s) + kBM * 4 + r * 4, ok ? p.dpsum[ws + r] : 0.f);
-            }
-            fa4_mbar_arrive(sm.bar_full(s));
         }
     } else {
         /* ------------------------------------------------------------------- consumers */
@@ -128,8 +130,9 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #pragma unroll
         for (int i = 0; i < kDvp / 8; ++i)
             dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
-        float *dq_base = p.dq_accum + (p.deterministic ? (long long)n_tile * p.hq * p.ws_rows * kD : 0);
-        const fa4_bwd_consumer c = {p, aux, sm, b, cw, warp, lane, n0, seq.len_q, seq.len_k, seq.ws_row, dq_base};
+        float *dq_seq =
+            p.dq_accum + (p.deterministic ? (long long)n_tile * p.hq * p.ws_rows * kD : 0) + seq.ws_row * kD;
+        const fa4_bwd_consumer c = {p, aux, sm, b, cw, warp, lane, n0, seq.len_q, seq.len_k, dq_seq};
 
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_walk w;

@@ -6,7 +6,8 @@
  * fp16, with no mod, alibi (score_mod), causal (mask_mod), softcap_causal (both) and rel_bias with a
  * trainable table, and fails on any spill, stack frame, serialized wgmma (C7520) or other ptxas
  * warning. Prints one resource line per variant.
- * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose]
+ * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [-DNAME=VALUE ...]
+ * (-D options are passed to NVRTC, for trying the kernel's knobs, e.g. -DFA4_SM90_BWD_PRODUCER_REGS=40)
  * Exit status: 0 all clean, 1 a variant failed, 77 skipped (no NVRTC).
  */
 #include <stdio.h>
@@ -108,7 +109,8 @@ static int log_has_warning(const char *log)
 int main(int argc, char **argv)
 {
     const char *mods_dir = FA4_TEST_SOURCE_DIR "/mods", *filter = NULL, *cubin_dir = NULL;
-    int verbose = 0, failed = 0, ran = 0;
+    int verbose = 0, failed = 0, ran = 0, ndefs = 0;
+    const char *defs[8];
     int nsrc = 0;
     const char *why = NULL;
     const fa4__embedded_file *files;
@@ -126,8 +128,11 @@ int main(int argc, char **argv)
             cubin_dir = argv[++i];
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
+        else if (!strncmp(argv[i], "-D", 2) && ndefs < 8)
+            defs[ndefs++] = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [-DNAME=VALUE ...]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -193,6 +198,8 @@ int main(int argc, char **argv)
                 job.opts[job.num_opts++] = "-DFA4_SW_EXP2_PERCENT=0";
                 job.opts[job.num_opts++] = "-DFA4_RESCALE_THRESHOLD=0.00000000f";
                 job.opts[job.num_opts++] = "-DFA4_PATH_SM90=1";
+                for (int k = 0; k < ndefs; k++)
+                    job.opts[job.num_opts++] = defs[k];
                 ran++;
                 st = fa4__nvrtc_run(&job, 1);
                 if (st != FA4_OK) {
