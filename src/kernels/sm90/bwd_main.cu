@@ -35,6 +35,20 @@
 #include "sm90/config.cuh"
 #include "sm90/ptx90.cuh"
 #include "sm90/wgmma.cuh"
+
+#if FA4_HEAD_DIM > 128 || FA4_HEAD_DIM_V > 128
+/* Larger heads do not fit the register plan: the program is an empty stub (cheap to compile) so
+ * that a program list carrying both backward mains builds for every head dim; the launcher runs
+ * sm80/bwd_main.cu for these heads and never launches this one. */
+extern "C" __global__ void fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
+                                             const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
+                                             const __grid_constant__ fa4_tmap tm_do,
+                                             const __grid_constant__ fa4_tmap tm_lse2,
+                                             const __grid_constant__ fa4_tmap tm_dpsum)
+{
+    __trap();
+}
+#else
 #include "sm90/bwd_wgmma.cuh"
 #include "sm90/bwd_config.cuh"
 #include "sm90/bwd_schedule.cuh"
@@ -162,3 +176,4 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         }
     }
 }
+#endif /* head dims */

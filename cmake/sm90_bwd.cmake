@@ -1,0 +1,19 @@
+# sm90_bwd.cmake - the deviceless compile check of the sm90 backward main program
+# (src/kernels/sm90/bwd_main.cu, not yet wired into path_sm90.c; see notes/sm90-bwd.md):
+#   sm90_bwd_compile   compiles fa4_sm90_bwd_main for sm_90a with NVRTC through the library's
+#                      machinery (embedded kernel sources, the mod front end's fa4_mod.cuh, the
+#                      options of compile.c) for D 64/128, bf16/fp16, plain/alibi/causal/
+#                      softcap_causal/rel_bias (trainable); fails on any spill, stack frame,
+#                      serialized wgmma (C7520) or ptxas warning; skips (77) without NVRTC.
+# Included from CMakeLists.txt with include(... OPTIONAL).
+if(FA4JIT_BUILD_TESTS)
+  add_executable(bwd_compile_check ${CMAKE_SOURCE_DIR}/tests/gpu/sm90/bwd_compile_check.c)
+  target_include_directories(bwd_compile_check PRIVATE ${FA4_INTERNAL_INCLUDES})
+  target_compile_options(bwd_compile_check PRIVATE ${FA4_WARNINGS})
+  target_compile_definitions(bwd_compile_check PRIVATE _GNU_SOURCE
+                             FA4_TEST_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  target_link_libraries(bwd_compile_check PRIVATE fa4jit_static)
+  add_test(NAME sm90_bwd_compile COMMAND bwd_compile_check)
+  set_tests_properties(sm90_bwd_compile PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+                       ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
+endif()
