@@ -20,11 +20,14 @@ constexpr int kBM = 64;         /* query rows per step */
 constexpr int kBWgKeys = 64;    /* keys per consumer warpgroup */
 constexpr int kBThreads = 384;
 #ifndef FA4_SM90_BWD_PRODUCER_REGS
-#define FA4_SM90_BWD_PRODUCER_REGS 32
+#define FA4_SM90_BWD_PRODUCER_REGS 24
 #endif
-/* The producer walks the block-mask lists (and GQA heads): more than the forward's 24 registers. */
+/* setmaxnreg moves registers inside the CTA's own allocation (168 per thread under
+ * __launch_bounds__(384, 1)): producer + 2 consumers must stay within 3 x 168 per lane row, or the
+ * consumers' setmaxnreg.inc waits forever. 24 / 240 as the forward. */
+constexpr int kBLaunchRegs = 168;
 constexpr int kBProducerRegs = FA4_SM90_BWD_PRODUCER_REGS;
-constexpr int kBConsumerRegs = (65536 / 128 - kBProducerRegs) / 2 / 8 * 8;
+constexpr int kBConsumerRegs = (3 * kBLaunchRegs - kBProducerRegs) / 2 / 8 * 8;
 
 constexpr int kBKBytes = kBN * kDp * 2;
 constexpr int kBVBytes = kBN * kDvp * 2;
@@ -49,7 +52,8 @@ constexpr int kBDqWgs = kDp / 64;
 static_assert(kDp <= 128 && kDvp <= 128, "the sm90 backward keeps dK, dV in registers: head dims up to 128");
 static_assert(kBDqWgs == 1 || kBDqWgs == 2, "dQ is split over at most the two consumer warpgroups");
 static_assert(kBSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
-static_assert(kBProducerRegs * 128 + 2 * kBConsumerRegs * 128 <= 65536, "register file");
+static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs && kBLaunchRegs * kBThreads <= 65536,
+              "setmaxnreg must stay inside the CTA's registers");
 static_assert(kBM % 16 == 0 && kBN == 2 * kBWgKeys, "tile shape");
 
 /* Shared-memory map, from the 1024-byte aligned base. */

@@ -201,7 +201,9 @@ struct fa4_bwd_consumer {
             if (qi < len_q && col < kD) {
                 float *dst = dqh + (long long)qi * kD + col;
                 if (p.deterministic) {
-                    *(float4 *)dst = make_float4(v0, v1, v2, v3);
+                    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(v0), "f"(v1), "f"(v2),
+                                 "f"(v3)
+                                 : "memory");
                 } else {
                     fa4_red_add4(dst, v0, v1, v2, v3);
                 }
