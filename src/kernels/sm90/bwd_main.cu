@@ -112,39 +112,29 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             for (int c = 0; c < kDvp / 64; ++c)
                 fa4_tma_load_4d(sm.v() + c * kBN * kPanelBytes, &tm_v, sm.bar_kv(), c * 64, krow, hk, kb);
         }
-        /* The walk of bwd_schedule.cuh as two plain loops, with 32-bit rows and the stage / phase
-         * counted on (24 registers: the cursor object spilled here). */
-        const int len_q = seq.len_q, qrow0 = (int)seq.row_q, wrow0 = (int)seq.ws_row;
+        const int qrow0 = (int)seq.row_q, wrow0 = (int)seq.ws_row;
         int s = 0, it = 0;
-        unsigned ph = 0;
-        for (int hh = 0; hh < p.group; ++hh) {
-            const int h = hk * p.group + hh;
-            const fa4_tile_list tl = fa4_q_tiles(p, b, h, n_tile, kBM, kBN, len_q);
-            const int wrow_h = h * (int)p.ws_rows + wrow0;
-            for (int j = 0; j < tl.count; ++j) {
-                bool full;
-                const int m0 = tl.tile(j, &full) * kBM;
-                if (m0 >= len_q)
-                    continue;
-                if (it >= kBStages)
-                    fa4_mbar_wait(sm.bar_empty(s), ph ^ 1u);
-                const unsigned bar = sm.bar_full(s);
-                fa4_mbar_expect_tx(bar, kBQBytes + kBDoBytes + kBRowBytes);
-                fa4_tma_load_1d(sm.rows(s), &tm_lse2, bar, wrow_h + m0);
-                fa4_tma_load_1d(sm.rows(s) + kBM * 4, &tm_dpsum, bar, wrow_h + m0);
+        unsigned ph = 0; /* stage and phase counted on (no division by kBStages) */
+        fa4_bwd_walk(p, b, hk, n_tile, seq.len_q, [&](int h, int m0, bool) {
+            if (it >= kBStages)
+                fa4_mbar_wait(sm.bar_empty(s), ph ^ 1u);
+            const unsigned bar = sm.bar_full(s);
+            const int wrow = h * (int)p.ws_rows + wrow0 + m0;
+            fa4_mbar_expect_tx(bar, kBQBytes + kBDoBytes + kBRowBytes);
+            fa4_tma_load_1d(sm.rows(s), &tm_lse2, bar, wrow);
+            fa4_tma_load_1d(sm.rows(s) + kBM * 4, &tm_dpsum, bar, wrow);
 #pragma unroll
-                for (int c = 0; c < kDp / 64; ++c)
-                    fa4_tma_load_4d(sm.q(s) + c * kBM * kPanelBytes, &tm_q, bar, c * 64, qrow0 + m0, h, qb);
+            for (int c = 0; c < kDp / 64; ++c)
+                fa4_tma_load_4d(sm.q(s) + c * kBM * kPanelBytes, &tm_q, bar, c * 64, qrow0 + m0, h, qb);
 #pragma unroll
-                for (int c = 0; c < kDvp / 64; ++c)
-                    fa4_tma_load_4d(sm.dout(s) + c * kBM * kPanelBytes, &tm_do, bar, c * 64, qrow0 + m0, h, qb);
-                ++it;
-                if (++s == kBStages) {
-                    s = 0;
-                    ph ^= 1u;
-                }
+            for (int c = 0; c < kDvp / 64; ++c)
+                fa4_tma_load_4d(sm.dout(s) + c * kBM * kPanelBytes, &tm_do, bar, c * 64, qrow0 + m0, h, qb);
+            ++it;
+            if (++s == kBStages) {
+                s = 0;
+                ph ^= 1u;
             }
-        }
+        });
     } else {
         /* ------------------------------------------------------------------- consumers */
         fa4_regs_inc<kBConsumerRegs>();
@@ -161,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         const fa4_bwd_consumer c = {p, aux, sm, b, cw, warp, lane, n0, seq.len_q, seq.len_k, dq_seq};
 
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
-        fa4_bwd_walk w;
+        fa4_bwd_cursor w;
         w.start(p, b, hk, n_tile, seq.len_q);
         for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it)
             c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it & 1, w.h, w.m0, w.full);

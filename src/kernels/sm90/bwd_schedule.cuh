@@ -11,7 +11,27 @@
 #ifndef FA4_SM90_BWD_SCHEDULE_CUH
 #define FA4_SM90_BWD_SCHEDULE_CUH
 
-struct fa4_bwd_walk {
+/* The walk, twice: fa4_bwd_walk calls visit(h, m0, full) for each query tile in two plain loops
+ * (the producer: a cursor kept across steps spilled at 24 registers); fa4_bwd_cursor steps through
+ * the same tiles one next() at a time (the consumers: their step then sits in a single loop body,
+ * which ptxas allocates without spills at 240 registers where the nested loops spilled a few bytes
+ * at D 128 with mods). Keep the two in the same order. */
+template <typename F>
+__device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
+{
+    for (int hh = 0; hh < p.group; ++hh) {
+        const int h = hk * p.group + hh;
+        const fa4_tile_list tl = fa4_q_tiles(p, b, h, n_tile, kBM, kBN, len_q);
+        for (int j = 0; j < tl.count; ++j) {
+            bool full;
+            const int m0 = tl.tile(j, &full) * kBM;
+            if (m0 < len_q)
+                visit(h, m0, full);
+        }
+    }
+}
+
+struct fa4_bwd_cursor {
     int hh, j, h, m0;
     bool full;
     fa4_tile_list tiles;
