@@ -19,7 +19,8 @@
  * has cdiv(seqlen_k, 64) slots, so slots past cdiv(seqlen_k, kBN) stay zero and bwd_post's ordered
  * sum is unchanged.
  *
- * Supported: bf16 and fp16; head dims with padded D, Dv <= 128 (64 and 128 compile-checked);
+ * Supported: bf16 and fp16; head dims with padded D, Dv <= 128 (64 and 128 compile-checked), not
+ * checked builds (both: an empty stub, the sm80 backward runs instead);
  * strides as the sm90 forward (multiples of 16 bytes, TMA); GQA/MQA; varlen via cu_seqlens; q/kv
  * offsets; score_mod with its derivative, mask_mod, trainable aux (per-element mod atomics, as sm80);
  * block masks with q_block a multiple of 64 and kv_block a multiple of 128.
@@ -36,10 +37,11 @@
 #include "sm90/ptx90.cuh"
 #include "sm90/wgmma.cuh"
 
-#if FA4_HEAD_DIM > 128 || FA4_HEAD_DIM_V > 128
-/* Larger heads do not fit the register plan: the program is an empty stub (cheap to compile) so
- * that a program list carrying both backward mains builds for every head dim; the launcher runs
- * sm80/bwd_main.cu for these heads and never launches this one. */
+#if FA4_HEAD_DIM > 128 || FA4_HEAD_DIM_V > 128 || (defined(FA4_CHECKED) && FA4_CHECKED)
+/* Larger heads do not fit the register plan, and checked builds (aux reads that trap) spill and
+ * serialize wgmma at D 128 (alibi: 108 bytes, rel_bias: 124, C7520 once each): the program is then
+ * an empty stub (cheap to compile) so that a program list carrying both backward mains builds for
+ * every spec; the launcher runs sm80/bwd_main.cu for these and never launches this one. */
 extern "C" __global__ void fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
                                              const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
                                              const __grid_constant__ fa4_tmap tm_do,

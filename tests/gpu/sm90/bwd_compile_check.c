@@ -6,8 +6,10 @@
  * fp16 (and the empty stub the program becomes for D 256), with no mod, alibi (score_mod), causal (mask_mod), softcap_causal (both) and rel_bias with a
  * trainable table, and fails on any spill, stack frame, serialized wgmma (C7520) or other ptxas
  * warning. Prints one resource line per variant.
- * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [-DNAME=VALUE ...]
- * (-D options are passed to NVRTC, for trying the kernel's knobs, e.g. -DFA4_SM90_BWD_PRODUCER_REGS=40)
+ * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked]
+ *                          [--dv N] [-DNAME=VALUE ...]
+ * --checked compiles checked builds (FA4_CHECKED=1, trapping aux reads); --dv N sets Dv (default D);
+ * -D options are passed to NVRTC, for trying the kernel's knobs (e.g. -DFA4_SM90_BWD_STAGES=2).
  * Exit status: 0 all clean, 1 a variant failed, 77 skipped (no NVRTC).
  */
 #include <stdio.h>
@@ -71,7 +73,7 @@ out:
 }
 
 /* The emitted fa4_mod.cuh of a shipped mod (malloc'd), or NULL with a message on stderr. */
-static char *mod_header(const char *dir, const variant *v)
+static char *mod_header(const char *dir, const variant *v, int checked)
 {
     char path[1024];
     size_t len = 0;
@@ -93,7 +95,7 @@ static char *mod_header(const char *dir, const variant *v)
         fprintf(stderr, "%s: %s\n", path, diag.message);
         goto out;
     }
-    text = fa4__mod_emit_cuda(m, path, 0);
+    text = fa4__mod_emit_cuda(m, path, checked);
     /* out: the mod and the source are released on every path */
 out:
     fa4__mod_free(m);
@@ -109,7 +111,7 @@ static int log_has_warning(const char *log)
 int main(int argc, char **argv)
 {
     const char *mods_dir = FA4_TEST_SOURCE_DIR "/mods", *filter = NULL, *cubin_dir = NULL;
-    int verbose = 0, failed = 0, ran = 0, ndefs = 0;
+    int verbose = 0, failed = 0, ran = 0, ndefs = 0, checked = 0, dv_opt = 0;
     const char *defs[8];
     int nsrc = 0;
     const char *why = NULL;
@@ -128,10 +130,15 @@ int main(int argc, char **argv)
             cubin_dir = argv[++i];
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--checked"))
+            checked = 1;
+        else if (!strcmp(argv[i], "--dv") && i + 1 < argc)
+            dv_opt = atoi(argv[++i]);
         else if (!strncmp(argv[i], "-D", 2) && ndefs < 8)
             defs[ndefs++] = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [-DNAME=VALUE ...]\n",
+            fprintf(stderr, "usage: %s [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked] [--dv N] "
+                    "[-DNAME=VALUE ...]\n",
                     argv[0]);
             return 2;
         }
@@ -160,7 +167,7 @@ int main(int argc, char **argv)
 
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
         const variant *v = &variants[vi];
-        char *hdr = v->mod ? mod_header(mods_dir, v) : NULL;
+        char *hdr = v->mod ? mod_header(mods_dir, v, checked) : NULL;
         if (v->mod && !hdr) {
             failed = 1;
             continue;
@@ -173,13 +180,15 @@ int main(int argc, char **argv)
                 char label[128], o_dim[32], o_dimv[32];
                 fa4__nvrtc_job job;
                 fa4_status st;
-                snprintf(label, sizeof label, "%s%s d%d %s", v->mod ? v->mod : "plain",
-                         v->trainable ? "(trainable)" : "", d, bf ? "bf16" : "fp16");
+                const int dv = dv_opt > 0 ? dv_opt : d;
+                snprintf(label, sizeof label, "%s%s d%d%s %s%s", v->mod ? v->mod : "plain",
+                         v->trainable ? "(trainable)" : "", d, dv != d ? (dv == 64 ? "/64" : "/dv") : "",
+                         bf ? "bf16" : "fp16", checked ? " checked" : "");
                 if (filter && !strstr(label, filter))
                     continue;
                 memset(&job, 0, sizeof job);
                 snprintf(o_dim, sizeof o_dim, "-DFA4_HEAD_DIM=%d", d);
-                snprintf(o_dimv, sizeof o_dimv, "-DFA4_HEAD_DIM_V=%d", d);
+                snprintf(o_dimv, sizeof o_dimv, "-DFA4_HEAD_DIM_V=%d", dv);
                 job.name = "bwd_main";
                 job.main_name = main_file->name;
                 job.main_src = main_file->text;
@@ -192,7 +201,7 @@ int main(int argc, char **argv)
                 job.opts[job.num_opts++] = "--ptxas-options=-v";
                 job.opts[job.num_opts++] = "--gpu-architecture=sm_90a";
                 job.opts[job.num_opts++] = "-DFA4_ARCH=90";
-                job.opts[job.num_opts++] = "-DFA4_CHECKED=0";
+                job.opts[job.num_opts++] = checked ? "-DFA4_CHECKED=1" : "-DFA4_CHECKED=0";
                 job.opts[job.num_opts++] = "-DFA4_FAST_MATH=0";
                 job.opts[job.num_opts++] = bf ? "-DFA4_DTYPE_BF16=1" : "-DFA4_DTYPE_FP16=1";
                 job.opts[job.num_opts++] = o_dim;
