@@ -282,7 +282,7 @@ fa4_status fa4__spec_key(fa4_ctx *ctx, const fa4_kernel_spec *spec, char key[33]
 }
 
 /* fa4_mod.cuh for plain attention (no mod source). */
-static const char plain_mod_header[] =
+const char fa4__plain_mod_header[] =
     "/* fa4_mod.cuh: plain attention (no mod source) */\n"
     "#define FA4_HAS_SCORE_MOD 0\n#define FA4_HAS_MASK_MOD 0\n#define FA4_NUM_AUX 0\n"
     "#define FA4_HAS_TRAINABLE_AUX 0\n"
@@ -332,7 +332,7 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
         if (!mod_header)
             return fa4__set_error(ctx, FA4_ERR_OUT_OF_MEMORY, "out of memory emitting the mod");
     }
-    const char *mod_text = mod_header ? mod_header : plain_mod_header;
+    const char *mod_text = mod_header ? mod_header : fa4__plain_mod_header;
 
     const char **hsrc = calloc((size_t)nsrc + 1, sizeof *hsrc);
     const char **hname = calloc((size_t)nsrc + 1, sizeof *hname);

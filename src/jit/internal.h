@@ -95,6 +95,9 @@ struct fa4_kernel {
 
 /* Look up a __global__ function of a program; NULL when not loaded or absent. */
 CUfunction fa4__kernel_function(fa4_kernel *k, const char *program, const char *function);
+/* The generated header "fa4_mod.cuh" of plain attention (no mod source). */
+extern const char fa4__plain_mod_header[];
+
 /* The cache key of a spec (and, if inputs is not NULL, the malloc'd key-inputs text) without
  * compiling: for tests and tools. */
 fa4_status fa4__spec_key(fa4_ctx *ctx, const fa4_kernel_spec *spec, char key[33], char **inputs);

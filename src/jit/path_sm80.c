@@ -113,62 +113,18 @@ static size_t align256(size_t x)
 }
 
 
-/* cp.async moves 16 bytes: rows of loaded tensors must start 16-byte aligned. Stores move 4. */
-static int aligned(const fa4__tview *t, int bytes)
-{
-    const int64_t e = bytes / 2; /* elements */
-    return ((uintptr_t)t->data % (uintptr_t)bytes) == 0 && t->sb % e == 0 && t->sh % e == 0 &&
-           t->ss % e == 0;
-}
-
+/* launch.c has checked everything common to the paths (shapes, head dims, Hq % Hkv, lengths,
+ * 16-byte alignment, block-mask shape and lists, no block mask with varlen); what is left is this
+ * path's tile geometry. */
 static fa4_status check_problem(fa4_kernel *k, const fa4__problem *p)
 {
-    fa4_ctx *ctx = k->ctx;
-    if (p->head_dim != k->spec.head_dim || p->head_dim_v != head_dim_v(&k->spec))
-        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm80: head dims %d/%d, kernel compiled for %d/%d",
-                              p->head_dim, p->head_dim_v, k->spec.head_dim, head_dim_v(&k->spec));
-    if (p->hkv <= 0 || p->hq % p->hkv != 0)
-        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm80: Hq (%d) must be a multiple of Hkv (%d)",
-                              p->hq, p->hkv);
-    if (p->seqlen_q > INT32_MAX / 2 || p->seqlen_k > INT32_MAX / 2)
-        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm80: sequence too long");
-    if (!aligned(&p->q, 16) || !aligned(&p->k, 16) || !aligned(&p->v, 16) || !aligned(&p->o, 4))
-        return fa4__set_error(ctx, FA4_ERR_ALIGNMENT,
-                              "sm80: q, k, v need 16-byte aligned rows (pointers and strides "
-                              "multiples of 8 elements); o needs 4-byte alignment");
-    if (p->is_bwd && (!aligned(&p->dout, 16) || !aligned(&p->dq, 4) || !aligned(&p->dk, 4) ||
-                      !aligned(&p->dv, 4)))
-        return fa4__set_error(ctx, FA4_ERR_ALIGNMENT,
-                              "sm80: dout needs 16-byte aligned rows; dq, dk, dv 4-byte alignment");
     if (p->has_block_mask) {
         const fa4_block_mask *bm = &p->bm;
         const int qmul = p->is_bwd ? BWD_M : FWD_M;
-        if (p->cu_seqlens_q || p->cu_seqlens_k)
-            return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
-                                  "sm80: block masks with variable-length batches are not supported");
-        if (bm->q_block <= 0 || bm->kv_block <= 0 || bm->q_block % qmul || bm->q_block % FWD_M ||
-            bm->kv_block % BWD_N)
-            return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
+        if (bm->q_block % qmul || bm->q_block % FWD_M || bm->kv_block % BWD_N)
+            return fa4__set_error(k->ctx, FA4_ERR_UNSUPPORTED,
                                   "sm80: block mask block sizes %dx%d must be multiples of %dx%d",
                                   bm->q_block, bm->kv_block, FWD_M, BWD_N);
-        if (bm->num_q_blocks < cdiv(p->seqlen_q, bm->q_block) ||
-            bm->num_kv_blocks < cdiv(p->seqlen_k, bm->kv_block))
-            return fa4__set_error(ctx, FA4_ERR_SHAPE,
-                                  "sm80: block mask has %d x %d blocks, the problem needs %lld x %lld",
-                                  bm->num_q_blocks, bm->num_kv_blocks,
-                                  (long long)cdiv(p->seqlen_q, bm->q_block),
-                                  (long long)cdiv(p->seqlen_k, bm->kv_block));
-        if ((bm->batch != 1 && bm->batch != p->batch) || (bm->heads != 1 && bm->heads != p->hq))
-            return fa4__set_error(ctx, FA4_ERR_SHAPE,
-                                  "sm80: block mask batch/heads %d/%d do not match %d/%d",
-                                  bm->batch, bm->heads, p->batch, p->hq);
-        if (!bm->kv_num_blocks || !bm->kv_indices ||
-            (p->is_bwd && (!bm->q_num_blocks || !bm->q_indices)) ||
-            (!bm->full_kv_num_blocks != !bm->full_kv_indices) ||
-            (p->is_bwd && bm->full_kv_num_blocks && (!bm->full_q_num_blocks || !bm->full_q_indices)))
-            return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT,
-                                  "sm80: block mask index arrays missing (the backward needs the "
-                                  "transposed q lists)");
     }
     return FA4_OK;
 }

@@ -80,44 +80,19 @@ static int64_t cdiv(int64_t a, int64_t b)
 }
 
 
+/* launch.c has checked everything common to the paths (shapes, head dims, Hq % Hkv, lengths,
+ * 16-byte alignment, block-mask shape and lists, no block mask with varlen); what is left is this
+ * path's tile geometry. */
 static fa4_status check_problem(fa4_kernel *k, const fa4__problem *p)
 {
-    fa4_ctx *ctx = k->ctx;
     const int n = fwd_n(p->head_dim, p->head_dim_v);
-    if (p->head_dim != k->spec.head_dim || p->head_dim_v != head_dim_v(&k->spec))
-        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: head dims %d/%d, kernel compiled for %d/%d",
-                              p->head_dim, p->head_dim_v, k->spec.head_dim, head_dim_v(&k->spec));
-    if (p->hkv <= 0 || p->hq % p->hkv != 0)
-        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: Hq (%d) must be a multiple of Hkv (%d)",
-                              p->hq, p->hkv);
-    if (p->seqlen_q > INT32_MAX / 2 || p->seqlen_k > INT32_MAX / 2 || p->total_q > INT32_MAX / 2 ||
-        p->total_k > INT32_MAX / 2)
-        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: sequence too long");
     if (p->has_block_mask) {
         const fa4_block_mask *bm = &p->bm;
-        if (p->cu_seqlens_q || p->cu_seqlens_k)
-            return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
-                                  "sm90: block masks with variable-length batches are not supported");
-        if (bm->q_block <= 0 || bm->kv_block <= 0 || bm->q_block % FWD_M ||
-            (bm->kv_block >= n && bm->kv_block % n))
-            return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
+        if (bm->q_block % FWD_M || (bm->kv_block >= n && bm->kv_block % n))
+            return fa4__set_error(k->ctx, FA4_ERR_UNSUPPORTED,
                                   "sm90: block mask block sizes %dx%d: q_block must be a multiple of %d, "
                                   "kv_block a multiple of %d or smaller than it",
                                   bm->q_block, bm->kv_block, FWD_M, n);
-        if (bm->num_q_blocks < cdiv(p->seqlen_q, bm->q_block) ||
-            bm->num_kv_blocks < cdiv(p->seqlen_k, bm->kv_block))
-            return fa4__set_error(ctx, FA4_ERR_SHAPE,
-                                  "sm90: block mask has %d x %d blocks, the problem needs %lld x %lld",
-                                  bm->num_q_blocks, bm->num_kv_blocks,
-                                  (long long)cdiv(p->seqlen_q, bm->q_block),
-                                  (long long)cdiv(p->seqlen_k, bm->kv_block));
-        if ((bm->batch != 1 && bm->batch != p->batch) || (bm->heads != 1 && bm->heads != p->hq))
-            return fa4__set_error(ctx, FA4_ERR_SHAPE,
-                                  "sm90: block mask batch/heads %d/%d do not match %d/%d",
-                                  bm->batch, bm->heads, p->batch, p->hq);
-        if (!bm->kv_num_blocks || !bm->kv_indices ||
-            (!bm->full_kv_num_blocks != !bm->full_kv_indices))
-            return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "sm90: block mask index arrays missing");
     }
     return FA4_OK;
 }

@@ -24,20 +24,6 @@
 #define FA4_TEST_SOURCE_DIR "."
 #endif
 
-static const char plain_header[] =
-    "/* fa4_mod.cuh: plain attention (no mod source) */\n"
-    "#define FA4_HAS_SCORE_MOD 0\n#define FA4_HAS_MASK_MOD 0\n#define FA4_NUM_AUX 0\n"
-    "#define FA4_HAS_TRAINABLE_AUX 0\n"
-    "struct fa4_aux { int fa4_unused_; };\n"
-    "__device__ __forceinline__ float fa4_score_mod(float score, int, int, int, int, "
-    "const fa4_aux &) { return score; }\n"
-    "__device__ __forceinline__ bool fa4_mask_mod(int, int, int, int, const fa4_aux &) "
-    "{ return true; }\n"
-    "__device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int, int, int, int, "
-    "const fa4_aux &, float *dscore) { *dscore = 1.0f; return score; }\n"
-    "__device__ __forceinline__ void fa4_score_mod_aux_grad(float, int, int, int, int, "
-    "const fa4_aux &, float) {}\n";
-
 typedef struct variant {
     const char *mod;       /* file under mods/ without ".mod"; NULL: plain */
     const char *trainable; /* aux name to mark trainable, or NULL */
@@ -172,7 +158,7 @@ int main(int argc, char **argv)
             failed = 1;
             continue;
         }
-        hsrc[nsrc] = hdr ? hdr : plain_header;
+        hsrc[nsrc] = hdr ? hdr : fa4__plain_mod_header;
         for (int d = 64; d <= 256; d += 64) {
             if (d == 192 || (d == 256 && v->mod)) /* 256: the stub of plain only */
                 continue;
