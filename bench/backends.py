@@ -332,13 +332,16 @@ class Fa4Runner(Runner):
     """fa4jit through its FlexAttention-compatible API (fa4jit.flex_attention) on one path;
     the variable-length batch through the C API directly (the binding has no cu_seqlens)."""
 
-    def __init__(self, case, inp, path):
+    def __init__(self, case, inp, path, deterministic=False):
         super().__init__(case, inp)
         import fa4jit
         self.fa4 = fa4jit
         self.path = path
         self.name = "fa4jit-" + path
         self.kopts = {"path": path}
+        self.deterministic = deterministic
+        if deterministic:
+            self.kopts["deterministic"] = True
         c = case
         self.score = c.score_mod
         self.aux = inp.score_aux()
@@ -425,6 +428,7 @@ class Fa4Runner(Runner):
         a.q, a.k, a.v, a.o = (self._t(V(t), 4) for t in (q, k, v, o))
         a.dout, a.lse = self._t(V(do), 4), self._t(lse, 3)
         a.dq, a.dk, a.dv = (self._t(V(t), 4) for t in (dq, dk, dv))
+        a.deterministic = 1 if self.deterministic else 0
         self._common(a)
         size = ctypes.c_size_t(0)
         self.kern.ctx.call(self.lib.fa4_bwd_workspace_size, self.kern.handle, ctypes.byref(a),
@@ -524,3 +528,76 @@ def rel_l2(a, ref):
     den = torch.linalg.vector_norm(r32).item()
     num = torch.linalg.vector_norm(a32 - r32).item()
     return num / den if den > 0 else (0.0 if num == 0 else float("inf"))
+
+
+# ------------------------------------------------------------------ eager fp32 reference (slice)
+class SliceInputs:
+    """Batch entry 0 of a case's inputs (one buffer set), with trainable aux tensors as new leaves
+    so that gradients of a slice run do not mix with the full run's. Used where no peer gives a
+    reference (Flex's backward failed): fa4jit runs on the slice and is compared with an eager
+    float32 evaluation of the mod's twin on the same slice."""
+
+    def __init__(self, inp):
+        c = inp.case
+        self.case = c
+        self.nsets = 1
+        self.device = inp.device
+        q, k, v, do = (t[0:1] for t in inp.sets[0])
+        self.sets = [(q, k, v, do)]
+        self.grad_sets = [tuple(t.detach().clone().requires_grad_(True) for t in (q, k, v))
+                          + (do,)]
+        self.aux = {}
+        for name, val in inp.aux.items():
+            if name == "prefix_len":  # per batch entry
+                val = val[0:1]
+            if torch.is_tensor(val) and val.requires_grad:
+                val = val.detach().clone().requires_grad_(True)
+            self.aux[name] = val
+        self.trainable = [self.aux[n] for n in c.trainable]
+
+    def score_aux(self):
+        return {k: v for k, v in self.aux.items() if k in _SCORE_AUX.get(self.case.score_mod, ())}
+
+    def mask_aux(self):
+        return {k: v for k, v in self.aux.items() if k in _MASK_AUX.get(self.case.mask_mod, ())}
+
+
+def slice_case(case):
+    import dataclasses
+    return dataclasses.replace(case, B=1, extra=dict(case.extra))
+
+
+def eager_reference(case, sl):
+    """Output and gradients (q, k, v, trainable aux) of batch entry 0 in float32 with
+    materialised scores and autograd: the mod's twin applied to the full score matrix."""
+    tw = _twins()
+    q, k, v, do = sl.sets[0]
+    qf, kf, vf = (t.detach().float().requires_grad_(True) for t in (q, k, v))
+    aux = {n: (t.detach().float().requires_grad_(True) if torch.is_tensor(t) and t.requires_grad
+               else t) for n, t in sl.aux.items()}
+    train = [aux[n] for n in case.trainable]
+    score = mask = None
+    if case.score_mod:
+        score, mask = tw.build(case.score_mod, aux)
+    if case.mask_mod:
+        _, mask = tw.build(case.mask_mod, aux)
+    if case.causal:
+        def mask(b, h, qi, ki):
+            return qi >= ki
+    rep = case.Hq // case.Hkv
+    kr, vr = kf.repeat_interleave(rep, 1), vf.repeat_interleave(rep, 1)
+    s = (qf @ kr.transpose(-1, -2)) * (1.0 / math.sqrt(case.D))
+    _, H, S, _ = s.shape
+    dev = s.device
+    b = torch.zeros(1, 1, 1, 1, dtype=torch.int64, device=dev)
+    h = torch.arange(H, device=dev)[None, :, None, None]
+    qi = torch.arange(S, device=dev)[None, None, :, None]
+    ki = torch.arange(S, device=dev)[None, None, None, :]
+    if score is not None:
+        s = score(s, b, h, qi, ki)
+    if mask is not None:
+        s = s.masked_fill(~mask(b, h, qi, ki).expand_as(s), float("-inf"))
+    p = torch.softmax(s, -1)
+    o = p @ vr
+    grads = torch.autograd.grad(o, [qf, kf, vf] + train, do.float())
+    return o.detach(), [g.detach() for g in grads]

@@ -53,6 +53,40 @@ def check_flops(quick):
     return cl, problems
 
 
+def check_plan(log):
+    """The full mode's case list covers what issue 7 asks for, and its time plan (bench/budget.py,
+    from the device runs' logs) fits the default budget with room to spare."""
+    import budget
+    import run as runmod
+    problems = []
+    cl = cs.build_cases(False)
+    ids = {c.id for c in cl}
+    for S in cs.SEQ_SWEEP:
+        for g in ("plain_seqlen", "causal_seqlen"):
+            if f"{g}:S={S}" not in ids:
+                problems.append(f"full mode lacks {g}:S={S}")
+    for c in cl:
+        if "flex" in c.peers and not c.flex:
+            problems.append(f"full mode runs {c.id} without Flex")
+    if not any(c.trainable and c.bwd for c in cl):
+        problems.append("full mode lacks the trainable rel_bias backward")
+    if sorted(c.id for c in cl if c.extra.get("det")) != ["causal_seqlen:S=4096",
+                                                          "plain_seqlen:S=4096"]:
+        problems.append("deterministic rows are not plain and causal S=4096")
+    a = runmod.parse_args([])
+    total, _ = budget.plan(False, tuple(a.paths.split(",")), a.reps, budget_s=a.budget_s,
+                           log=log, jit_budget_s=a.jit_budget_s)
+    limit = a.budget_s + a.grace_s
+    log(f"  full mode: planned {total:.0f} s; cases start until {a.budget_s:.0f} s, watchdog at "
+        f"{limit:.0f} s (the device call allows 600 s)")
+    if total > a.budget_s - 60:
+        problems.append(f"full-mode plan {total:.0f} s leaves under 60 s of the {a.budget_s} s "
+                        "budget")
+    if limit > 510:
+        problems.append(f"watchdog at {limit} s: the reports would not be written by 520 s")
+    return problems
+
+
 def check_dense(cl, log):
     """Closed-form pair counts against the twins evaluated densely (CPU torch, if present)."""
     try:
@@ -106,7 +140,27 @@ def fake_data(cl, quick):
             fb = f * rng.uniform(0.6, 0.95)
             ms_f = c.flops_fwd / (f * 1e12) * 1e3
             ms_fb = c.flops_fwdbwd / (fb * 1e12) * 1e3
-            rec["results"][b] = {"status": "ok", "fwd": {"median_ms": ms_f, "fake": True},
+            if b.startswith("fa4jit"):
+                extra_fa4 = {
+                    "kernel": {"path": b.split("-")[1], "programs": [
+                        {"name": n, "registers": rng.choice([168, 196, -1]), "spill_bytes": 0}
+                        for n in ("fwd", "bwd_pre", "bwd_main", "bwd_main90", "bwd_post")]},
+                    "launched": [{"name": n, "count": 1, "device_us": rng.uniform(100, 900)}
+                                 for n in ("fa4_sm90_fwd", "fa4_sm80_bwd_pre",
+                                           "fa4_sm90_bwd_main", "fa4_sm80_bwd_post")]}
+                if c.extra.get("det"):
+                    extra_fa4["deterministic"] = {
+                        "status": "ok", "fwdbwd_tflops": fb * 0.9, "slowdown": 0.11,
+                        "bitwise_repeatable": True, "default_bitwise_repeatable": False,
+                        "err_grads": [3e-3, 3e-3, 3e-4]}
+                if c.trainable:
+                    extra_fa4["slice_check"] = {"ref": "eager float32", "err_out": 1e-3,
+                                                "err_grads": [2e-3, 2e-3, 2e-3, 4e-3],
+                                                "grads": ["dq", "dk", "dv", "bias"]}
+            else:
+                extra_fa4 = {}
+            rec["results"][b] = {**extra_fa4, "status": "ok",
+                                 "fwd": {"median_ms": ms_f, "fake": True},
                                  "fwd_tflops": f, "fwdbwd": {"median_ms": ms_fb, "fake": True},
                                  "fwdbwd_tflops": fb, "bwd_status": "ok",
                                  "err_fwd": rng.uniform(1e-3, 4e-3),
@@ -116,10 +170,15 @@ def fake_data(cl, quick):
         data["cases"].append(rec)
     for m in (cs.JIT_MODS_QUICK if quick else cs.JIT_MODS_FULL):
         cf, cb = rng.uniform(500, 1500), rng.uniform(1000, 3000)
-        data["jit"].append({"mod": m or "plain", "summary": {
-            "cold_fwd_ms": cf, "cold_fwdbwd_ms": cb, "cold_bwd_programs_ms": cb * 0.9,
-            "memory_hit_ms": 0.01, "disk_hit_ms": rng.uniform(1, 4), "memory_hit_result": "memory",
-            "disk_hit_result": "disk"}})
+        data["jit"].append({"mod": m or "plain", "method": "fake", "summary": {
+            "cold_fwd_ms": cf, "cold_bwd_ms": cb * 0.9, "cold_fwdbwd_ms": cb,
+            "cold_bwd_programs_ms": cb * 0.9, "slowest_program": "bwd_main90",
+            "programs_fwdbwd": {"fwd": {"compile_ms": cf, "registers": 168, "spill_bytes": 0}},
+            "memory_hit_ms": 0.01, "disk_hit_ctx_ms": rng.uniform(1, 4),
+            "disk_hit_process_ms": rng.uniform(1, 4), "disk_hit_ms": 2.0,
+            "memory_hit_result": "memory", "disk_hit_result": "disk"}})
+    data["jit_probe"] = {"process_first_compile_ms": 300.0, "import_s": 0.1,
+                         "first_context_s": 0.5}
     data["launch"] = {"shape": "FAKE", "calls": 1000,
                       "fa4jit_python": {"host_us_per_call": 40.0, "wall_us_per_call": 41.0},
                       "fa4jit_c": {"host_us_per_call": 3.0, "wall_us_per_call": 6.0},
@@ -165,6 +224,11 @@ def run(args):
     md = open(res.path(".md")).read()
     if "FAKE" not in md:
         problems.append("markdown lacks the FAKE banner")
+    for want in ("Deterministic backward", "fa4jit kernels per case", "cold bwd ms",
+                 "fa4jit / FlexAttention", "fa4jit / cuDNN (SDPA)", "vs eager float32"):
+        if want not in md:
+            problems.append(f"markdown lacks '{want}'")
+    problems += check_plan(log)
     log(report.summary_text(data))
     log(f"wrote {res.path('.json')}, {res.path('.md')}, {len(pngs)} PNGs, tar with {names}")
     if problems:

@@ -120,6 +120,21 @@ def best_fa4(case, phase):
     return best, who
 
 
+def ratio_cell(case, peer):
+    """'1.07 / **1.21**': best fa4jit over the peer, forward / forward+backward."""
+    parts = []
+    for ph in ("fwd", "fwdbwd"):
+        f4, who = best_fa4(case, ph)
+        pv, _ = value(case.get("results", {}).get(peer), ph)
+        if f4 and pv:
+            x = f4 / pv
+            t = f"{x:.2f}" + ("" if who == "fa4jit-sm90" else " (sm80)")
+            parts.append(f"**{t}**" if x >= 1.0 else t)
+        else:
+            parts.append("-")
+    return " / ".join(parts) if any(p != "-" for p in parts) else "-"
+
+
 def case_line(rec):
     parts = []
     for b in BACKENDS:
@@ -227,26 +242,30 @@ def markdown(data, stem):
         if not cs:
             continue
         w(f"## {title}\n\n")
-        head = ["case", "shape"] + [f"{LABELS[b]}" for b in bks] + ["fa4jit / best peer"]
-        w("TFLOP/s, forward / forward+backward.\n\n")
+        peers = [b for b in bks if b in PEERS]
+        mine = [b for b in bks if b not in PEERS]
+        head = ["case", "shape"] + [LABELS[b] for b in mine]
+        for p in peers:
+            head += [LABELS[p], f"fa4jit / {LABELS[p]}"]
+        w("TFLOP/s, forward / forward+backward; each ratio is the best fa4jit path over that "
+          "peer, forward / forward+backward, **bold** where fa4jit is at or above the peer "
+          "(a path letter follows the ratio when the best path is not sm90).\n\n")
         w("| " + " | ".join(head) + " |\n")
         w("|" + "---|" * len(head) + "\n")
         for c in cs:
             row = [c["label"], c["shape"] + (f", {c['density']:.2f} dense"
                                             if c.get("density", 1) < 0.999 else "")]
-            for b in bks:
+
+            def cell(b):
                 r = c["results"].get(b)
                 if not r:
-                    row.append("-")
-                    continue
+                    return "-"
                 f, fb = fmt_cell(r, "fwd"), fmt_cell(r, "fwdbwd")
-                row.append(f if f == fb and not f[:1].isdigit() else f"{f} / {fb}")
-            ratios = []
-            for ph in ("fwd", "fwdbwd"):
-                f4, _ = best_fa4(c, ph)
-                bp, who = best_peer(c, ph)
-                ratios.append(f"{f4 / bp:.2f}x {LABELS[who]}" if f4 and bp else "-")
-            row.append(" / ".join(ratios))
+                return f if f == fb and not f[:1].isdigit() else f"{f} / {fb}"
+            row += [cell(b) for b in mine]
+            for p in peers:
+                row.append(cell(p))
+                row.append(ratio_cell(c, p))
             w("| " + " | ".join(str(x) for x in row) + " |\n")
         notes = [f"{c['label']}: {c['notes']}" for c in cs if c.get("notes")]
         errs = []
@@ -266,9 +285,15 @@ def markdown(data, stem):
                 r = c.get("results", {}).get(b, {})
                 if isinstance(r.get("err_fwd"), float):
                     g = r.get("err_grads")
-                    gs = "" if not g else ", grads " + "/".join(f"{x:.1e}" for x in g)
-                    errors_fa4.append(f"{c['label']} {b}: out {r['err_fwd']:.1e}{gs} vs "
-                                      f"{r.get('ref')}")
+                    sc = r.get("slice_check")
+                    if sc:
+                        gs = (f"; on batch entry 0 vs eager float32: out {sc['err_out']:.1e}, "
+                              + ", ".join(f"{n} {x:.1e}" for n, x in
+                                          zip(sc.get("grads", []), sc["err_grads"])))
+                    else:
+                        gs = "" if not g else ", grads " + "/".join(f"{x:.1e}" for x in g)
+                    errors_fa4.append(f"{c['label']} {b}: out {r['err_fwd']:.1e} vs "
+                                      f"{r.get('ref')}{gs}")
         if notes:
             w("\nNotes: " + "; ".join(notes) + ".\n")
         if errors_fa4:
@@ -276,55 +301,87 @@ def markdown(data, stem):
         if errs:
             w("\nProblems:\n" + "".join(f"- {e}\n" for e in errs))
         w(f"\n![{group}]({stem}-{group}.png)\n\n")
+    det = deterministic_rows(data)
+    if det:
+        w("## Deterministic backward (issue 9: at most 15% slower)\n\n")
+        w("Forward+backward with the deterministic backward (`kernel_options={'deterministic': "
+          "True}`, fa4_bwd_args.deterministic = 1) beside the default one, same case and timing; "
+          "'repeatable' = two runs gave bitwise identical dq, dk, dv.\n\n")
+        w("| case | path | default f+b TFLOP/s | deterministic f+b TFLOP/s | slower by | "
+          "deterministic repeatable | default repeatable | grad errors |\n"
+          "|---|---|---|---|---|---|---|---|\n")
+        for row in det:
+            w("| " + " | ".join(row) + " |\n")
+        w("\n")
+    kr = kernel_rows(data)
+    if kr:
+        w("## fa4jit kernels per case\n\n")
+        w("The programs of the kernel each case compiled (registers / spill bytes from ptxas; the "
+          "run disables the CUDA compute cache so that every program has its report; -1 = "
+          "unknown) and the kernels one forward+backward call really launched, with their device "
+          "time (torch.profiler): which backward ran is read here, not assumed.\n\n")
+        w("| case | path | programs: registers / spill bytes | launched (device us) |\n"
+          "|---|---|---|---|\n")
+        for row in kr:
+            w("| " + " | ".join(row) + " |\n")
+        w("\n")
     jit = data.get("jit") or []
     if jit:
         w("## JIT: time to a launchable kernel (D=128, bf16)\n\n")
-        if any(r.get("method") for r in jit):
+        new_method = any((r.get("summary") or {}).get("cold_bwd_ms") is not None for r in jit)
+        if new_method:
+            pm = data.get("jit_probe") or {}
+            w("Wall time of `Context.compile` to a launchable kernel. All mods in one fresh process "
+              "started with CUDA_CACHE_DISABLE=1 and a fresh CUDA_CACHE_PATH (NVRTC 13 would "
+              "otherwise serve programs compiled before from the driver's compute cache), each "
+              "measurement with a new Context on a new cache directory: cold forward alone, cold "
+              "backward alone, cold forward+backward (programs in parallel threads; the slowest "
+              "program named), memory hit (same spec again in that Context), disk hit from a new "
+              "Context in that process and from a new process. Before the first mod the process "
+              "compiled one throwaway program (NVRTC start-up: "
+              f"{pm.get('process_first_compile_ms', float('nan')):.0f} ms); the probe process "
+              f"took {pm.get('import_s', float('nan')):.2f} s to import fa4jit and "
+              f"{pm.get('first_context_s', float('nan')):.2f} s for its first Context. ")
+        else:
             w("Wall time of `Context.compile` to a launchable kernel, each measurement in a fresh "
-              "process: cold = fresh cache directory (NVRTC), forward alone, and forward + "
-              "backward (programs compiled in parallel threads; the slowest backward program's "
-              "own NVRTC time beside it); memory hit = the same spec again in that process; disk "
-              "hit = a new process on the filled directory. ")
-        if not all(r.get("method") for r in jit):
-            w("Rows marked * were measured all in one process (an earlier version of this "
-              "harness): their fwd+bwd column ran after the forward-only compile of the same mod, "
-              "and their 'memory hit' found the kernel released, so it is a disk hit. ")
+              "process (an earlier harness, without CUDA_CACHE_DISABLE: a figure may be partly "
+              "warm). ")
         w("FlexAttention first call = wall time of the first torch.compile'd call of the same mod "
           "at B=8 H=16 S=4096 D=128 (trace, Inductor and Triton compiles and the run; forward "
           "alone, then forward+backward), in the benchmark process after other Flex compiles.\n\n")
-        w("| mod | fa4jit cold fwd ms | cold fwd+bwd ms | slowest bwd program ms | memory hit ms"
-          " | disk hit ms | Flex first fwd call ms | Flex first fwd+bwd call ms |\n")
-        w("|---|---|---|---|---|---|---|---|\n")
+        w("| mod | cold fwd ms | cold bwd ms | cold fwd+bwd ms (slowest program) | memory hit ms"
+          " | disk hit ms, new Context | disk hit ms, new process | Flex first fwd call ms | "
+          "Flex first fwd+bwd call ms |\n")
+        w("|---|---|---|---|---|---|---|---|---|\n")
+
+        def f0(v, nd=0):
+            return f"{v:.{nd}f}" if isinstance(v, (int, float)) else "-"
         for r in jit:
-            s = r.get("summary")
-            if not s:
-                w(f"| {r['mod']} | error: {r.get('error', '?')[:150]} | | | | | | |\n")
+            s_ = r.get("summary")
+            if not s_:
+                w(f"| {r['mod']} | {str(r.get('error', '?'))[:150]} | | | | | | | |\n")
                 continue
             ff = r.get("flex_first_fwd_s")
             fb = r.get("flex_first_fwdbwd_s")
-            ffs = f"{ff * 1e3:.0f}" if ff is not None else "-"
-            fbs = f"{fb * 1e3:.0f}" if fb is not None else "-"
-            mark = "" if r.get("method") else " *"
-            w(f"| {r['mod']}{mark} | {s['cold_fwd_ms']:.0f} | {s['cold_fwdbwd_ms']:.0f} | "
-              f"{s['cold_bwd_programs_ms']:.0f} | {s['memory_hit_ms']:.3f} "
-              f"({s['memory_hit_result']}) | {s['disk_hit_ms']:.2f} ({s['disk_hit_result']}) | "
-              f"{ffs} | {fbs} |\n")
-        odd = []
+            slow = s_.get("slowest_program")
+            dctx = s_.get("disk_hit_ctx_ms")
+            dproc = s_.get("disk_hit_process_ms")
+            if dctx is None and dproc is None:  # an earlier harness: one disk-hit figure
+                dproc = s_.get("disk_hit_ms")
+            w(f"| {r['mod']} | {f0(s_.get('cold_fwd_ms'))} | {f0(s_.get('cold_bwd_ms'))} | "
+              f"{f0(s_.get('cold_fwdbwd_ms'))}{f' ({slow})' if slow else ''} | "
+              f"{f0(s_.get('memory_hit_ms'), 3)} | {f0(dctx, 2)} | {f0(dproc, 2)} | "
+              f"{f0(ff * 1e3 if ff else None)} | {f0(fb * 1e3 if fb else None)} |\n")
+        progs = []
         for r in jit:
-            if not r.get("summary"):
-                continue
-            f1 = {p["name"]: p for p in r.get("cold_fwd", {}).get("programs", [])}.get("fwd")
-            f2 = {p["name"]: p for p in r.get("cold_fwdbwd", {}).get("programs", [])}.get("fwd")
-            if f1 and f2 and f2["compile_ms"] < 0.2 * f1["compile_ms"]:
-                odd.append(f"{r['mod']}: {f1['compile_ms']:.0f} ms alone, {f2['compile_ms']:.0f} "
-                           f"ms with {f2['registers']} registers reported inside fwd+bwd")
-        if odd:
-            w("\n**Caution**: inside the forward+backward compile the forward program reported "
-              "far less NVRTC time than the same program compiled alone (" + "; ".join(odd) +
-              "), although each measurement ran in a fresh process on a fresh cache directory. "
-              "The cause is not established (notes/bench-requests.md); until it is, read the "
-              "fwd+bwd column as the backward programs' time and a cold forward+backward as at "
-              "least max(cold fwd, slowest bwd program).\n")
+            pf = (r.get("summary") or {}).get("programs_fwdbwd") or {}
+            if pf:
+                progs.append(f"{r['mod']}: " + ", ".join(
+                    f"{n} {p['compile_ms']:.0f} ms {p['registers']} reg {p['spill_bytes']} B spill"
+                    for n, p in pf.items()))
+        if progs:
+            w("\nPrograms of the cold forward+backward compile (NVRTC time each, in parallel): "
+              + "; ".join(progs) + ".\n")
         w(f"\n![jit]({stem}-jit.png)\n\n")
     la = data.get("launch")
     if la:
@@ -368,6 +425,59 @@ def markdown(data, stem):
     return out.getvalue()
 
 
+def deterministic_rows(data):
+    rows = []
+    for c in data.get("cases", []):
+        for b in ("fa4jit-sm90", "fa4jit-sm80"):
+            r = c.get("results", {}).get(b) or {}
+            d = r.get("deterministic")
+            if not d:
+                continue
+            dflt = r.get("fwdbwd_tflops")
+            if d.get("status") == "ok":
+                sl = d.get("slowdown")
+                rows.append([c["id"], b, f"{dflt:.0f}" if dflt else "-",
+                             f"{d['fwdbwd_tflops']:.0f}",
+                             f"{sl * 100:+.1f}%" + (" (**over 15%**)" if sl > 0.15 else ""),
+                             "yes" if d.get("bitwise_repeatable") else "**no**",
+                             "yes" if d.get("default_bitwise_repeatable") else "no",
+                             "/".join(f"{e:.1e}" for e in d.get("err_grads", []))])
+            else:
+                rows.append([c["id"], b, f"{dflt:.0f}" if dflt else "-",
+                             f"**{d.get('status')}** {str(d.get('error', ''))[:150]}", "-",
+                             str(d.get("bitwise_repeatable", "-")),
+                             str(d.get("default_bitwise_repeatable", "-")),
+                             "/".join(f"{e:.1e}" for e in d.get("err_grads", []))])
+    return rows
+
+
+def kernel_rows(data):
+    rows = []
+    for c in data.get("cases", []):
+        for b in ("fa4jit-sm90", "fa4jit-sm80"):
+            r = c.get("results", {}).get(b) or {}
+            k = r.get("kernel") or {}
+            la = r.get("launched")
+            if not k and not la:
+                continue
+            if k.get("error"):
+                progs = "error: " + k["error"][:100]
+            else:
+                progs = ", ".join(f"{p['name']} {p['registers']}/{p['spill_bytes']}"
+                                  for p in k.get("programs", []))
+            if la and la[0].get("error"):
+                launched = "trace failed: " + la[0]["error"][:100]
+            elif la:
+                launched = ", ".join(
+                    f"{x['name']}" + (f" x{x['count']}" if x.get("count", 1) > 1 else "") +
+                    (f" {x['device_us']:.0f}" if x.get("device_us") is not None else "")
+                    for x in la)
+            else:
+                launched = "-"
+            rows.append([c["id"], k.get("path", b.split("-", 1)[1]), progs, launched])
+    return rows
+
+
 def targets(data):
     """(target, measured text, met: True/False/None) rows from what was measured."""
     rows = []
@@ -406,14 +516,25 @@ def targets(data):
         sm = r.get("summary")
         if not sm:
             continue
-        both = max(sm["cold_fwd_ms"], sm["cold_fwdbwd_ms"])  # see the JIT section's caution
+        if sm.get("cold_bwd_ms") is not None:  # compute cache off: the figures are cold
+            both = sm["cold_fwdbwd_ms"]
+            note = ""
+        else:  # an earlier harness: the forward inside fwd+bwd may have been served warm
+            both = max(sm["cold_fwd_ms"], sm["cold_fwdbwd_ms"])
+            note = f" (judged on >= {both / 1e3:.2f} s)"
         rows.append((f"{r['mod']}: cold compile forward <= 1.5 s, forward+backward <= 3 s",
-                     f"{sm['cold_fwd_ms'] / 1e3:.2f} s, {sm['cold_fwdbwd_ms'] / 1e3:.2f} s "
-                     f"(judged on >= {both / 1e3:.2f} s)",
+                     f"{sm['cold_fwd_ms'] / 1e3:.2f} s, {sm['cold_fwdbwd_ms'] / 1e3:.2f} s{note}",
                      sm["cold_fwd_ms"] <= 1500 and both <= 3000))
-        rows.append((f"{r['mod']}: cache hit to a launchable kernel <= 5 ms",
-                     f"disk {sm['disk_hit_ms']:.2f} ms, memory {sm['memory_hit_ms']:.3f} ms",
-                     sm["disk_hit_ms"] <= 5 and sm["memory_hit_ms"] <= 5))
+        if sm.get("disk_hit_ms") is not None and sm.get("memory_hit_ms") is not None:
+            rows.append((f"{r['mod']}: cache hit to a launchable kernel <= 5 ms",
+                         f"disk {sm['disk_hit_ms']:.2f} ms, memory {sm['memory_hit_ms']:.3f} ms",
+                         sm["disk_hit_ms"] <= 5 and sm["memory_hit_ms"] <= 5))
+    for c in data.get("cases", []):
+        for b in ("fa4jit-sm90", "fa4jit-sm80"):
+            d = (c.get("results", {}).get(b) or {}).get("deterministic") or {}
+            if d.get("status") == "ok":
+                rows.append((f"{c['id']} {b}: deterministic backward <= 15% slower (issue 9)",
+                             f"{d['slowdown'] * 100:+.1f}%", d["slowdown"] <= 0.15))
     la = data.get("launch") or {}
     for k, lab in (("fa4jit_c", "C API"), ("fa4jit_python", "Python API")):
         r = la.get(k) or {}
@@ -487,12 +608,17 @@ def plot_specs(data):
                           "TFLOP/s", cats, series, False, phase))
     jit = [r for r in (data.get("jit") or []) if r.get("summary")]
     if jit:
+        series_ok = [r for r in jit if r["summary"].get("cold_fwd_ms") is not None]
+        jit = series_ok or jit
         cats = [r["mod"] + ("" if r.get("method") else " *") for r in jit]
         series = [
-            ("fa4jit cold fwd", "#d62728", [r["summary"]["cold_fwd_ms"] for r in jit], None),
-            ("fa4jit cold fwd+bwd", "#ff7f0e", [r["summary"]["cold_fwdbwd_ms"] for r in jit], None),
-            ("fa4jit disk hit", "#8c564b", [r["summary"]["disk_hit_ms"] for r in jit], None),
-            ("fa4jit memory hit", "#e377c2", [r["summary"]["memory_hit_ms"] for r in jit], None),
+            ("fa4jit cold fwd", "#d62728", [r["summary"].get("cold_fwd_ms") for r in jit], None),
+            ("fa4jit cold bwd", "#ffbb78", [r["summary"].get("cold_bwd_ms") for r in jit], None),
+            ("fa4jit cold fwd+bwd", "#ff7f0e", [r["summary"].get("cold_fwdbwd_ms") for r in jit],
+             None),
+            ("fa4jit disk hit", "#8c564b", [r["summary"].get("disk_hit_ms") for r in jit], None),
+            ("fa4jit memory hit", "#e377c2", [r["summary"].get("memory_hit_ms") for r in jit],
+             None),
             ("Flex first fwd call", "#9467bd",
              [(r.get("flex_first_fwd_s") or 0) * 1e3 or None for r in jit], None),
             ("Flex first fwd+bwd call", "#17becf",

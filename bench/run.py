@@ -44,8 +44,12 @@ def bootstrap():
         want.append("/usr/local/cuda/lib64")
     cur = os.environ.get("LD_LIBRARY_PATH", "")
     missing = [d for d in want if d not in cur.split(":")]
-    if missing and not os.environ.get("FA4JIT_BENCH_REEXEC"):
+    # compute cache off for the whole run: a program NVRTC 13 serves from the driver's compute
+    # cache comes without ptxas' resource report (registers, spills), which every case records
+    cache_env = "CUDA_CACHE_DISABLE" not in os.environ
+    if (missing or cache_env) and not os.environ.get("FA4JIT_BENCH_REEXEC"):
         env = dict(os.environ)
+        env.setdefault("CUDA_CACHE_DISABLE", "1")
         env["LD_LIBRARY_PATH"] = ":".join(missing + ([cur] if cur else []))
         env["FA4JIT_BENCH_REEXEC"] = "1"
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
@@ -238,56 +242,110 @@ def start_precompile(jobs, cache_dir):
     return pool, futs
 
 
-def jit_probe(spec):
-    """Run bench/jitprobe.py in a fresh process; its list of per-call records."""
+TRAINABLE = {"rel_bias": ["bias"], "t5_bias": ["bias"], "head_scale": ["log_temp"]}
+
+
+def cold_env(root):
+    """Environment for a process whose compiles must be cold: NVRTC 13 serves programs compiled
+    before (by any process) from the CUDA driver's compute cache unless it is disabled; a fresh
+    CUDA_CACHE_PATH and FA4JIT_CACHE_DIR as well, in case a driver ignores the switch."""
+    env = dict(os.environ)
+    env["CUDA_CACHE_DISABLE"] = "1"
+    env["CUDA_CACHE_PATH"] = tempfile.mkdtemp(prefix="cuda-cache-", dir=root)
+    env["FA4JIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="fa4jit-cache-", dir=root)
+    return env
+
+
+def jit_probe(spec, root, timeout):
+    """Run bench/jitprobe.py in a fresh process with a cold environment; its JSON record."""
+    spec = dict(spec, root=root, t_spawn=time.time())
     r = subprocess.run([sys.executable, os.path.join(HERE, "jitprobe.py"), json.dumps(spec)],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=timeout, env=cold_env(root))
     for line in r.stdout.splitlines():
         if line.startswith("JITPROBE "):
             return json.loads(line[len("JITPROBE "):])
     raise RuntimeError(f"jitprobe failed (rc {r.returncode}): {(r.stderr or r.stdout)[-600:]}")
 
 
-def jit_figures(mods, torch, cache_root, log_fn):
-    """Per mod, each measurement in a fresh process (no in-process table can make it warm):
-    cold forward alone (fresh cache dir), cold forward + backward (another fresh dir; programs
-    compiled in parallel) followed by a memory hit in the same process, then a disk hit from a new
-    process on that filled dir. Wall time of Context.compile to a launchable kernel, plus the
-    library's own numbers."""
-    rows = []
-    for m in mods:
-        row = {"mod": m or "plain", "method": "fresh process per measurement (bench/jitprobe.py)"}
+def _jit_summary(row):
+    def progs(rec):
+        return {p["name"]: p for p in (rec or {}).get("programs", [])}
+    s = {}
+    for k in ("cold_fwd", "cold_bwd", "cold_fwdbwd", "memory_hit", "disk_hit_ctx",
+              "disk_hit_process"):
+        rec = row.get(k)
+        if rec and "wall_ms" in rec:
+            s[k + "_ms"] = rec["wall_ms"]
+            s[k + "_result"] = rec["cache_result"]
+    pb = progs(row.get("cold_fwdbwd"))
+    s["slowest_program"] = max(pb, key=lambda n: pb[n]["compile_ms"]) if pb else None
+    s["programs_fwdbwd"] = {n: {"compile_ms": p["compile_ms"], "registers": p["registers"],
+                                "spill_bytes": p["spill_bytes"]} for n, p in pb.items()}
+    # old field names, kept for the report and merges with earlier JSON
+    if "cold_fwd_ms" in s and "cold_fwdbwd_ms" in s:
+        s["cold_bwd_programs_ms"] = max([p["compile_ms"] for n, p in pb.items() if "bwd" in n]
+                                        or [0])
+        s["disk_hit_ms"] = s.get("disk_hit_process_ms", s.get("disk_hit_ctx_ms"))
+        s["disk_hit_result"] = s.get("disk_hit_process_result", s.get("disk_hit_ctx_result"))
+    return s
+
+
+def jit_figures(mods, cache_root, log_fn, deadline):
+    """Cold compile figures per mod (bench/jitprobe.py): all mods in one fresh process with the
+    compute cache off and a fresh Context and directory per measurement (cold forward, cold
+    backward, cold forward+backward in parallel, memory hit, disk hit from a new Context); then one
+    more fresh process for the disk hits (a second job on the same machine). The probe is told
+    the time left and the mods are in priority order; mods it did not reach are marked."""
+    rows, meta = [], {}
+    want = [{"mod": m, "trainable": TRAINABLE.get(m, [])} for m in mods]
+    root = tempfile.mkdtemp(prefix="jit-", dir=cache_root)
+    left = deadline - time.time()
+    try:
+        res = jit_probe({"mods": want, "stop_after_s": max(5.0, left - 15.0)}, root,
+                        timeout=max(30.0, left + 30.0))
+    except Exception as e:  # noqa: BLE001
+        msg = f"{type(e).__name__}: {str(e)[:600]}"
+        log_fn(f"  jit: probe ERROR {msg}")
+        return [{"mod": m or "plain", "error": msg} for m in mods], {"error": msg}
+    meta = {k: v for k, v in res.items() if k != "mods"}
+    log_fn(f"  jit probe process: started {meta.get('spawn_to_start_s') or 0:.2f} s after spawn,"
+           f" import {meta.get('import_s', 0):.2f} s, first context "
+           f"{meta.get('first_context_s', 0):.2f} s, NVRTC start-up compile "
+           f"{meta.get('process_first_compile_ms', 0):.0f} ms, CUDA_CACHE_DISABLE="
+           f"{meta.get('cuda_cache_disable')}, total {meta.get('total_s', 0):.1f} s")
+    by = {r["mod"]: r for r in res["mods"]}
+    hits = [{"mod": w["mod"], "trainable": w["trainable"], "dir": by[w["mod"] or "plain"]["dir"]}
+            for w in want if (w["mod"] or "plain") in by and by[w["mod"] or "plain"].get("dir")]
+    if hits and deadline - time.time() > 20:
         try:
-            trainable = {"rel_bias": ["bias"], "t5_bias": ["bias"],
-                         "head_scale": ["log_temp"]}.get(m, [])
-            d1 = tempfile.mkdtemp(prefix="cold-fwd-", dir=cache_root)
-            row["cold_fwd"] = jit_probe({"dir": d1, "mod": m, "bwd": False,
-                                         "trainable": trainable})[0]
-            d2 = tempfile.mkdtemp(prefix="cold-both-", dir=cache_root)
-            both = jit_probe({"dir": d2, "mod": m, "bwd": True, "trainable": trainable,
-                              "repeat": 2})
-            row["cold_fwdbwd"], row["memory_hit"] = both[0], both[1]
-            row["disk_hit"] = jit_probe({"dir": d2, "mod": m, "bwd": True,
-                                         "trainable": trainable})[0]
-            progs = {p["name"]: p["compile_ms"] for p in row["cold_fwdbwd"]["programs"]}
-            row["summary"] = {
-                "cold_fwd_ms": row["cold_fwd"]["wall_ms"],
-                "cold_fwdbwd_ms": row["cold_fwdbwd"]["wall_ms"],
-                "cold_bwd_programs_ms": max([v for n, v in progs.items() if "bwd" in n] or [0]),
-                "memory_hit_ms": row["memory_hit"]["wall_ms"],
-                "disk_hit_ms": row["disk_hit"]["wall_ms"],
-                "memory_hit_result": row["memory_hit"]["cache_result"],
-                "disk_hit_result": row["disk_hit"]["cache_result"],
-            }
-            log_fn(f"  jit {row['mod']:<22} cold fwd {row['cold_fwd']['wall_ms']:8.1f} ms  "
-                   f"fwd+bwd {row['cold_fwdbwd']['wall_ms']:8.1f} ms  memory "
-                   f"{row['memory_hit']['wall_ms']:.3f} ms ({row['memory_hit']['cache_result']})  "
-                   f"disk {row['disk_hit']['wall_ms']:.2f} ms ({row['disk_hit']['cache_result']})")
+            dh = jit_probe({"disk_hits": hits}, root, timeout=60)
+            meta["disk_hit_process"] = {k: v for k, v in dh.items() if k != "mods"}
+            for r in dh["mods"]:
+                if r["mod"] in by:
+                    by[r["mod"]]["disk_hit_process"] = r["disk_hit_process"]
         except Exception as e:  # noqa: BLE001
-            row["error"] = f"{type(e).__name__}: {str(e)[:600]}"
-            log_fn(f"  jit {row['mod']}: ERROR {row['error']}")
+            meta["disk_hit_process_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+    for m in mods:
+        name = m or "plain"
+        row = by.get(name)
+        if row is None:
+            rows.append({"mod": name, "error": "not reached (JIT time budget)"})
+            continue
+        row = dict(row, method="one fresh process, compute cache off, a new Context and cache "
+                              "directory per measurement (bench/jitprobe.py)")
+        row["summary"] = _jit_summary(row)
+        s = row["summary"]
         rows.append(row)
-    return rows
+
+        def ms(k):
+            v = s.get(k + "_ms")
+            return f"{v:8.1f}" if v is not None else "       -"
+        log_fn(f"  jit {name:<22} cold fwd {ms('cold_fwd')} ms  bwd {ms('cold_bwd')} ms  "
+               f"fwd+bwd {ms('cold_fwdbwd')} ms (slowest {s.get('slowest_program')})  memory "
+               f"{s.get('memory_hit_ms', float('nan')):.3f} ms  disk "
+               f"{s.get('disk_hit_ctx_ms', float('nan')):.2f} ms (new ctx) / "
+               f"{s.get('disk_hit_process_ms', float('nan')):.2f} ms (new process)")
+    return rows, meta
 
 
 MASK_MODS_ONLY = {"causal", "causal_sliding_window", "sliding_window", "document", "prefix_lm",
@@ -424,6 +482,71 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
     def tflops(flops, ms):
         return flops / (ms * 1e-3) / 1e12
 
+    def slice_check(name, r):
+        """fa4jit's output and gradients on batch entry 0 against eager float32 (materialised
+        scores, autograd) on the same slice; sets r's bwd_status to wrong when over the bounds."""
+        try:
+            sl = backends.SliceInputs(inp)
+            if "eager" not in ref:
+                ref["eager"] = backends.eager_reference(c, sl)
+                torch.cuda.synchronize()
+            o_ref, g_ref = ref["eager"]
+            fr = backends.Fa4Runner(backends.slice_case(c), sl, name.split("-", 1)[1])
+            o, g = fr.fwdbwd(0)
+            torch.cuda.synchronize()
+            e_o = backends.rel_l2(o, o_ref)
+            e_g = [backends.rel_l2(a, b) for a, b in zip(g, g_ref)]
+            if len(g) != len(g_ref):
+                e_g.append(float("inf"))
+            r["slice_check"] = {"ref": "eager float32 (materialised scores, autograd), batch "
+                                       "entry 0, all heads", "err_out": e_o, "err_grads": e_g,
+                                "grads": ["dq", "dk", "dv"] + list(c.trainable)}
+            r["err_grads"] = e_g
+            r["ref_grads"] = "eager fp32 slice (b=0)"
+            if not (e_o <= TOL_FWD and all(e <= TOL_GRAD for e in e_g)):
+                r["bwd_status"] = "wrong"
+                r["bwd_reason"] = (f"on batch entry 0 vs eager float32: out {e_o:.3g}, gradients "
+                                   f"{[round(e, 4) for e in e_g]} (bounds {TOL_FWD}, {TOL_GRAD})")
+            del o, g, fr, sl
+        except Exception as e:  # noqa: BLE001
+            r["bwd_status"] = "unverified"
+            r["bwd_reason"] = f"no peer gradient; eager slice reference failed: " \
+                              f"{type(e).__name__}: {str(e)[:300]}"
+            log_fn(traceback.format_exc(limit=4))
+            check_fatal(r["bwd_reason"])
+
+    def deterministic_row(name, r, runner):
+        """The same case with the deterministic backward: checked, bitwise repeatability of two
+        runs, timed like the default backward."""
+        d = {}
+        r["deterministic"] = d
+        try:
+            dr = backends.Fa4Runner(c, inp, name.split("-", 1)[1], deterministic=True)
+            _, g1 = dr.fwdbwd(0)
+            _, g2 = dr.fwdbwd(0)
+            torch.cuda.synchronize()
+            d["bitwise_repeatable"] = all(torch.equal(a, b) for a, b in zip(g1, g2))
+            if ref["grads"] is not None:
+                d["err_grads"] = [backends.rel_l2(a, b) for a, b in zip(g1, ref["grads"])]
+            _, n1 = runner.fwdbwd(0)
+            _, n2 = runner.fwdbwd(0)
+            torch.cuda.synchronize()
+            d["default_bitwise_repeatable"] = all(torch.equal(a, b) for a, b in zip(n1, n2))
+            del g1, g2, n1, n2
+            if not all(e <= TOL_GRAD for e in d.get("err_grads", [float("inf")])):
+                d["status"] = "wrong"
+                return
+            t = timer.measure(lambda i: dr.fwdbwd(i), inp.nsets, wb, rb)
+            d["fwdbwd"] = t
+            d["fwdbwd_tflops"] = tflops(c.flops_fwdbwd, t["median_ms"])
+            d["slowdown"] = t["median_ms"] / r["fwdbwd"]["median_ms"] - 1.0
+            d["status"] = "ok"
+        except Exception as e:  # noqa: BLE001
+            d["status"] = "error"
+            d["error"] = f"{type(e).__name__}: {str(e)[:400]}"
+            log_fn(traceback.format_exc(limit=4))
+            check_fatal(d["error"])
+
     def run_backend(name, is_fa4):
         r = {}
         res[name] = r
@@ -431,8 +554,9 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
             r.update(status("n/a", reason="cannot express this variant"))
             return
         if name == "flex" and not c.flex:
-            r.update(status("skipped", reason="quick mode: Flex (a compile per shape) not run "
-                                              "here; the SDPA backends are the reference"))
+            r.update(status("skipped", reason=c.extra.get(
+                "flex_skip_reason", "quick mode: Flex (a compile per shape) not run here; the "
+                                    "SDPA backends are the reference")))
             return
         left = deadline - time.time()
         if name == "flex" and left < 40:
@@ -493,6 +617,8 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
             return
         if not c.bwd:
             r["bwd_status"] = None
+            if is_fa4 and args.trace and r.get("status") == "ok":
+                r["launched"] = launched_kernels(runner, torch, False)
             return
         if r.get("status") in ("wrong", "unverified"):
             return
@@ -507,9 +633,15 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
                 if len(grads) != len(ref["grads"]):
                     errs.append(float("inf"))
                 r["err_grads"] = errs
+            del out
             good = True
             if is_fa4:
-                if ref["grads"] is None:
+                if ref["grads"] is None and not c.varlen:
+                    # no peer gradient: eager float32 on batch entry 0, fa4jit on the same slice
+                    slice_check(name, r)
+                    if r.get("bwd_status") in ("wrong", "unverified"):
+                        good = False
+                elif ref["grads"] is None:
                     r["bwd_status"] = "unverified"
                     good = False
                 elif not all(e <= TOL_GRAD for e in r["err_grads"]):
@@ -519,12 +651,16 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
                     good = False
             elif ref["grads"] is None:
                 ref["grads"], ref["grads_by"] = grads, name
-            del out, grads
+            del grads
             if good:
                 t = timer.measure(lambda i: runner.fwdbwd(i), inp.nsets, wb, rb)
                 r["fwdbwd"] = t
                 r["fwdbwd_tflops"] = tflops(c.flops_fwdbwd, t["median_ms"])
                 r["bwd_status"] = "ok"
+                if is_fa4 and c.extra.get("det"):
+                    deterministic_row(name, r, runner)
+            if is_fa4 and args.trace:
+                r["launched"] = launched_kernels(runner, torch, c.bwd)
 
         try:
             bwd_once(runner)
@@ -574,6 +710,31 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
     if "fatal" not in rec:
         torch.cuda.empty_cache()
     return rec
+
+
+def launched_kernels(runner, torch, bwd):
+    """The kernels one call really launched (names and device time, from the CUDA profiler):
+    which backward ran (the sm90 path may fall back to the sm80 backward) is read, not assumed.
+    Device-side events only (the custom ops' CPU events are named fa4jit:: too)."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            if bwd:
+                runner.fwdbwd(0)
+            else:
+                runner.fwd(0)
+            torch.cuda.synchronize()
+        agg = {}
+        for e in prof.events():
+            if "CUDA" not in str(getattr(e, "device_type", "")) or not e.name.startswith("fa4"):
+                continue
+            a = agg.setdefault(e.name, {"name": e.name, "count": 0, "device_us": 0.0})
+            a["count"] += 1
+            a["device_us"] += float(e.time_range.elapsed_us())
+        out = list(agg.values())  # in the order of their first launch
+        return out or [{"error": "the trace shows no fa4 kernel"}]
+    except Exception as e:  # noqa: BLE001
+        return [{"error": f"{type(e).__name__}: {str(e)[:300]}"}]
 
 
 def _fa4_kernel_info(c, path, torch):
@@ -641,12 +802,13 @@ def parse_args(argv=None):
                          "(later runs replace a case or the JIT table they also measured) into "
                          "--stem")
     ap.add_argument("--budget-s", type=float, default=None,
-                    help="stop starting new work after this many seconds (default: 390 quick, "
-                         "500 full; with --grace-s the watchdog ends a quick run by 7.5 min and a "
-                         "full run by 9.4 min)")
-    ap.add_argument("--paths", default="sm80,sm90",
-                    help="fa4jit kernel paths to run, in this order (default sm80,sm90)")
-    ap.add_argument("--grace-s", type=float, default=60.0,
+                    help="start no case after this many seconds, nor one whose estimate "
+                         "(bench/budget.py) does not fit (default: 390 quick, 450 full; with "
+                         "--grace-s the watchdog writes the reports and ends a quick run by 445 s "
+                         "and a full run by 505 s)")
+    ap.add_argument("--paths", default="sm90,sm80",
+                    help="fa4jit kernel paths to run, in this order (default sm90,sm80)")
+    ap.add_argument("--grace-s", type=float, default=55.0,
                     help="after budget + grace seconds a watchdog writes what was measured "
                          "(JSON, markdown, plots) and ends the process (a hung kernel or compile)")
     ap.add_argument("--only", default=None, help="run only cases whose id contains this text")
@@ -655,7 +817,12 @@ def parse_args(argv=None):
     ap.add_argument("--jit-mods", default=None,
                     help="mods for the JIT figures, comma-separated ('plain' = no mod)")
     ap.add_argument("--no-jit", action="store_true", help="skip the JIT compile figures")
+    ap.add_argument("--jit-budget-s", type=float, default=None,
+                    help="seconds for the JIT figures (default 45 quick, 90 full); the probe "
+                         "starts no new mod after that")
     ap.add_argument("--no-launch", action="store_true", help="skip the launch-overhead figures")
+    ap.add_argument("--no-trace", dest="trace", action="store_false",
+                    help="do not record the kernels each fa4jit call launched (torch.profiler)")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--nsets", type=int, default=3, help="input buffer sets rotated in timing")
@@ -666,7 +833,9 @@ def parse_args(argv=None):
     if a.reps is None:
         a.reps = 10 if a.quick else 20
     if a.budget_s is None:
-        a.budget_s = 390.0 if a.quick else 500.0
+        a.budget_s = 390.0 if a.quick else 450.0
+    if a.jit_budget_s is None:
+        a.jit_budget_s = 45.0 if a.quick else 90.0
     return a
 
 
@@ -763,8 +932,10 @@ def main(argv=None):
         if args.jit_mods:
             mods = [None if m.strip() == "plain" else m.strip()
                     for m in args.jit_mods.split(",") if m.strip()]
-        log(f"[{time.time() - t_start:6.1f}s] JIT compile figures for {len(mods)} mods")
-        data["jit"] = jit_figures(mods, torch, cache_root, log)
+        log(f"[{time.time() - t_start:6.1f}s] JIT compile figures for {len(mods)} mods "
+            f"(at most {args.jit_budget_s:.0f} s)")
+        data["jit"], data["jit_probe"] = jit_figures(
+            mods, cache_root, log, min(deadline, time.time() + args.jit_budget_s))
         res.save()
     main_cache = os.path.join(cache_root, "main")
     fa4jit.configure_cache(dir=main_cache, mode="rw")
@@ -795,12 +966,35 @@ def main(argv=None):
         log(f"    precompile failed: {f.get('error', '')[:300]} {f.get('job')}")
     res.save()
 
-    # 4. the cases
+    # 4. the cases, in priority order; a case whose estimate (bench/budget.py, scaled by how the
+    #    cases so far compared with theirs) does not fit in the time left is skipped, and the run
+    #    goes on with cheaper ones; one that fits only without Flex runs without Flex
+    try:
+        import budget
+        import dataclasses
+        est = budget.case_estimates(all_cases, paths, args.reps, args.warmup, args.trace)
+        est_noflex = budget.case_estimates(
+            [dataclasses.replace(c, flex=False) for c in all_cases], paths, args.reps,
+            args.warmup, args.trace)
+    except Exception as e:  # noqa: BLE001
+        log(f"  no case estimates ({type(e).__name__}: {e}); only the 20 s rule applies")
+        est, est_noflex = {}, {}
+    spent_est, spent = 0.0, 0.0
     for c in all_cases:
         left = deadline - time.time()
-        if left < 20:
-            data["skipped"].append({"id": c.id, "reason": f"time budget ({left:.0f} s left)"})
-            continue
+        scale = min(2.0, max(0.7, spent / spent_est)) if spent_est > 20 else 1.0
+        need = est.get(c.id, 0.0) * scale
+        if left < 20 or need > left:
+            need2 = est_noflex.get(c.id, 0.0) * scale
+            if c.flex and "flex" in c.peers and left >= 20 and need2 <= left:
+                c.flex = False
+                c.extra["flex_skip_reason"] = (f"time budget: {left:.0f} s left, the case with "
+                                               f"Flex needs ~{need:.0f} s")
+            else:
+                data["skipped"].append({"id": c.id, "reason": f"time budget ({left:.0f} s left,"
+                                                              f" ~{need:.0f} s needed)"})
+                continue
+        t_case = time.time()
         log(f"[{time.time() - t_start:6.1f}s] {c.id}  ({c.shape_text()}, "
             f"{c.flops_fwd / 1e12:.2f} TFLOP fwd)")
         try:
@@ -810,8 +1004,15 @@ def main(argv=None):
             rec["error"] = f"{type(e).__name__}: {str(e)[:600]}"
             log(traceback.format_exc(limit=5))
             torch.cuda.empty_cache()
+        rec["wall_s"] = time.time() - t_case
+        if c.id in est:
+            rec["est_s"] = est_noflex[c.id] if not c.flex and "flex_skip_reason" in c.extra \
+                else est[c.id]
+            spent_est += rec["est_s"]
+            spent += rec["wall_s"]
         data["cases"].append(rec)
-        log("    " + report.case_line(rec))
+        log("    " + report.case_line(rec) + f"  [{rec['wall_s']:.1f} s, estimate "
+            f"{rec.get('est_s', float('nan')):.1f} s]")
         res.save()
         if rec.get("fatal"):
             data["fatal"] = (f"stopped after {c.id}: a sticky CUDA error ({rec['fatal'][:300]}) "
