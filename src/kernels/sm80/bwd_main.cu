@@ -16,6 +16,9 @@
  * rows), trainable aux gradients, deterministic dQ. Aux gradients use the mod's atomics, so they are
  * not bitwise reproducible even in deterministic mode.
  */
+/* Checked builds: an out-of-range aux read sets a flag that each thread tests once at the end
+ * (fa4_mod_checked_finish) instead of trapping inside the loop, which made ptxas spill. */
+#define FA4_CHECKED_DEFERRED 1
 #include "fa4_mod.cuh"
 #include "common/params.h"
 #include "common/ptx.cuh"
@@ -234,4 +237,5 @@ extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
                     fa4_pack2(acc_dv[0][i][2 * r2], acc_dv[0][i][2 * r2 + 1]);
         }
     }
+    fa4_checked_finish();
 }

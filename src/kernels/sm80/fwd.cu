@@ -12,6 +12,9 @@
  * skip it, absent blocks are never loaded); varlen via cu_seqlens; q/kv offsets; empty rows give
  * O = 0 and LSE = -inf. Not supported: dropout, softcapping outside score_mod, paged KV.
  */
+/* Checked builds: an out-of-range aux read sets a flag that each thread tests once at the end
+ * (fa4_mod_checked_finish) instead of trapping inside the loop, which made ptxas spill. */
+#define FA4_CHECKED_DEFERRED 1
 #include "fa4_mod.cuh"
 #include "common/params.h"
 #include "common/ptx.cuh"
@@ -130,4 +133,5 @@ extern "C" __global__ void __launch_bounds__(kFwdThreads, kFwdMinBlocks)
     for (int mi = 0; mi < kFwdMI; ++mi)
         fa4_fwd_epilogue<kDv / 8>(acc_o[mi], m[mi], l[mi], gO, p.o.ss, gL, p.lse.ss, row0 + 16 * mi, seq.len_q,
                                   lane);
+    fa4_checked_finish();
 }

@@ -19,4 +19,14 @@ __device__ __forceinline__ bool fa4_allowed(const fa4_params &p, const fa4_aux &
     return true;
 }
 
+/* Checked builds of kernels that define FA4_CHECKED_DEFERRED before the mod header: an
+ * out-of-range aux read only set a flag; each thread calls this once at its end, and traps there
+ * if the flag is set. (The header without a mod, which has no aux to read, has no flag.) */
+__device__ __forceinline__ void fa4_checked_finish(void)
+{
+#if defined(FA4_CHECKED) && FA4_CHECKED && defined(FA4_CHECKED_DEFERRED) && FA4_CHECKED_DEFERRED && FA4_NUM_AUX > 0
+    fa4_mod_checked_finish();
+#endif
+}
+
 #endif /* FA4_SM80_MASK_CUH */
