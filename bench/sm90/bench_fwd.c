@@ -5,7 +5,8 @@
  * sm80 path's on the same inputs (max abs difference), so a fast wrong kernel does not pass
  * unnoticed. Timing: 3 warm-up launches, then 7 rounds of 10 back-to-back launches timed on the
  * host around a synchronize; the median round gives ms per launch. FLOPs = 4 B H S^2 D (causal
- * halved). Exits 0 with "SKIP: <why>" where there is no GPU.
+ * halved). "plain (full block mask)" runs plain attention through a block mask of 128 x 128
+ * blocks that are all full: with three consumers (D 64) that is the 128-row fallback. Exits 0 with "SKIP: <why>" where there is no GPU.
  *
  * Usage: bench_sm90 [--s N] [--b N] [--h N] [--d N] [--filter A,=B,...] [--no-ref]
  *        (--no-ref: sm90 only, no sm80 timing or comparison; FA4_SM90_EXTRA in the environment adds
@@ -16,8 +17,13 @@
  *        checked builds, whose aux reads trap, are reported as "warn")
  *        bench_sm90 --compile-quick  (the same check on 6 forwards: bf16, D 64/128, mods none,
  *        softcap, alibi+causal; about a minute on a 2-core machine, for CI)
+ *        bench_sm90 --compile-checked [MODS_DIR [D]]  (no GPU: every shipped mod (the .mod files in mods/) as a
+ *        checked build (FA4_COMPILE_CHECKED), bf16, D 64 and 128, all programs (forward,
+ *        backward, block mask) of the sm90 path for sm_90a and of the sm80 path for sm_80; exits 1
+ *        on a spill, a stack frame or C7520 in any program)
  * Built by tests/gpu/sm90/build.sh (it needs the path shim until compile.c lists the sm90 path).
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +58,7 @@ static const variant variants[] = {
     {"plain rescale>8", NULL, 0, 8.f, 0, 0},
     {"plain sw-exp2 25%", NULL, 0, 0, 25, 0},
     {"causal (block mask)", NULL, 1, 0, 0, 0},
+    {"plain (full block mask)", NULL, 1, 0, 0, 0},
     {"causal rescale>8", NULL, 1, 8.f, 0, 0},
     {"alibi", NULL, 0, 0, 0, 1},
     {"softcap", NULL, 0, 0, 0, 2},
@@ -312,6 +319,130 @@ static int compile_only(int only_d, const char *only_mod, int quick)
     return bad;
 }
 
+/* Reads a whole file; NULL on failure. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+    if (!f)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)n + 1)) != NULL) {
+        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[n] = 0;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Deviceless: checked builds of every shipped mod, every program of both paths. The trainable
+ * tables are declared as the GPU suite and the Python front end declare them. */
+static int compile_checked(const char *dir, int only_d)
+{
+    static const struct {
+        const char *mod, *aux;
+    } trainable[] = {{"rel_bias.mod", "bias"}, {"t5_bias.mod", "bias"}, {"head_scale.mod", "log_temp"}};
+    static const struct {
+        int path;
+        const char *arch;
+    } targets[] = {{FA4_PATH_SM90, "sm_90a"}, {FA4_PATH_SM80, "sm_80"}};
+    char *names[64];
+    int nn = 0, bad = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        printf("FAIL: cannot open %s\n", dir);
+        return 1;
+    }
+    for (struct dirent *e; (e = readdir(d)) != NULL && nn < 64;) {
+        const size_t l = strlen(e->d_name);
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".mod"))
+            names[nn++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)nn, sizeof names[0], cmp_str);
+    fa4_ctx_options opts;
+    fa4_ctx_options_init(&opts);
+    opts.device = FA4_DEVICE_NONE;
+    opts.cache_mode = FA4_CACHE_MODE_OFF;
+    if (fa4_ctx_create(&opts, &g_ctx) != FA4_OK) {
+        printf("FAIL: deviceless ctx: %s\n", fa4_ctx_create_errmsg());
+        return 1;
+    }
+    for (int i = 0; i < nn; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        char *src = read_text(path);
+        if (!src) {
+            printf("FAIL: cannot read %s\n", path);
+            bad = 1;
+            continue;
+        }
+        const char *tr[1] = {NULL};
+        for (size_t t = 0; t < sizeof trainable / sizeof trainable[0]; t++)
+            if (!strcmp(names[i], trainable[t].mod))
+                tr[0] = trainable[t].aux;
+        for (int ti = 0; ti < 2; ti++)
+            for (int dd = 64; dd <= 128; dd += 64) {
+                if (only_d && dd != only_d)
+                    continue;
+                fa4_kernel_spec spec;
+                fa4_kernel *k = NULL;
+                fa4_kernel_spec_init(&spec);
+                spec.source = src;
+                spec.source_name = names[i];
+                spec.dtype = FA4_DTYPE_BF16;
+                spec.head_dim = dd;
+                spec.path = targets[ti].path;
+                spec.arch = targets[ti].arch;
+                spec.flags = FA4_COMPILE_FWD | FA4_COMPILE_BWD | FA4_COMPILE_BLOCK_MASK | FA4_COMPILE_CHECKED;
+                if (tr[0]) {
+                    spec.trainable_aux = tr;
+                    spec.num_trainable_aux = 1;
+                }
+                if (fa4_jit_compile(g_ctx, &spec, &k) != FA4_OK) {
+                    printf("FAIL %-26s %-6s d=%3d: %s\n%.3000s\n", names[i], targets[ti].arch, dd,
+                           fa4_ctx_errmsg(g_ctx), fa4_ctx_compile_log(g_ctx) ? fa4_ctx_compile_log(g_ctx) : "");
+                    bad = 1;
+                    continue;
+                }
+                fa4_kernel_info info;
+                memset(&info, 0, sizeof info);
+                info.struct_size = sizeof info;
+                fa4_kernel_get_info(k, &info);
+                int fail = 0;
+                char line[1024];
+                int len = 0;
+                for (int pi = 0; pi < info.num_programs && len < (int)sizeof line - 96; pi++) {
+                    const fa4_program_info *pr = &info.programs[pi];
+                    const int f = pr->spill_stores || pr->spill_loads || pr->stack_frame || pr->wgmma_serialized;
+                    fail |= f;
+                    len += snprintf(line + len, sizeof line - (size_t)len, " %s %d/%d/%d/%d%s", pr->name,
+                                    pr->registers, pr->spill_stores + pr->spill_loads, pr->stack_frame,
+                                    pr->wgmma_serialized, f ? "!" : "");
+                }
+                printf("%s %-26s %-6s d=%3d%s\n", fail ? "FAIL" : "ok  ", names[i], targets[ti].arch, dd, line);
+                bad |= fail;
+                fa4_kernel_destroy(k);
+            }
+        free(src);
+    }
+    printf("(per program: registers/spill bytes/stack/C7520)\n");
+    for (int i = 0; i < nn; i++)
+        free(names[i]);
+    fa4_ctx_destroy(g_ctx);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -319,6 +450,8 @@ int main(int argc, char **argv)
             return compile_only(i + 1 < argc ? atoi(argv[i + 1]) : 0, i + 2 < argc ? argv[i + 2] : NULL, 0);
         if (!strcmp(argv[i], "--compile-quick"))
             return compile_only(0, NULL, 1);
+        if (!strcmp(argv[i], "--compile-checked"))
+            return compile_checked(i + 1 < argc ? argv[i + 1] : "mods", i + 2 < argc ? atoi(argv[i + 2]) : 0);
     }
     int S = 4096, B = 4, H = 16, D = 128, ref = 1;
     const char *filter = NULL;
@@ -435,7 +568,7 @@ int main(int argc, char **argv)
         CK(g_cu->memsetD8Async(lse, 0xff, nl * 4, NULL));
         const double ms90 = time_fwd(k90, &a);
         const double ms80 = ref ? time_fwd(k80, &a80) : 0;
-        double flops = 4.0 * B * H * (double)S * S * D * (va->block_mask ? 0.5 : 1.0);
+        double flops = 4.0 * B * H * (double)S * S * D * (!strncmp(va->name, "causal", 6) ? 0.5 : 1.0);
         if (strstr(va->name, "window"))
             flops = 4.0 * B * H * (double)S * D * (1024.0 * S - 1024.0 * 1023 / 2) / S;
         double eo = 0, el = 0;

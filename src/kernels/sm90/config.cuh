@@ -1,12 +1,19 @@
 /*
  * config.cuh - tile geometry of the sm90 forward, in one place with the checks that keep it legal.
- * 3 warpgroups: warpgroup 0 produces (one thread issues TMA), warpgroups 1 and 2 consume 64 query
- * rows each (kM = 128); the grid is persistent (a CTA walks tiles blockIdx.x, +gridDim.x, ...).
+ * Warpgroup 0 produces (one thread issues TMA); kConsumers warpgroups consume 64 query rows each:
+ * 2 (kM = 128, 240 registers each) in general; 3 (kM = 192, 160 registers each, though ptxas
+ * allocates within 65536 / 512 = 128) for plain attention with head dims up to 64, where the
+ * softmax is a larger share of the work and a third warpgroup keeps the tensor cores busy while
+ * the others run theirs. Three spilled at D 96 (padded to 128: 152 / 156 bytes) and at D 64 with
+ * a mod (causal 16 / 40, alibi 450 / 324 bytes, nvcc 13), so those keep two. A kernel with three
+ * runs 128-row tiles with its third consumer idle when a block mask's q_block is not a multiple
+ * of 192 (fa4_sm90_rows). The grid is persistent (a CTA walks tiles blockIdx.x, +gridDim.x, ...).
  * K and V tiles of kN keys stream through a kStages ring. Shared-memory tiles
  * are stored as 64-column panels of 128-byte rows in TMA's 128-byte swizzle, which is also the
  * layout the wgmma descriptors describe; head dims that are not multiples of 64 are padded up to
  * the next panel (TMA fills the missing columns with zeros).
- * The host launcher (src/jit/path_sm90.c) mirrors these numbers; keep both in step.
+ * The host launcher (src/jit/path_sm90.c) mirrors these numbers (it takes the thread count from
+ * the kernel's launch bound); keep both in step.
  */
 #ifndef FA4_SM90_CONFIG_CUH
 #define FA4_SM90_CONFIG_CUH
@@ -28,7 +35,19 @@ constexpr int kD = FA4_HEAD_DIM;
 constexpr int kDv = FA4_HEAD_DIM_V;
 constexpr int kDp = (kD + 63) / 64 * 64;   /* padded to whole panels */
 constexpr int kDvp = (kDv + 63) / 64 * 64;
-constexpr int kM = 128;                    /* query rows per CTA */
+/* Three only where the host launches with the kernel's own thread bound (it says so with
+ * FA4_SM90_FWD_THREADS_FROM_KERNEL): a 384-thread launch of a 512-thread kernel would hang. */
+#ifndef FA4_SM90_CONSUMERS
+#if defined(FA4_SM90_FWD_THREADS_FROM_KERNEL) && FA4_SM90_FWD_THREADS_FROM_KERNEL
+#define FA4_SM90_CONSUMERS \
+    ((FA4_HEAD_DIM <= 64 && FA4_HEAD_DIM_V <= 64 && !FA4_HAS_SCORE_MOD && !FA4_HAS_MASK_MOD) ? 3 : 2)
+#else
+#define FA4_SM90_CONSUMERS 2
+#endif
+#endif
+constexpr int kConsumers = FA4_SM90_CONSUMERS;
+constexpr int kM = 64 * kConsumers;        /* query rows per CTA (at most; see fa4_sm90_rows) */
+constexpr int kQBox = kConsumers == 3 ? 64 : 128; /* rows of the host's Q tensor-map box */
 constexpr int kN = (kDp <= 128 && kDvp <= 128) ? 128 : 64; /* keys per step */
 /* Three K/V stages where they fit in the 227 KB an sm_90 block may have, else two. */
 constexpr int kSmem3 = 1024 + kM * kDp * 2 + 3 * kN * (kDp + kDvp) * 2 + 256;
@@ -37,9 +56,9 @@ constexpr int kStages = kSmem3 <= 227 * 1024 ? 3 : 2;
 #else
 constexpr int kStages = FA4_SM90_STAGES;
 #endif
-constexpr int kThreads = 384;
+constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr float kRescaleThreshold = FA4_RESCALE_THRESHOLD; /* log2 units; <= 0: off */
-constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+constexpr int kProducerRegs = kConsumers == 3 ? 32 : 24, kConsumerRegs = kConsumers == 3 ? 160 : 240;
 
 constexpr int kPanelBytes = 128;           /* one swizzled row of a panel */
 constexpr int kQBytes = kM * kDp * 2;
@@ -51,6 +70,8 @@ constexpr int kSmemBytes = 1024 + kSmemTiles + 256; /* alignment slack, tiles, b
 static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
 static_assert(kDp <= 256 && kDvp <= 256, "head dims above 256 are not supported");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
-static_assert(kProducerRegs * 128 + 2 * kConsumerRegs * 128 <= 65536, "register file");
+static_assert(kConsumers == 2 || kConsumers == 3, "2 or 3 consumer warpgroups");
+static_assert(kM % kQBox == 0, "Q loads in whole boxes");
+static_assert(kProducerRegs * 128 + kConsumers * kConsumerRegs * 128 <= 65536, "register file");
 
 #endif /* FA4_SM90_CONFIG_CUH */

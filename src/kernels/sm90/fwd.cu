@@ -2,17 +2,17 @@
  * fwd.cu - the sm90 (Hopper, sm_90a) forward program: O = softmax(score_mod(scale * Q K^T) masked) V
  * and LSE, with TMA loads, wgmma and warp specialisation.
  *
- * Persistent: the grid holds at most one CTA per SM and each CTA walks the tiles (128 query rows
- * of one batch entry and head) blockIdx.x, blockIdx.x + gridDim.x, ... in the order of
+ * Persistent: the grid holds at most one CTA per SM and each CTA walks the tiles (kM query rows
+ * of one batch entry and head, see config.cuh) blockIdx.x, blockIdx.x + gridDim.x, ... in the order of
  * fa4_sm90_tile(): the query tiles of a head are adjacent (their K and V share L2) and heaviest
  * first (the tile with the most keys under a causal block mask), heads of one KV head adjacent.
  * The host may also launch one CTA per tile; the kernel is the same.
  *
- * 384 threads in 3 warpgroups:
+ * 128 * (1 + kConsumers) threads (config.cuh):
  *   warpgroup 0, the producer (registers cut to kProducerRegs): one thread issues TMA for each
  *     tile's Q (once the consumers released the previous Q) and for K and V tiles into a kStages
  *     ring that runs on across tiles, so the next tile's loads overlap this tile's epilogue.
- *   warpgroups 1, 2, the consumers (registers raised to kConsumerRegs), 64 query rows each:
+ *   warpgroups 1 .. kConsumers, the consumers (registers raised to kConsumerRegs), 64 query rows each:
  *     S = Q K^T as SS-wgmma from the swizzled tiles; score_mod and mask_mod on the S fragment
  *     (tiles inside a full block and inside the sequence skip every check); the online softmax in
  *     registers; P converted to 16-bit in registers as the A operand of the RS-wgmma O += P V
@@ -25,6 +25,9 @@
  * a multiple of the key tile or smaller); varlen via cu_seqlens; q/kv offsets; empty rows give O = 0
  * and LSE = -inf. Not yet: TMA-store epilogue, dynamic (atomic) tile scheduling.
  */
+/* Checked builds report an out-of-range aux read through a flag that the consumers test once at
+ * the end (fa4_mod_checked_finish): a trap reachable inside the main loop made ptxas spill. */
+#define FA4_CHECKED_DEFERRED 1
 #include "fa4_mod.cuh"
 #include "common/params.h"
 #include "common/ptx.cuh"
@@ -50,18 +53,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     const unsigned s_bar = s_v + kStages * kVBytes;
     const fa4_sm90_bars bars = {s_bar};
     const int tid = threadIdx.x;
-    const int n_m = (p.seqlen_q + kM - 1) / kM;
+    const int mt = fa4_sm90_rows(p), nc = mt / 64; /* rows per tile, consumers at work */
+    const int n_m = (p.seqlen_q + mt - 1) / mt;
     const int total = n_m * p.hq * p.batch;
 
     if (tid == 0) {
+        /* the empty barriers count one arrival per consumer warp */
         fa4_mbar_init(bars.q(), 1);
-        fa4_mbar_init(bars.eq(), 8);
+        fa4_mbar_init(bars.eq(), 4 * nc);
 #pragma unroll
         for (int s = 0; s < kStages; ++s) {
             fa4_mbar_init(bars.k(s), 1);
             fa4_mbar_init(bars.v(s), 1);
-            fa4_mbar_init(bars.ek(s), 8);
-            fa4_mbar_init(bars.ev(s), 8);
+            fa4_mbar_init(bars.ek(s), 4 * nc);
+            fa4_mbar_init(bars.ev(s), 4 * nc);
         }
         fa4_mbar_init_fence();
     }
@@ -81,10 +86,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             int m_tile, h, b;
             fa4_sm90_tile(idx, n_m, p.hq, &m_tile, &h, &b);
             const fa4_seq seq = fa4_seq_info(p, b);
-            const int m0 = m_tile * kM;
+            const int m0 = m_tile * mt;
             if (m0 >= seq.len_q)
                 continue;
-            const fa4_sm90_tiles tiles = fa4_sm90_kv_tiles(p, b, h, m_tile, seq.len_k);
+            const fa4_sm90_tiles tiles = fa4_sm90_kv_tiles(p, b, h, m0, seq.len_k);
             const int n_tiles = tiles.count;
             if (n_tiles <= 0)
                 continue;
@@ -93,10 +98,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             const int hk = h / p.group;
             if (nq > 0)
                 fa4_mbar_wait(bars.eq(), (unsigned)(nq - 1) & 1u);
-            fa4_mbar_expect_tx(bars.q(), kQBytes);
+            fa4_mbar_expect_tx(bars.q(), (unsigned)(mt * kDp * 2));
 #pragma unroll
             for (int c = 0; c < kDp / 64; ++c)
-                fa4_tma_load_4d(s_q + c * kM * kPanelBytes, &tm_q, bars.q(), c * 64, qrow, h, qb);
+                for (int r = 0; r < mt; r += kQBox)
+                    fa4_tma_load_4d(s_q + (c * kM + r) * kPanelBytes, &tm_q, bars.q(), c * 64, qrow + r, h, qb);
             ++nq;
             for (int j = 0; j < n_tiles; ++j, ++it) {
                 const int s = it % kStages;
@@ -128,16 +134,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #else
         const float k2 = p.scale * FA4_LOG2E;
 #endif
-        fa4_sm90_pingpong pp = {cw, false};
+        fa4_sm90_pingpong pp = {cw, nc, false};
         int it = 0, nq = 0;
-        for (int idx = blockIdx.x; idx < total; idx += gridDim.x) {
+        for (int idx = cw < nc ? blockIdx.x : total; idx < total; idx += gridDim.x) {
             int m_tile, h, b;
             fa4_sm90_tile(idx, n_m, p.hq, &m_tile, &h, &b);
             const fa4_seq seq = fa4_seq_info(p, b);
-            const int m0 = m_tile * kM;
+            const int m0 = m_tile * mt;
             if (m0 >= seq.len_q)
                 continue;
-            const fa4_sm90_tiles tiles = fa4_sm90_kv_tiles(p, b, h, m_tile, seq.len_k);
+            const fa4_sm90_tiles tiles = fa4_sm90_kv_tiles(p, b, h, m0, seq.len_k);
             const int row0 = m0 + cw * 64 + warp * 16 + (lane >> 2);
             float o[kDvp / 8][4];
 #pragma unroll
@@ -147,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             if (tiles.count > 0) {
                 const fa4_sm90_consumer c = {p,      aux,       tiles, bars, b,  h,
                                              row0,   lane,      cw,    seq.len_q, seq.len_k,
-                                             m0 + kM <= seq.len_q, k2, s_q + cw * 64 * kPanelBytes, s_k, s_v};
+                                             m0 + mt <= seq.len_q, k2, s_q + cw * 64 * kPanelBytes, s_k, s_v};
                 fa4_mbar_wait(bars.q(), (unsigned)nq & 1u);
                 c.run(o, m, l, it, pp);
                 it += tiles.count;
@@ -159,5 +165,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             fa4_sm90_epilogue<kDvp / 8>(o, m, l, g_o, p.o.ss, g_l, p.lse.ss, row0, seq.len_q, lane);
         }
         pp.finish();
+        fa4_checked_finish();
     }
 }

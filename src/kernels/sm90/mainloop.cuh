@@ -5,9 +5,9 @@
  *   FA4_SM90_OVERLAP 0: each step waits for its own wgmma (the plain reference schedule; ping-pong
  *     then only orders the S issues).
  *   FA4_SM90_OVERLAP 1 (default): S(j) and P(j-1) V(j-1) are issued back to back and the softmax of
- *     S(j) runs while P V is still on the tensor cores; with FA4_SM90_PINGPONG 1 (default) the two
- *     consumer warpgroups also take turns issuing their wgmma (named barriers 1 and 2), so one's
- *     softmax hides under the other's matrix work.
+ *     S(j) runs while P V is still on the tensor cores; with FA4_SM90_PINGPONG 1 (default) the
+ *     consumer warpgroups also take turns issuing their wgmma (named barriers 1 .. 3, round robin), so
+ *     one's softmax hides under the others' matrix work.
  * K and V stages are released separately (empty barriers per K and per V stage): K(j) as soon as
  * S(j) is done, V(j-1) after P(j-1) V(j-1); Q after the tile's last S, so the producer loads the
  * next tile's Q during this tile's last P V and epilogue.
@@ -18,13 +18,18 @@
 #define FA4_SM90_MAINLOOP_CUH
 
 /* Overlap keeps S(j), P(j-1) and O live together: with Dv 256 that spills, so it stops at 192.
- * Checked builds (aux reads that trap) do not overlap either: a trap reachable while a wgmma is in
- * flight makes ptxas save the in-flight registers to the stack (hundreds of bytes of spills). */
+ * Checked builds of mods with aux do not overlap (without aux there is nothing to check): with
+ * the trap inside the loop ptxas saved the in-flight registers to the stack; fwd.cu now defers
+ * the trap to the end of the kernel (FA4_CHECKED_DEFERRED), which is clean without overlap for
+ * most mods but still spilled with it (rel_bias D 128: 618 / 432 bytes and wgmma serialized,
+ * C7512). Three consumers do not overlap either: ptxas allocates within the 128 registers that
+ * 512 threads leave per thread, and S(j), P(j-1), O and the loop state came to about 20 over
+ * that at D 64 (78 / 128 bytes of spills); the third warpgroup fills the tensor cores' gaps. */
 #ifndef FA4_SM90_OVERLAP
-#if defined(FA4_CHECKED) && FA4_CHECKED
+#if defined(FA4_CHECKED) && FA4_CHECKED && FA4_NUM_AUX > 0
 #define FA4_SM90_OVERLAP 0
 #else
-#define FA4_SM90_OVERLAP (FA4_HEAD_DIM_V <= 192)
+#define FA4_SM90_OVERLAP (FA4_HEAD_DIM_V <= 192 && FA4_SM90_CONSUMERS == 2)
 #endif
 #endif
 #ifndef FA4_SM90_PINGPONG
@@ -58,12 +63,13 @@ struct fa4_sm90_bars {
     __device__ __forceinline__ unsigned ev(int s) const { return base + 8u * (2u + 3u * kStages + (unsigned)s); }
 };
 
-/* Turn-taking of the two consumer warpgroups around their wgmma issues (named barriers 1, 2):
- * warpgroup c waits on barrier 1 + c, issues, then lets the other one go. Warpgroup 1 opens the
- * first turn of warpgroup 0 once; the alternation then runs on across tiles (both warpgroups
- * issue equally often), and warpgroup 0 takes the last open turn back at the end. */
+/* Turn-taking of the nc working consumer warpgroups around their wgmma issues, round robin
+ * (named barriers 1 .. nc, 256 threads each: the waiting warpgroup and the one before it):
+ * warpgroup c waits on barrier 1 + c, issues, then lets warpgroup c + 1 (mod nc) go. The last one
+ * opens the first turn of warpgroup 0 once; the round then runs on across tiles (every warpgroup
+ * issues equally often), and warpgroup 0 takes the last open turn back at the end. */
 struct fa4_sm90_pingpong {
-    int cw;
+    int cw, nc;
     bool started;
     __device__ __forceinline__ void acquire()
     {
@@ -71,7 +77,7 @@ struct fa4_sm90_pingpong {
             return;
         if (!started) {
             started = true;
-            if (cw == 1)
+            if (cw == nc - 1)
                 fa4_named_arrive(1);
         }
         fa4_named_sync(1 + cw);
@@ -79,7 +85,7 @@ struct fa4_sm90_pingpong {
     __device__ __forceinline__ void release() const
     {
         if (FA4_SM90_PINGPONG)
-            fa4_named_arrive(2 - cw);
+            fa4_named_arrive(cw + 1 < nc ? cw + 2 : 1);
     }
     __device__ __forceinline__ void finish() const
     {

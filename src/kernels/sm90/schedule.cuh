@@ -5,7 +5,8 @@
  * walked in tiles of kN keys starting at the block's first key. A block smaller than kN (64-key
  * blocks with 128-key tiles) still loads kN keys but only its own `span` keys count: the rest are
  * masked, so blocks of any multiple-of-16 size work, at the price of idle tensor-core work.
- * fa4_sm90_tile orders the tiles of the persistent grid.
+ * fa4_sm90_tile orders the tiles of the persistent grid; fa4_sm90_rows says how many query rows a
+ * tile has.
  */
 #ifndef FA4_SM90_SCHEDULE_CUH
 #define FA4_SM90_SCHEDULE_CUH
@@ -31,7 +32,16 @@ struct fa4_sm90_tiles {
     }
 };
 
-__device__ __forceinline__ fa4_sm90_tiles fa4_sm90_kv_tiles(const fa4_params &p, int b, int h, int m_tile,
+/* Query rows per tile: kM, or 128 (a 3-consumer kernel with its third consumer idle) when a block
+ * mask's q_block is not a multiple of kM: a tile must lie inside one query block, whose list of
+ * key blocks it walks. The host allows q_block multiples of 128 only. */
+__device__ __forceinline__ int fa4_sm90_rows(const fa4_params &p)
+{
+    return p.has_block_mask && p.bm_q_block % kM ? 128 : kM;
+}
+
+/* m0: the tile's first query row. */
+__device__ __forceinline__ fa4_sm90_tiles fa4_sm90_kv_tiles(const fa4_params &p, int b, int h, int m0,
                                                             int len_k)
 {
     fa4_sm90_tiles l;
@@ -46,7 +56,7 @@ __device__ __forceinline__ fa4_sm90_tiles fa4_sm90_kv_tiles(const fa4_params &p,
         return l;
     }
     const int bb = p.bm_batch == 1 ? 0 : b, hh = p.bm_heads == 1 ? 0 : h;
-    const int qb = m_tile * kM / p.bm_q_block;
+    const int qb = m0 / p.bm_q_block;
     const long long row = ((long long)bb * p.bm_heads + hh) * p.bm_nq + qb;
     l.kv_block = p.bm_kv_block;
     l.per_block = p.bm_kv_block >= kN ? p.bm_kv_block / kN : 1;

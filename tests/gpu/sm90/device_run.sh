@@ -8,8 +8,14 @@
 #          grid (FA4_SM90_CTAS=0) and of 2 K/V stages, then D=64 (B=8) and D=256
 #   dims   plain and causal at D=128, D=64 (B=8) and D=256, sm90 only
 #   knobs  the knob variants (rescale threshold, software exp2)
+#   fwd3   issue 8 in one short call: D=64 (B=8) and D=128 plain / causal with the committed
+#          kernels against the base ones (BASE_KERNELS: a kernel-source tree, via FA4JIT_KERNEL_DIR)
+#          and against two consumers (FA4_SM90_CONSUMERS=2); sm90 against sm80 at D=64 S=1000
+#          (three consumers, and their 128-row fallback under a block mask); the checked-build
+#          trap test on both paths; then the quick suite on the sm90 path
+# B (default build-sm90/sm90) names the folder of the carried binaries.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH
-B=build-sm90/sm90
+B=${B:-build-sm90/sm90}
 O=${OUT:-/tmp}
 main="=plain,=causal (block mask),=alibi,=softcap,=window 1024 (block mask)"
 for st in "$@"; do
@@ -44,6 +50,29 @@ dims)
         timeout 40 $B/bench_sm90 --no-ref $a --filter "=plain,=causal (block mask)" >> $O/dims.txt 2>&1
     done
     grep -v "^[a-z].*:$" $O/dims.txt
+    ;;
+fwd3)
+    pc="=plain,=causal (block mask)"
+    for a in "--d 64 --b 8" "--d 128 --b 4"; do
+        echo "== $a now" >> $O/bench.txt
+        timeout 25 $B/bench_sm90 --no-ref $a --filter "$pc" >> $O/bench.txt 2>&1
+        echo "== $a base kernels" >> $O/bench.txt
+        FA4JIT_KERNEL_DIR=$BASE_KERNELS timeout 25 $B/bench_sm90 --no-ref $a --filter "$pc" >> $O/bench.txt 2>&1
+    done
+    echo "== --d 64 --b 8 two consumers" >> $O/bench.txt
+    FA4_SM90_EXTRA="-DFA4_SM90_CONSUMERS=2" timeout 25 $B/bench_sm90 --no-ref --d 64 --b 8 --filter "$pc" >> $O/bench.txt 2>&1
+    echo "== --d 64 --b 2 --s 1000 against sm80" >> $O/bench.txt
+    timeout 25 $B/bench_sm90 --d 64 --b 2 --s 1000 --filter "=plain,=plain (full block mask),=causal (block mask)" >> $O/bench.txt 2>&1
+    grep -v "^[a-z].*:$" $O/bench.txt
+    for path in sm90 sm80; do
+        echo "== checked trap, $path" >> $O/trap.txt
+        FA4_TEST_PATH=$path timeout 20 $B/test_gpu_sm90 --checked-trap >> $O/trap.txt 2>&1
+        echo "rc=$?" >> $O/trap.txt
+    done
+    cat $O/trap.txt
+    FA4_TEST_PATH=sm90 timeout ${TEST_LIMIT:-90} $B/test_gpu_sm90 --quick --no-bench > $O/test.txt 2>&1
+    echo "rc=$?" >> $O/test.txt
+    grep -v "PASS" $O/test.txt | tail -40
     ;;
 knobs)
     timeout 60 $B/bench_sm90 --no-ref --filter "rescale,sw-exp2,=plain,=softcap" > $O/knobs.txt 2>&1
