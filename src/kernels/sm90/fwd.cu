@@ -136,7 +136,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #endif
         fa4_sm90_pingpong pp = {cw, nc, false};
         int it = 0, nq = 0;
-        for (int idx = cw < nc ? blockIdx.x : total; idx < total; idx += gridDim.x) {
+        for (int idx = kConsumers == 2 || cw < nc ? (int)blockIdx.x : total; idx < total; idx += gridDim.x) {
             int m_tile, h, b;
             fa4_sm90_tile(idx, n_m, p.hq, &m_tile, &h, &b);
             const fa4_seq seq = fa4_seq_info(p, b);

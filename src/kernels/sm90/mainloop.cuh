@@ -77,7 +77,7 @@ struct fa4_sm90_pingpong {
             return;
         if (!started) {
             started = true;
-            if (cw == nc - 1)
+            if (cw == (kConsumers == 2 ? 1 : nc - 1))
                 fa4_named_arrive(1);
         }
         fa4_named_sync(1 + cw);
@@ -85,7 +85,7 @@ struct fa4_sm90_pingpong {
     __device__ __forceinline__ void release() const
     {
         if (FA4_SM90_PINGPONG)
-            fa4_named_arrive(cw + 1 < nc ? cw + 2 : 1);
+            fa4_named_arrive(kConsumers == 2 ? 2 - cw : (cw + 1 < nc ? cw + 2 : 1));
     }
     __device__ __forceinline__ void finish() const
     {

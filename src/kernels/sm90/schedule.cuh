@@ -37,7 +37,10 @@ struct fa4_sm90_tiles {
  * key blocks it walks. The host allows q_block multiples of 128 only. */
 __device__ __forceinline__ int fa4_sm90_rows(const fa4_params &p)
 {
-    return p.has_block_mask && p.bm_q_block % kM ? 128 : kM;
+    if constexpr (kConsumers == 2)
+        return kM;
+    else
+        return p.has_block_mask && p.bm_q_block % kM ? 128 : kM;
 }
 
 /* m0: the tile's first query row. */
