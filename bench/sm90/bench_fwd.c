@@ -5,8 +5,7 @@
  * sm80 path's on the same inputs (max abs difference), so a fast wrong kernel does not pass
  * unnoticed. Timing: 3 warm-up launches, then 7 rounds of 10 back-to-back launches timed on the
  * host around a synchronize; the median round gives ms per launch. FLOPs = 4 B H S^2 D (causal
- * halved). "plain (full block mask)" runs plain attention through a block mask of 128 x 128
- * blocks that are all full: with three consumers (D 64) that is the 128-row fallback. Exits 0 with "SKIP: <why>" where there is no GPU.
+ * halved). Exits 0 with "SKIP: <why>" where there is no GPU.
  *
  * Usage: bench_sm90 [--s N] [--b N] [--h N] [--d N] [--filter A,=B,...] [--no-ref]
  *        (--no-ref: sm90 only, no sm80 timing or comparison; FA4_SM90_EXTRA in the environment adds
@@ -58,7 +57,6 @@ static const variant variants[] = {
     {"plain rescale>8", NULL, 0, 8.f, 0, 0},
     {"plain sw-exp2 25%", NULL, 0, 0, 25, 0},
     {"causal (block mask)", NULL, 1, 0, 0, 0},
-    {"plain (full block mask)", NULL, 1, 0, 0, 0},
     {"causal rescale>8", NULL, 1, 8.f, 0, 0},
     {"alibi", NULL, 0, 0, 0, 1},
     {"softcap", NULL, 0, 0, 0, 2},

@@ -1,19 +1,19 @@
 /*
  * config.cuh - tile geometry of the sm90 forward, in one place with the checks that keep it legal.
  * Warpgroup 0 produces (one thread issues TMA); kConsumers warpgroups consume 64 query rows each:
- * 2 (kM = 128, 240 registers each) in general; 3 (kM = 192, 160 registers each, though ptxas
- * allocates within 65536 / 512 = 128) for plain attention with head dims up to 64, where the
- * softmax is a larger share of the work and a third warpgroup keeps the tensor cores busy while
- * the others run theirs. Three spilled at D 96 (padded to 128: 152 / 156 bytes) and at D 64 with
- * a mod (causal 16 / 40, alibi 450 / 324 bytes, nvcc 13), so those keep two. A kernel with three
+ * 2 (kM = 128, 240 registers each, intra-warpgroup overlap), the default; or, with
+ * FA4_SM90_CONSUMERS=3, three (kM = 192, 160 registers each, though ptxas allocates within the
+ * 65536 / 512 = 128 of the launch bound) without the overlap, which spilled there. Three fit only
+ * plain attention at D <= 64 (D 96 spilled 152 / 156 bytes, D 64 causal 16 / 40, alibi 450 / 324,
+ * nvcc 13) and measured slower: 399.4 TFLOP/s against 435.5 (base) and 436.2 (two consumers) at
+ * D 64, B 8, H 16, S 4096 bf16 on the H200 (2026-11-29), so they stay off. A kernel with three
  * runs 128-row tiles with its third consumer idle when a block mask's q_block is not a multiple
  * of 192 (fa4_sm90_rows). The grid is persistent (a CTA walks tiles blockIdx.x, +gridDim.x, ...).
  * K and V tiles of kN keys stream through a kStages ring. Shared-memory tiles
  * are stored as 64-column panels of 128-byte rows in TMA's 128-byte swizzle, which is also the
  * layout the wgmma descriptors describe; head dims that are not multiples of 64 are padded up to
  * the next panel (TMA fills the missing columns with zeros).
- * The host launcher (src/jit/path_sm90.c) mirrors these numbers (it takes the thread count from
- * the kernel's launch bound); keep both in step.
+ * The host launcher (src/jit/path_sm90.c) mirrors these numbers; keep both in step.
  */
 #ifndef FA4_SM90_CONFIG_CUH
 #define FA4_SM90_CONFIG_CUH
@@ -35,15 +35,13 @@ constexpr int kD = FA4_HEAD_DIM;
 constexpr int kDv = FA4_HEAD_DIM_V;
 constexpr int kDp = (kD + 63) / 64 * 64;   /* padded to whole panels */
 constexpr int kDvp = (kDv + 63) / 64 * 64;
-/* Three only where the host launches with the kernel's own thread bound (it says so with
- * FA4_SM90_FWD_THREADS_FROM_KERNEL): a 384-thread launch of a 512-thread kernel would hang. */
 #ifndef FA4_SM90_CONSUMERS
-#if defined(FA4_SM90_FWD_THREADS_FROM_KERNEL) && FA4_SM90_FWD_THREADS_FROM_KERNEL
-#define FA4_SM90_CONSUMERS \
-    ((FA4_HEAD_DIM <= 64 && FA4_HEAD_DIM_V <= 64 && !FA4_HAS_SCORE_MOD && !FA4_HAS_MASK_MOD) ? 3 : 2)
-#else
 #define FA4_SM90_CONSUMERS 2
 #endif
+/* Three need a host that launches with the kernel's own thread bound and says so with
+ * FA4_SM90_FWD_THREADS_FROM_KERNEL: a 384-thread launch of a 512-thread kernel would hang. */
+#if FA4_SM90_CONSUMERS == 3 && !(defined(FA4_SM90_FWD_THREADS_FROM_KERNEL) && FA4_SM90_FWD_THREADS_FROM_KERNEL)
+#error "FA4_SM90_CONSUMERS=3 needs a launcher that reads the thread count from the kernel"
 #endif
 constexpr int kConsumers = FA4_SM90_CONSUMERS;
 constexpr int kM = 64 * kConsumers;        /* query rows per CTA (at most; see fa4_sm90_rows) */

@@ -8,11 +8,10 @@
 #          grid (FA4_SM90_CTAS=0) and of 2 K/V stages, then D=64 (B=8) and D=256
 #   dims   plain and causal at D=128, D=64 (B=8) and D=256, sm90 only
 #   knobs  the knob variants (rescale threshold, software exp2)
-#   fwd3   issue 8 in one short call: D=64 (B=8) and D=128 plain / causal with the committed
+#   fwd3   issue 8 in one short call: D=64 (B=8) and D=128 plain / causal with the built-in
 #          kernels against the base ones (BASE_KERNELS: a kernel-source tree, via FA4JIT_KERNEL_DIR)
-#          and against two consumers (FA4_SM90_CONSUMERS=2); sm90 against sm80 at D=64 S=1000
-#          (three consumers, and their 128-row fallback under a block mask); the checked-build
-#          trap test on both paths; then the quick suite on the sm90 path
+#          and against FA4_SM90_EXTRA (default -DFA4_SM90_CONSUMERS=2); sm90 against sm80 at D=64
+#          S=1000; the checked-build trap test on both paths; then the quick suite on the sm90 path
 # B (default build-sm90/sm90) names the folder of the carried binaries.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH
 B=${B:-build-sm90/sm90}
@@ -59,10 +58,10 @@ fwd3)
         echo "== $a base kernels" >> $O/bench.txt
         FA4JIT_KERNEL_DIR=$BASE_KERNELS timeout 25 $B/bench_sm90 --no-ref $a --filter "$pc" >> $O/bench.txt 2>&1
     done
-    echo "== --d 64 --b 8 two consumers" >> $O/bench.txt
-    FA4_SM90_EXTRA="-DFA4_SM90_CONSUMERS=2" timeout 25 $B/bench_sm90 --no-ref --d 64 --b 8 --filter "$pc" >> $O/bench.txt 2>&1
+    echo "== --d 64 --b 8 ${FWD3_EXTRA:--DFA4_SM90_CONSUMERS=2}" >> $O/bench.txt
+    FA4_SM90_EXTRA="${FWD3_EXTRA:--DFA4_SM90_CONSUMERS=2}" timeout 25 $B/bench_sm90 --no-ref --d 64 --b 8 --filter "$pc" >> $O/bench.txt 2>&1
     echo "== --d 64 --b 2 --s 1000 against sm80" >> $O/bench.txt
-    timeout 25 $B/bench_sm90 --d 64 --b 2 --s 1000 --filter "=plain,=plain (full block mask),=causal (block mask)" >> $O/bench.txt 2>&1
+    timeout 25 $B/bench_sm90 --d 64 --b 2 --s 1000 --filter "$pc" >> $O/bench.txt 2>&1
     grep -v "^[a-z].*:$" $O/bench.txt
     for path in sm90 sm80; do
         echo "== checked trap, $path" >> $O/trap.txt
