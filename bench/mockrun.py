@@ -8,6 +8,7 @@ FlexAttention, no fa4jit library. Developer tool:
 """
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -107,6 +108,10 @@ class MathRunner:
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="/tmp/fa4jit-bench-mock")
+    ap.add_argument("--full", action="store_true", help="the full mode's case list (shrunk)")
+    ap.add_argument("--budget-s", default="3000",
+                    help="run.py's budget (a small one exercises the skips and the watchdog)")
+    ap.add_argument("--grace-s", default="60")
     a = ap.parse_args(argv)
     stub_cuda()
     # shrink the cases
@@ -145,9 +150,16 @@ def main(argv=None):
     run.nvidia_smi = lambda: {"note": "mock"}
     run.precompile_jobs = lambda cases, paths, torch: []
     run._fa4_kernel_info = lambda c, path, torch: {"path": path, "mock": True}
-    rc = run.main(["--quick", "--out", a.out, "--no-jit", "--no-launch", "--reps", "3",
-                   "--nsets", "2", "--stem", "mock", "--budget-s", "3000"])
-    import json
+    rc = run.main((["--quick"] if not a.full else []) +
+                  ["--out", a.out, "--no-jit", "--no-launch", "--no-trace", "--reps", "3", "--nsets", "2",
+                   "--stem", "mock", "--budget-s", a.budget_s, "--grace-s", a.grace_s])
+    if a.full or a.budget_s != "3000":  # a rehearsal of the plan, not of the guard
+        data = json.load(open(os.path.join(a.out, "mock.json")))
+        for c in data["cases"]:
+            print(f"  {c['id']:<34} est {c.get('est_s', 0):6.1f} s  wall {c.get('wall_s', 0):6.1f} s"
+                  f"  flex {c['results'].get('flex', {}).get('status')}")
+        print("skipped:", data.get("skipped"), "watchdog:", data.get("watchdog"))
+        return rc
     data = json.load(open(os.path.join(a.out, "mock.json")))
     bad = []
     for c in data["cases"]:

@@ -457,9 +457,11 @@ def case_record(c):
             "flops_fwd": c.flops_fwd, "flops_fwdbwd": c.flops_fwdbwd, "results": {}}
 
 
-def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn):
+def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn, hold=None):
     import backends
     rec = case_record(c)
+    if hold is not None:  # the watchdog reports a case in flight with what it has so far
+        hold["in_flight"] = rec
     res = rec["results"]
     inp = backends.Inputs(c, args.nsets)
     try:
@@ -772,6 +774,12 @@ def start_watchdog(res, tee, t_start, limit_s):
         data["watchdog"] = (f"ended by the watchdog after {limit_s:.0f} s (budget + grace); the "
                             "work in flight did not finish")
         data["elapsed_s"] = time.time() - t_start
+        fl = data.pop("in_flight", None)
+        if fl is not None:
+            fl = dict(fl, results=dict(fl.get("results", {})),
+                      error="incomplete: the watchdog ended the run while this case was in "
+                            "flight (results so far)")
+            data["cases"].append(fl)
         print("\nWATCHDOG: " + data["watchdog"], flush=True)
         try:
             import report
@@ -980,6 +988,9 @@ def main(argv=None):
         log(f"  no case estimates ({type(e).__name__}: {e}); only the 20 s rule applies")
         est, est_noflex = {}, {}
     spent_est, spent = 0.0, 0.0
+    if est:
+        log(f"[{time.time() - t_start:6.1f}s] {len(all_cases)} cases planned at "
+            f"{sum(est.values()):.0f} s (bench/budget.py); {deadline - time.time():.0f} s left")
     for c in all_cases:
         left = deadline - time.time()
         scale = min(2.0, max(0.7, spent / spent_est)) if spent_est > 20 else 1.0
@@ -998,12 +1009,13 @@ def main(argv=None):
         log(f"[{time.time() - t_start:6.1f}s] {c.id}  ({c.shape_text()}, "
             f"{c.flops_fwd / 1e12:.2f} TFLOP fwd)")
         try:
-            rec = run_case(c, args, torch, timer, deadline, paths, None, log)
+            rec = run_case(c, args, torch, timer, deadline, paths, None, log, hold=data)
         except Exception as e:  # noqa: BLE001
             rec = case_record(c)
             rec["error"] = f"{type(e).__name__}: {str(e)[:600]}"
             log(traceback.format_exc(limit=5))
             torch.cuda.empty_cache()
+        data.pop("in_flight", None)
         rec["wall_s"] = time.time() - t_case
         if c.id in est:
             rec["est_s"] = est_noflex[c.id] if not c.flex and "flex_skip_reason" in c.extra \
