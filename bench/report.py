@@ -475,6 +475,10 @@ def kernel_rows(data):
             else:
                 launched = "-"
             rows.append([c["id"], k.get("path", b.split("-", 1)[1]), progs, launched])
+            dl = (r.get("deterministic") or {}).get("launched")
+            if dl and not dl[0].get("error"):
+                rows.append([c["id"] + " (deterministic)", k.get("path", b.split("-", 1)[1]), "",
+                             ", ".join(f"{x['name']} {x['device_us']:.0f}" for x in dl)])
     return rows
 
 
