@@ -382,6 +382,10 @@ def markdown(data, stem):
         if progs:
             w("\nPrograms of the cold forward+backward compile (NVRTC time each, in parallel): "
               + "; ".join(progs) + ".\n")
+        jerr = [f"{r['mod']} {k}: {' '.join(e.split())[:300]}" for r in jit
+                for k, e in ((r.get("summary") or {}).get("errors") or {}).items()]
+        if jerr:
+            w("\nCompile errors:\n" + "".join(f"- {e}\n" for e in jerr))
         w(f"\n![jit]({stem}-jit.png)\n\n")
     la = data.get("launch")
     if la:
@@ -519,6 +523,8 @@ def targets(data):
     for r in data.get("jit") or []:
         sm = r.get("summary")
         if not sm:
+            continue
+        if sm.get("cold_fwd_ms") is None or sm.get("cold_fwdbwd_ms") is None:
             continue
         if sm.get("cold_bwd_ms") is not None:  # compute cache off: the figures are cold
             both = sm["cold_fwdbwd_ms"]

@@ -277,6 +277,8 @@ def _jit_summary(row):
         if rec and "wall_ms" in rec:
             s[k + "_ms"] = rec["wall_ms"]
             s[k + "_result"] = rec["cache_result"]
+        elif rec and rec.get("error"):
+            s.setdefault("errors", {})[k] = rec["error"][:400]
     pb = progs(row.get("cold_fwdbwd"))
     s["slowest_program"] = max(pb, key=lambda n: pb[n]["compile_ms"]) if pb else None
     s["programs_fwdbwd"] = {n: {"compile_ms": p["compile_ms"], "registers": p["registers"],
