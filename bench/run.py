@@ -50,6 +50,11 @@ def bootstrap():
     if (missing or cache_env) and not os.environ.get("FA4JIT_BENCH_REEXEC"):
         env = dict(os.environ)
         env.setdefault("CUDA_CACHE_DISABLE", "1")
+        # Flex's first-call times stand beside fa4jit's cold compiles: cold for Inductor and
+        # Triton too, whatever an earlier run on this machine left in their caches
+        for var in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+            if var not in env:
+                env[var] = tempfile.mkdtemp(prefix=var.split("_")[0].lower() + "-")
         env["LD_LIBRARY_PATH"] = ":".join(missing + ([cur] if cur else []))
         env["FA4JIT_BENCH_REEXEC"] = "1"
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
@@ -113,6 +118,9 @@ def collect_env(torch):
     import ctypes
     import fa4jit
     env = {"host": platform.node(), "python": platform.python_version(),
+           "cache_env": {k: os.environ.get(k) for k in ("CUDA_CACHE_DISABLE", "CUDA_CACHE_PATH",
+                                                       "TORCHINDUCTOR_CACHE_DIR",
+                                                       "TRITON_CACHE_DIR", "FA4JIT_CACHE_DIR")},
            "torch": torch.__version__, "torch_cuda": torch.version.cuda,
            "cudnn": torch.backends.cudnn.version(), "git_commit": git_commit()}
     try:
@@ -886,7 +894,8 @@ def main(argv=None):
     if args.check_env:
         import fa4jit
         print("fa4jit library", fa4jit.library_path(), fa4jit.library_version(),
-              "fingerprint", fa4jit._lib.load().fa4_kernel_fingerprint().decode())
+              "fingerprint", fa4jit._lib.load().fa4_kernel_fingerprint().decode(),
+              "CUDA_CACHE_DISABLE", os.environ.get("CUDA_CACHE_DISABLE"))
         try:
             import torch
             print("torch", torch.__version__, "cuda", torch.cuda.is_available(),
