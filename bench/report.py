@@ -249,7 +249,7 @@ def markdown(data, stem):
             head += [LABELS[p], f"fa4jit / {LABELS[p]}"]
         w("TFLOP/s, forward / forward+backward; each ratio is the best fa4jit path over that "
           "peer, forward / forward+backward, **bold** where fa4jit is at or above the peer "
-          "(a path letter follows the ratio when the best path is not sm90).\n\n")
+          "('(sm80)' follows a ratio whose best fa4jit path is the sm80 one).\n\n")
         w("| " + " | ".join(head) + " |\n")
         w("|" + "---|" * len(head) + "\n")
         for c in cs:
