@@ -189,7 +189,9 @@ typedef struct ws_layout {
 
 static void bwd_layout(const fa4__problem *p, ws_layout *w)
 {
-    w->rows = p->cu_seqlens_q ? p->total_q : (int64_t)p->batch * p->seqlen_q;
+    /* each sequence's rows start at a multiple of 4 (fa4_ws_row in src/kernels/sm80/scheduler.cuh) */
+    w->rows = ((p->cu_seqlens_q ? p->total_q : (int64_t)p->batch * p->seqlen_q) + 3 * (int64_t)p->batch + 3) &
+              ~(int64_t)3;
     w->slots = p->deterministic ? (int)cdiv(p->seqlen_k, BWD_N) : 1;
     if (w->slots < 1)
         w->slots = 1;

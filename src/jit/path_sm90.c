@@ -29,6 +29,7 @@ static const fa4__program_desc programs[] = {
     {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd"},
     {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre"},
     {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main"},
+    {"bwd_main90", "sm90/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main"},
     {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post"},
     {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval"},
 };
@@ -57,6 +58,17 @@ static int fwd_smem(int d, int dv)
     return three <= SMEM_LIMIT ? three : 1024 + FWD_M * pad64(d) * 2 + 2 * n * (pad64(d) + pad64(dv)) * 2 + 256;
 }
 
+/* The sm90 backward main (src/kernels/sm90/bwd_config.cuh): 128 keys per CTA, 64 query rows per
+ * step, 384 threads; K, V, two dS buffers, then 3 stages of (Q, dO, lse2 + dpsum) where they fit. */
+enum { BWD_N = 128, BWD_M = 64, BWD_THREADS = 384, BWD_MAX_DIM = 128 };
+
+static int bwd_smem(int d, int dv)
+{
+    const int fixed = 1024 + BWD_N * pad64(d) * 2 + BWD_N * pad64(dv) * 2 + 2 * BWD_M * BWD_N * 2 + 512;
+    const int stage = BWD_M * pad64(d) * 2 + BWD_M * pad64(dv) * 2 + 2 * BWD_M * 4;
+    return fixed + (fixed + 3 * stage <= SMEM_LIMIT ? 3 : 2) * stage;
+}
+
 static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts[][64], int max)
 {
     (void)spec;
@@ -71,6 +83,11 @@ static int sm90_smem_bytes(const fa4_kernel_spec *spec, const char *program)
 {
     if (strcmp(program, "fwd") == 0)
         return fwd_smem(spec->head_dim, head_dim_v(spec));
+    if (strcmp(program, "bwd_main90") == 0)
+        return pad64(spec->head_dim) <= BWD_MAX_DIM && pad64(head_dim_v(spec)) <= BWD_MAX_DIM &&
+                       !(spec->flags & FA4_COMPILE_CHECKED)
+                   ? bwd_smem(spec->head_dim, head_dim_v(spec))
+                   : 0;
     return fa4__sm80_ops.smem_bytes(spec, program);
 }
 
@@ -205,9 +222,159 @@ static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_
     return fa4__sm80_ops.bwd_workspace(k, p, bytes);
 }
 
+/* A 1-d fp32 tensor map over n floats (the lse2 / dpsum workspace arrays), boxes of BWD_M. */
+static fa4_status make_map_1d(fa4_ctx *ctx, CUtensorMap *map, const char *what, float *data, int64_t n)
+{
+    cuuint64_t dims[1] = {(cuuint64_t)(n > 0 ? n : 1)};
+    cuuint64_t strides[1] = {0}; /* rank 1: none used */
+    cuuint32_t box[1] = {BWD_M}, estr[1] = {1};
+    CUresult r = ctx->cu->tensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, data, dims, strides, box,
+                                               estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                               CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, what);
+    return FA4_OK;
+}
+
+static fa4_status launch_plain(fa4_kernel *k, const char *program, const char *function, unsigned gx,
+                               unsigned gy, unsigned gz, unsigned threads, fa4_params *pr, const void *aux,
+                               CUstream stream)
+{
+    void *args[2];
+    CUresult r;
+    CUfunction f = fa4__kernel_function(k, program, function);
+    if (!f)
+        return fa4__set_error(k->ctx, FA4_ERR_WRONG_KERNEL, "sm90: program '%s' is not loaded", program);
+    if (gx == 0 || gy == 0 || gz == 0)
+        return FA4_OK;
+    args[0] = pr;
+    args[1] = (void *)(aux ? aux : zero_aux);
+    r = k->ctx->cu->launchKernel(f, gx, gy, gz, threads, 1, 1, 0, stream, args, NULL);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(k->ctx, FA4_ERR_LAUNCH, r, program);
+    return FA4_OK;
+}
+
+/* The workspace of the sm80 backward, whose bwd_pre / bwd_post run around the sm90 main: keep in
+ * step with path_sm80.c's bwd_layout (dpsum | lse2 | dq_accum, 256-byte aligned parts; 64-key
+ * slots in deterministic mode, of which the sm90 main uses the first cdiv(seqlen_k, 128)). */
+static size_t al256(size_t x)
+{
+    return (x + 255) & ~(size_t)255;
+}
+
+/* memset dQ workspace -> sm80 bwd_pre -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post. Falls back
+ * to the whole sm80 backward for heads over 128, checked builds (bwd_main90 is an empty stub for
+ * both) and block masks whose kv_block is not a multiple of 128 (a CTA's keys must lie in one
+ * block). */
 static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
 {
-    return fa4__sm80_ops.launch_bwd(k, p);
+    fa4_ctx *ctx = k->ctx;
+    const fa4__cu *cu = ctx->cu;
+    fa4_params pr;
+    CUtensorMap mq, mk, mv, mdo, ml, md;
+    CUfunction f;
+    CUresult r;
+    void *args[8];
+    const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
+    /* workspace rows as path_sm80.c's bwd_layout: every sequence starts at a multiple of 4 rows,
+     * as the 1-d TMA boxes of lse2 / dpsum must start 16-byte aligned */
+    const int64_t rows = ((varlen_q ? p->total_q : (int64_t)p->batch * p->seqlen_q) + 3 * (int64_t)p->batch + 3) &
+                         ~(int64_t)3;
+    const int slots = p->deterministic ? (int)(cdiv(p->seqlen_k, 64) > 0 ? cdiv(p->seqlen_k, 64) : 1) : 1;
+    const size_t off_lse2 = al256((size_t)p->hq * (size_t)rows * 4);
+    const size_t off_dq = off_lse2 + al256((size_t)p->hq * (size_t)rows * 4);
+    const size_t total = off_dq + al256((size_t)slots * (size_t)p->hq * (size_t)rows * (size_t)p->head_dim * 4);
+    const int smem = bwd_smem(p->head_dim, p->head_dim_v);
+    uint8_t *ws = (uint8_t *)p->workspace;
+    fa4_status st;
+
+    if (pad64(p->head_dim) > BWD_MAX_DIM || pad64(p->head_dim_v) > BWD_MAX_DIM ||
+        (k->spec.flags & FA4_COMPILE_CHECKED) ||
+        (p->has_block_mask && (p->bm.kv_block % BWD_N || p->bm.q_block % BWD_M)) ||
+        !fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_main"))
+        return fa4__sm80_ops.launch_bwd(k, p);
+    st = check_problem(k, p);
+    if (st != FA4_OK)
+        return st;
+    if (!cu)
+        return fa4__set_error(ctx, FA4_ERR_NO_DRIVER, "sm90: no CUDA driver");
+    if (!p->lse.data)
+        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "sm90: the backward needs the forward's LSE");
+    if (p->has_block_mask && (!p->bm.q_num_blocks || !p->bm.q_indices ||
+                              (p->bm.full_kv_num_blocks && (!p->bm.full_q_num_blocks || !p->bm.full_q_indices))))
+        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT,
+                              "sm90: the backward needs the block mask's transposed q lists");
+    if ((int64_t)p->hq * rows > INT32_MAX)
+        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: Hq x query rows over 2^31 (lse2 map coordinates)");
+    if (((uintptr_t)p->dq.data | (uintptr_t)p->dk.data | (uintptr_t)p->dv.data) % 4 ||
+        (p->dk.sb | p->dk.sh | p->dk.ss | p->dv.sb | p->dv.sh | p->dv.ss | p->dq.sb | p->dq.sh | p->dq.ss) % 2)
+        return fa4__set_error(ctx, FA4_ERR_ALIGNMENT, "sm90: dq, dk, dv need 4-byte alignment");
+    if (!ws || p->workspace_size < total)
+        return fa4__set_error(ctx, FA4_ERR_WORKSPACE, "sm90: workspace of %zu bytes needed, %zu given", total,
+                              ws ? p->workspace_size : 0);
+    if ((uintptr_t)ws % 256)
+        return fa4__set_error(ctx, FA4_ERR_ALIGNMENT, "sm90: workspace must be 256-byte aligned");
+    if (smem > ctx->max_smem_optin && ctx->max_smem_optin > 0)
+        return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
+                              "sm90: the backward needs %d bytes of shared memory, the device has %d", smem,
+                              ctx->max_smem_optin);
+    fa4__params_fill(&pr, p);
+    pr.dpsum = (float *)ws;
+    pr.lse2 = (float *)(ws + off_lse2);
+    pr.dq_accum = (float *)(ws + off_dq);
+    pr.ws_rows = rows;
+    pr.dq_slots = slots;
+
+    st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
+                  varlen_q ? 1 : p->batch, BWD_M);
+    if (st == FA4_OK)
+        st = make_map(ctx, &mdo, "dout", &p->dout, p->dtype, p->head_dim_v, varlen_q ? p->total_q : p->seqlen_q,
+                      p->hq, varlen_q ? 1 : p->batch, BWD_M);
+    if (st == FA4_OK)
+        st = make_map(ctx, &mk, "k", &p->k, p->dtype, p->head_dim, varlen_k ? p->total_k : p->seqlen_k, p->hkv,
+                      varlen_k ? 1 : p->batch, BWD_N);
+    if (st == FA4_OK)
+        st = make_map(ctx, &mv, "v", &p->v, p->dtype, p->head_dim_v, varlen_k ? p->total_k : p->seqlen_k, p->hkv,
+                      varlen_k ? 1 : p->batch, BWD_N);
+    if (st == FA4_OK)
+        st = make_map_1d(ctx, &ml, "lse2", pr.lse2, (int64_t)p->hq * rows);
+    if (st == FA4_OK)
+        st = make_map_1d(ctx, &md, "dpsum", pr.dpsum, (int64_t)p->hq * rows);
+    if (st != FA4_OK)
+        return st;
+
+    r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)pr.dq_accum, 0,
+                           (size_t)slots * (size_t)p->hq * (size_t)rows * (size_t)p->head_dim, p->stream);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dQ workspace)");
+    st = launch_plain(k, "bwd_pre", "fa4_sm80_bwd_pre", (unsigned)cdiv(p->seqlen_q, 64), (unsigned)p->hq,
+                      (unsigned)p->batch, 128, &pr, p->aux_block, p->stream);
+    if (st != FA4_OK)
+        return st;
+
+    f = fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_main");
+    r = cu->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuFuncSetAttribute(max dynamic smem)");
+    args[0] = &pr;
+    args[1] = (void *)(p->aux_block ? p->aux_block : zero_aux);
+    args[2] = &mq;
+    args[3] = &mk;
+    args[4] = &mv;
+    args[5] = &mdo;
+    args[6] = &ml;
+    args[7] = &md;
+    if (cdiv(p->seqlen_k, BWD_N) > 0 && p->hkv > 0 && p->batch > 0) {
+        if (p->hkv > 65535 || p->batch > 65535)
+            return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: too many heads or batch entries for the grid");
+        r = cu->launchKernel(f, (unsigned)cdiv(p->seqlen_k, BWD_N), (unsigned)p->hkv, (unsigned)p->batch,
+                             BWD_THREADS, 1, 1, (unsigned)smem, p->stream, args, NULL);
+        if (r != CUDA_SUCCESS)
+            return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_main90");
+    }
+    return launch_plain(k, "bwd_post", "fa4_sm80_bwd_post", (unsigned)cdiv(p->seqlen_q, 64), (unsigned)p->hq,
+                        (unsigned)p->batch, 256, &pr, p->aux_block, p->stream);
 }
 
 static fa4_status sm90_block_mask(fa4_kernel *k, int batch, int heads, int64_t sq, int64_t skv,

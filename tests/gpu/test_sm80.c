@@ -7,7 +7,7 @@
  * runs, launch validation, and a timing of the benchmark shape. Prints a table, then a summary per
  * feature (cases, passes, worst error). Exits 0 with "SKIP: <why>" where there is no GPU.
  *
- * Usage: test_gpu_sm80 [--quick] [--bench-only] [--no-bench] [--filter SUBSTR] [--max-cases N]
+ * Usage: test_gpu_sm80 [--quick] [--bench-only] [--no-bench] [--filter SUBSTR] [--max-cases N] [--case N]
  *                      [--deviceless ARCH]   (compile only, resource report; no GPU needed)
  */
 #include <math.h>
@@ -392,13 +392,17 @@ static void case_tags(tcase *c)
 }
 
 /* Tag the cases, keep those matching the filter (at most max_cases), register their kernels. */
+static int g_only = -1; /* --case N: only the Nth case that passes the filter */
+
 static void select_cases(const char *filter, int max_cases)
 {
-    int n = 0;
+    int n = 0, seen = 0;
     for (int i = 0; i < g_ncases; i++) {
         tcase *c = &g_cases[i];
         case_tags(c);
         if ((filter && !strstr(c->tags, filter)) || n >= max_cases)
+            continue;
+        if (g_only >= 0 && seen++ != g_only)
             continue;
         g_cases[n++] = *c;
         variant_index(c->mod, c->dtype, c->d, c->dv, c->checked);
@@ -447,6 +451,8 @@ int main(int argc, char **argv)
             filter = argv[++i];
         else if (!strcmp(argv[i], "--max-cases") && i + 1 < argc)
             max_cases = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--case") && i + 1 < argc)
+            g_only = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--checked-trap"))
             trap = 1;
         else if (!strcmp(argv[i], "--deviceless") && i + 1 < argc)
@@ -525,6 +531,8 @@ int main(int argc, char **argv)
             tcase *c = &g_cases[i];
             case_out res;
             const double t0 = now_ms();
+            if (g_verbose)
+                printf("running %d: %s B%d H%d/%d S%d/%d\n", i, c->tags, c->batch, c->hq, c->hkv, c->sq, c->skv);
             run_case(c, &res);
             const double dt_ms = now_ms() - t0;
             nrun++;

@@ -11,8 +11,18 @@
 struct fa4_seq {
     int len_q, len_k;       /* rows of this sequence */
     long long row_q, row_k; /* first row in the packed tensors (0 for fixed length) */
-    long long ws_row;       /* first row in the workspace (per head) */
+    long long ws_row;       /* first row in the workspace (per head): a multiple of 4, see below */
 };
+
+/* Workspace rows of sequence b (lse2, dpsum, dq_accum: [hq][ws_rows]) start at
+ * round_up_4(first_row + 3 b), so every sequence starts 16-byte aligned in the fp32 arrays (the sm90
+ * backward loads lse2 / dpsum rows with TMA, whose boxes must start 16-byte aligned) and never
+ * overlaps the next one (round_up_4(x) <= x + 3). The host sizes ws_rows as
+ * round_up_4(total rows + 3 batch) (path_sm80.c bwd_layout). */
+__device__ __forceinline__ long long fa4_ws_row(long long first_row, int b)
+{
+    return (first_row + 3LL * b + 3) & ~3LL;
+}
 
 __device__ __forceinline__ fa4_seq fa4_seq_info(const fa4_params &p, int b)
 {
@@ -20,11 +30,11 @@ __device__ __forceinline__ fa4_seq fa4_seq_info(const fa4_params &p, int b)
     if (p.cu_seqlens_q) {
         s.row_q = p.cu_seqlens_q[b];
         s.len_q = p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
-        s.ws_row = s.row_q;
+        s.ws_row = fa4_ws_row(s.row_q, b);
     } else {
         s.row_q = 0;
         s.len_q = p.seqlen_q;
-        s.ws_row = (long long)b * p.seqlen_q;
+        s.ws_row = fa4_ws_row((long long)b * p.seqlen_q, b);
     }
     if (p.cu_seqlens_k) {
         s.row_k = p.cu_seqlens_k[b];

@@ -24,7 +24,7 @@
  * strides as the sm90 forward (multiples of 16 bytes, TMA); GQA/MQA; varlen via cu_seqlens; q/kv
  * offsets; score_mod with its derivative, mask_mod, trainable aux (per-element mod atomics, as sm80);
  * block masks with q_block a multiple of 64 and kv_block a multiple of 128.
- * STATUS: compiled and resource-checked only (no GPU run yet); see notes/sm90-bwd.md.
+ * STATUS: wired (path_sm90.c); the GPU suite passes on it (H200, 2026-11-29); see notes/sm90-bwd.md.
  * Not yet: dQ by TMA bulk reduce-add from a dedicated warp, aux gradients reduced in shared memory,
  * overlap of one step's dQ with the next step's S/dP (intra-warpgroup pipelining), persistent grid, PDL.
  */
