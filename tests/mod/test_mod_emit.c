@@ -127,15 +127,59 @@ static void line_directives(void **state)
     }
     /* after the user's code the header maps back to itself */
     assert_non_null(strstr(out, "\"fa4_mod.cuh\""));
-    /* no includes; __expf only as the FA4_FAST_MATH branch of fa4_expf, accurate expf otherwise */
     assert_null(strstr(out, "#include"));
-    const char *fast = strstr(out, "__expf");
-    assert_non_null(fast);
-    assert_null(strstr(fast + 1, "__expf"));
-    assert_non_null(strstr(out, "#if FA4_FAST_MATH\n    return __expf(x);\n#else\n    return expf(x);"));
     assert_non_null(strstr(out, "#define FA4_FAST_MATH 0"));
     free(out);
     fa4__mod_free(m);
+}
+
+/* The mod's float math is mathfn.h's text: libdevice's expf, exp2f, logf, log2f, tanhf are never
+ * called (every occurrence of those names is a fa4_ form), division goes through fa4_fdiv, and
+ * the hardware approximations alone appear only under FA4_FAST_MATH. */
+static void math_forms(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    char *src = mt_read_file(FA4_TEST_SOURCE_DIR "/tests/mod/cases/builtins.mod", &len);
+    fa4__mod *m = mt_parse(src, len, "builtins.mod");
+    assert_non_null(m);
+    char *out = fa4__mod_emit_cuda(m, "builtins.mod", 0);
+    assert_non_null(out);
+    static const char *const names[] = {"expf(", "exp2f(", "logf(", "log2f(", "tanhf("};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        for (const char *p = strstr(out, names[i]); p; p = strstr(p + 1, names[i]))
+            assert_true(p > out && p[-1] == '_');
+    const char *fast = strstr(out, "#if FA4_FAST_MATH\n");
+    const char *dflt = fast ? strstr(fast, "#else\n") : NULL;
+    const char *end = dflt ? strstr(dflt, "#endif\n") : NULL;
+    assert_non_null(end);
+    static const char *const approx[] = {"tanh.approx.f32 %0", "lg2.approx.ftz.f32 %0",
+                                         "__fdividef(a, b)"};
+    for (size_t i = 0; i < sizeof approx / sizeof approx[0]; i++) {
+        const char *p = strstr(out, approx[i]);
+        assert_true(p && p > fast && p < dflt);
+        assert_null(strstr(p + 1, approx[i]));
+    }
+    static const char *const lines[] = {
+        "float fa4_fdiv(float a, float b)\n{\n    const float ab = fabsf(b);\n",
+        "    const float q1 = fmaf(fmaf(-bs, q, as), r, q);\n    return q1 != q1 ? q : q1;\n}\n",
+        "    return fabsf(t) < 128.0f ? fmaf(y, c * 0x1.62e43p-1f, y) : y;\n}\n",
+        "    return copysignf(ax < 1.0f ? small : big, x);\n}\n",
+        "float fa4_log2f(float x)\n{\n    float k;\n"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        const char *p = strstr(out, lines[i]);
+        assert_true(p && p > dflt && p < end);
+    }
+    /* the dual forms use the same functions */
+    assert_non_null(strstr(out, "fa4_dmake(fa4_logf(x.v), x.d != 0.0f ? fa4_fdiv(x.d, x.v)"));
+    assert_non_null(strstr(out, "const float v = fa4_tanhf(x.v);"));
+    const char *user = strstr(out, "// ---- the user's functions");
+    assert_non_null(user);
+    const char *slash = strstr(user, " / "), *wrappers = strstr(user, "\n// d score_mod / d score");
+    assert_true(wrappers && slash == strstr(wrappers, " / "));
+    free(out);
+    fa4__mod_free(m);
+    free(src);
 }
 
 static void hash_of(const char *src, size_t len, uint8_t out[16])
@@ -299,6 +343,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(golden),
+        cmocka_unit_test(math_forms),
         cmocka_unit_test(line_directives),
         cmocka_unit_test(hash_stability),
         cmocka_unit_test(interface_shape),

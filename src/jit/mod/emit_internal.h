@@ -19,6 +19,11 @@ typedef struct fa4__emitter {
     int dual;          /* emitting the dual-number form */
     int bare;          /* the next operator needs no parentheses of its own */
     int bare_pending;
+    int spec;          /* straight-line form: statements run under predicates (emit_cuda.c) */
+    int spec_ret;      /* the function has a return inside an if: fa4_ret / fa4_done exist */
+    int returned;      /* a return was emitted earlier in this function (fa4_done may be set) */
+    int npred;         /* predicates named so far in this function */
+    char pred[24];     /* the predicate of the statements being emitted; "" = always */
     char source[96];   /* the user's source name, safe inside a #line string */
 } fa4__emitter;
 

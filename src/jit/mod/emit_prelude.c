@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "emit_internal.h"
+#include "mathfn.h"
 
 /* ------------------------------------------------------------------------------------ buffer */
 void fa4__emitter_init(fa4__emitter *E, const fa4__mod *m, const char *source_name)
@@ -90,6 +91,78 @@ char *fa4__emitter_finish(fa4__emitter *E)
         return NULL;
     }
     return E->buf;
+}
+
+/* ---------------------------------------------------------------------------------------- math */
+/* One function of mathfn.h (a single line once stringified), laid out one statement a line. */
+static void emit_math_text(fa4__emitter *E, const char *text)
+{
+    int depth = 0, bol = 1;
+    for (const char *c = text; *c; c++) {
+        if (bol && *c == ' ')
+            continue;
+        if (*c == '{' && !bol) /* a brace opens its own line */
+            fa4__out(E, "\n%*s", 4 * depth, "");
+        if (*c == '}')
+            depth--;
+        if (bol)
+            fa4__out(E, "%*s", 4 * depth, "");
+        bol = 0;
+        if (*c == '{' || *c == ';' || *c == '}') {
+            fa4__out(E, "%c\n", *c);
+            bol = 1;
+            depth += *c == '{';
+        } else if (!(*c == ' ' && c[1] == '{')) {
+            fa4__out(E, "%c", *c);
+        }
+    }
+}
+
+/* fa4_fdiv, fa4_expf, fa4_exp2f, fa4_logf, fa4_log2f, fa4_tanhf: mathfn.h's forms by default, the
+ * bare hardware approximations under FA4_FAST_MATH. */
+static void emit_math(fa4__emitter *E)
+{
+    fa4__out(
+        E,
+        "\n// Float math of the mod (division, expf, exp2f, logf, log2f, tanhf). By default\n"
+        "// straight-line forms on the PTX approximations, no slow paths; worst errors:\n"
+        "//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102), exact where a / b is a float\n"
+        "//   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps\n"
+        "//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps\n"
+        "// Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by\n"
+        "// tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx\n"
+        "// 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),\n"
+        "// about 2 + |x| ulps; div.approx 2 ulps for |b| in [2^-126, 2^126]).\n"
+        "__device__ __forceinline__ float fa4_rcp_approx(float x)\n{\n    float y;\n"
+        "    asm(\"rcp.approx.ftz.f32 %%0, %%1;\" : \"=f\"(y) : \"f\"(x));\n    return y;\n}\n"
+        "__device__ __forceinline__ float fa4_rcp_div(float x) { return __fdividef(1.0f, x); }\n"
+        "__device__ __forceinline__ float fa4_ex2_approx(float x)\n{\n    float y;\n"
+        "    asm(\"ex2.approx.ftz.f32 %%0, %%1;\" : \"=f\"(y) : \"f\"(x));\n    return y;\n}\n"
+        "#if FA4_FAST_MATH\n"
+        "__device__ __forceinline__ float fa4_lg2_approx(float x)\n{\n    float y;\n"
+        "    asm(\"lg2.approx.ftz.f32 %%0, %%1;\" : \"=f\"(y) : \"f\"(x));\n    return y;\n}\n"
+        "__device__ __forceinline__ float fa4_tanhf(float x)\n{\n    float y;\n"
+        "    asm(\"tanh.approx.f32 %%0, %%1;\" : \"=f\"(y) : \"f\"(x));\n    return y;\n}\n"
+        "__device__ __forceinline__ float fa4_expf(float x) { return fa4_ex2_approx(x * "
+        "1.44269502f); }\n"
+        "__device__ __forceinline__ float fa4_exp2f(float x) { return fa4_ex2_approx(x); }\n"
+        "__device__ __forceinline__ float fa4_logf(float x) { return fa4_lg2_approx(x) * "
+        "0.693147182f; }\n"
+        "__device__ __forceinline__ float fa4_log2f(float x) { return fa4_lg2_approx(x); }\n"
+        "__device__ __forceinline__ float fa4_fdiv(float a, float b) { return __fdividef(a, b); "
+        "}\n"
+        "#else\n"
+        "__device__ __forceinline__ int fa4_as_int(float x) { return __float_as_int(x); }\n"
+        "__device__ __forceinline__ float fa4_as_float(int i) { return __int_as_float(i); }\n");
+    static const char *const texts[] = {
+        FA4__MATH_TEXT(FA4__MATHFN_FDIV),  FA4__MATH_TEXT(FA4__MATHFN_EXPF),
+        FA4__MATH_TEXT(FA4__MATHFN_EXP2F), FA4__MATH_TEXT(FA4__MATHFN_LOG_CORE),
+        FA4__MATH_TEXT(FA4__MATHFN_LOGF),  FA4__MATH_TEXT(FA4__MATHFN_LOG2F),
+        FA4__MATH_TEXT(FA4__MATHFN_TANHF),
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        emit_math_text(E, texts[i]);
+    fa4__out(E, "#endif\n");
 }
 
 /* ------------------------------------------------------------------------------------ prelude */
@@ -200,20 +273,7 @@ void fa4__emit_prelude(fa4__emitter *E, int checked)
            "__device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return "
            "fa4_imin(fa4_imax(x, lo), hi); }\n");
 
-    fa4__out(
-        E,
-        "\n// tanhf, expf and float division: libdevice's accurate forms, or with FA4_FAST_MATH "
-        "the\n"
-        "// hardware approximations (tanh.approx.f32, fast exp and fast division intrinsics).\n"
-        "__device__ __forceinline__ float fa4_tanhf(float x)\n{\n"
-        "#if FA4_FAST_MATH\n"
-        "    float y;\n    asm(\"tanh.approx.f32 %%0, %%1;\" : \"=f\"(y) : \"f\"(x));\n    return "
-        "y;\n"
-        "#else\n    return tanhf(x);\n#endif\n}\n"
-        "__device__ __forceinline__ float fa4_expf(float x)\n{\n"
-        "#if FA4_FAST_MATH\n    return __expf(x);\n#else\n    return expf(x);\n#endif\n}\n"
-        "__device__ __forceinline__ float fa4_fdiv(float a, float b)\n{\n"
-        "#if FA4_FAST_MATH\n    return __fdividef(a, b);\n#else\n    return a / b;\n#endif\n}\n");
+    emit_math(E);
 
     fa4__out(
         E,
@@ -322,23 +382,23 @@ static const struct {
      "(fa4_dual x) { const float v = fa4_expf(x.v); return fa4_dmake(v, x.d "
      "!= 0.0f ? v * x.d : 0.0f); }"},
     {BI_EXP2, "fa4_d_exp2f",
-     "(fa4_dual x) { const float v = exp2f(x.v); return fa4_dmake(v, x.d "
+     "(fa4_dual x) { const float v = fa4_exp2f(x.v); return fa4_dmake(v, x.d "
      "!= 0.0f ? v * 0.693147181f * x.d : 0.0f); }"},
     {BI_LOG, "fa4_d_logf",
-     "(fa4_dual x) { return fa4_dmake(logf(x.v), x.d != 0.0f ? x.d / x.v : "
+     "(fa4_dual x) { return fa4_dmake(fa4_logf(x.v), x.d != 0.0f ? fa4_fdiv(x.d, x.v) : "
      "0.0f); }"},
     {BI_LOG2, "fa4_d_log2f",
-     "(fa4_dual x) { return fa4_dmake(log2f(x.v), x.d != 0.0f ? x.d / "
-     "(x.v * 0.693147181f) : 0.0f); }"},
+     "(fa4_dual x) { return fa4_dmake(fa4_log2f(x.v), x.d != 0.0f ? "
+     "fa4_fdiv(x.d, x.v * 0.693147181f) : 0.0f); }"},
     {BI_LOG1P, "fa4_d_log1pf",
-     "(fa4_dual x) { return fa4_dmake(log1pf(x.v), x.d != 0.0f ? x.d / "
-     "(1.0f + x.v) : 0.0f); }"},
+     "(fa4_dual x) { return fa4_dmake(log1pf(x.v), x.d != 0.0f ? "
+     "fa4_fdiv(x.d, 1.0f + x.v) : 0.0f); }"},
     {BI_EXPM1, "fa4_d_expm1f",
      "(fa4_dual x) { const float v = expm1f(x.v); return fa4_dmake(v, "
      "x.d != 0.0f ? (v + 1.0f) * x.d : 0.0f); }"},
     {BI_SQRT, "fa4_d_sqrtf",
      "(fa4_dual x) { const float v = sqrtf(x.v); return fa4_dmake(v, x.d "
-     "!= 0.0f ? 0.5f * x.d / v : 0.0f); }"},
+     "!= 0.0f ? fa4_fdiv(0.5f * x.d, v) : 0.0f); }"},
     {BI_RSQRT, "fa4_d_rsqrtf",
      "(fa4_dual x) { const float v = rsqrtf(x.v); return fa4_dmake(v, "
      "x.d != 0.0f ? -0.5f * v * v * v * x.d : 0.0f); }"},
@@ -367,18 +427,18 @@ static const struct {
     {BI_POW, "fa4_d_powf",
      "(fa4_dual a, fa4_dual b)\n{\n    const float v = powf(a.v, b.v);\n"
      "    const float d = (a.d != 0.0f ? b.v * powf(a.v, b.v - 1.0f) * a.d "
-     ": 0.0f) +\n                    (b.d != 0.0f ? v * logf(a.v) * b.d : "
+     ": 0.0f) +\n                    (b.d != 0.0f ? v * fa4_logf(a.v) * b.d : "
      "0.0f);\n    return fa4_dmake(v, d);\n}"},
     {BI_FMOD, "fa4_d_fmodf",
      "(fa4_dual a, fa4_dual b) { return fa4_dmake(fmodf(a.v, b.v), a.d - "
-     "(b.d != 0.0f ? truncf(a.v / b.v) * b.d : 0.0f)); }"},
+     "(b.d != 0.0f ? truncf(fa4_fdiv(a.v, b.v)) * b.d : 0.0f)); }"},
     {BI_COPYSIGN, "fa4_d_copysignf",
      "(fa4_dual a, fa4_dual b) { return "
      "fa4_dmake(copysignf(a.v, b.v), (__float_as_int(a.v) ^ "
      "__float_as_int(b.v)) < 0 ? -a.d : a.d); }"},
     {BI_ERF, "fa4_d_erff",
      "(fa4_dual x) { return fa4_dmake(erff(x.v), x.d != 0.0f ? 1.12837917f "
-     "* expf(-x.v * x.v) * x.d : 0.0f); }"},
+     "* fa4_expf(-x.v * x.v) * x.d : 0.0f); }"},
     {BI_CLAMP, "fa4_d_clamp",
      "(fa4_dual x, fa4_dual lo, fa4_dual hi)\n{\n"
      "    const fa4_dual t = (x.v >= lo.v || lo.v != lo.v) ? x : lo;\n"

@@ -37,34 +37,127 @@ __device__ __forceinline__ int fa4_imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int fa4_imax(int a, int b) { return a > b ? a : b; }
 __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_imin(fa4_imax(x, lo), hi); }
 
-// tanhf, expf and float division: libdevice's accurate forms, or with FA4_FAST_MATH the
-// hardware approximations (tanh.approx.f32, fast exp and fast division intrinsics).
+// Float math of the mod (division, expf, exp2f, logf, log2f, tanhf). By default
+// straight-line forms on the PTX approximations, no slow paths; worst errors:
+//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102), exact where a / b is a float
+//   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
+//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps
+// Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
+// tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
+// 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
+// about 2 + |x| ulps; div.approx 2 ulps for |b| in [2^-126, 2^126]).
+__device__ __forceinline__ float fa4_rcp_approx(float x)
+{
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float fa4_rcp_div(float x) { return __fdividef(1.0f, x); }
+__device__ __forceinline__ float fa4_ex2_approx(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+#if FA4_FAST_MATH
+__device__ __forceinline__ float fa4_lg2_approx(float x)
+{
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 __device__ __forceinline__ float fa4_tanhf(float x)
 {
-#if FA4_FAST_MATH
     float y;
     asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
+}
+__device__ __forceinline__ float fa4_expf(float x) { return fa4_ex2_approx(x * 1.44269502f); }
+__device__ __forceinline__ float fa4_exp2f(float x) { return fa4_ex2_approx(x); }
+__device__ __forceinline__ float fa4_logf(float x) { return fa4_lg2_approx(x) * 0.693147182f; }
+__device__ __forceinline__ float fa4_log2f(float x) { return fa4_lg2_approx(x); }
+__device__ __forceinline__ float fa4_fdiv(float a, float b) { return __fdividef(a, b); }
 #else
-    return tanhf(x);
-#endif
+__device__ __forceinline__ int fa4_as_int(float x) { return __float_as_int(x); }
+__device__ __forceinline__ float fa4_as_float(int i) { return __int_as_float(i); }
+__device__ __forceinline__ float fa4_fdiv(float a, float b)
+{
+    const float ab = fabsf(b);
+    const float s0 = ab < 0x1p-126f ? 0x1p24f : 1.0f;
+    const float s = ab >= 0x1p126f ? 0.25f : s0;
+    const float as = a * s;
+    const float bs = b * s;
+    const float r = fa4_rcp_div(bs);
+    const float q = as * r;
+    const float q1 = fmaf(fmaf(-bs, q, as), r, q);
+    return q1 != q1 ? q : q1;
 }
 __device__ __forceinline__ float fa4_expf(float x)
 {
-#if FA4_FAST_MATH
-    return __expf(x);
-#else
-    return expf(x);
-#endif
+    const float t = x * 0x1.715476p+0f;
+    const float c = fmaf(x, 0x1.4ae0cp-26f, fmaf(x, 0x1.715476p+0f, -t));
+    const float y = fa4_ex2_approx(t);
+    return fabsf(t) < 128.0f ? fmaf(y, c * 0x1.62e43p-1f, y) : y;
 }
-__device__ __forceinline__ float fa4_fdiv(float a, float b)
+__device__ __forceinline__ float fa4_exp2f(float x)
 {
-#if FA4_FAST_MATH
-    return __fdividef(a, b);
-#else
-    return a / b;
-#endif
+    return fa4_ex2_approx(x);
 }
+__device__ __forceinline__ float fa4_log_core(float x, float *k)
+{
+    const int sub = x < 0x1p-126f;
+    const int ix = fa4_as_int(sub ? x * 0x1p23f : x);
+    const int e = (int)(((unsigned)ix + 0x00cafb0du) >> 23) - 128;
+    const float f = fa4_as_float((int)((unsigned)ix - ((unsigned)e << 23))) - 1.0f;
+    float p = -0x1.43b246p-4f;
+    p = fmaf(p, f, 0x1.02814ep-3f);
+    p = fmaf(p, f, -0x1.0a33eap-3f);
+    p = fmaf(p, f, 0x1.231ce6p-3f);
+    p = fmaf(p, f, -0x1.54d03ep-3f);
+    p = fmaf(p, f, 0x1.999f14p-3f);
+    p = fmaf(p, f, -0x1.0000cep-2f);
+    p = fmaf(p, f, 0x1.555554p-2f);
+    *k = (float)(sub ? e - 23 : e);
+    return fmaf(f * f, fmaf(f, p, -0.5f), f);
+}
+__device__ __forceinline__ float fa4_logf(float x)
+{
+    float k;
+    const float l = fa4_log_core(x, &k);
+    const float r = fmaf(k, 0x1.62e400p-1f, fmaf(k, 0x1.7f7d1cp-20f, l));
+    const float sp0 = x > 0.0f ? x : fa4_as_float(0x7fffffff);
+    const float sp = x == 0.0f ? -fa4_as_float(0x7f800000) : sp0;
+    const int ok = (x > 0.0f) & (x <= 0x1.fffffep127f);
+    return ok ? r : sp;
+}
+__device__ __forceinline__ float fa4_log2f(float x)
+{
+    float k;
+    const float l = fa4_log_core(x, &k);
+    const float r = fmaf(l, 0x1.715476p+0f, fmaf(l, 0x1.4ae0cp-26f, k));
+    const float sp0 = x > 0.0f ? x : fa4_as_float(0x7fffffff);
+    const float sp = x == 0.0f ? -fa4_as_float(0x7f800000) : sp0;
+    const int ok = (x > 0.0f) & (x <= 0x1.fffffep127f);
+    return ok ? r : sp;
+}
+__device__ __forceinline__ float fa4_tanhf(float x)
+{
+    const float ax = fabsf(x);
+    const float z = x * x;
+    float p = 0x1.2b7582p-13f;
+    p = fmaf(p, z, -0x1.e42e3p-11f);
+    p = fmaf(p, z, 0x1.a45278p-9f);
+    p = fmaf(p, z, -0x1.1d02d6p-7f);
+    p = fmaf(p, z, 0x1.65a7c4p-6f);
+    p = fmaf(p, z, -0x1.ba117cp-5f);
+    p = fmaf(p, z, 0x1.1110f2p-3f);
+    p = fmaf(p, z, -0x1.555556p-2f);
+    const float small = fmaf(x * z, p, x);
+    const float e = fa4_ex2_approx(ax * 0x1.715476p+1f);
+    const float big = fmaf(-2.0f, fa4_rcp_approx(e + 1.0f), 1.0f);
+    return copysignf(ax < 1.0f ? small : big, x);
+}
+#endif
 
 // Checked builds: an out-of-range aux read traps, or with FA4_CHECKED_DEFERRED sets
 // fa4_aux_oob and fa4_mod_checked_finish() traps once, at the end of the kernel.
@@ -119,6 +212,7 @@ __device__ __forceinline__ fa4_dual fa4_daux_w(const fa4_aux &fa4_a, int i, bool
 
 // ---- the user's functions (helpers first), as written
 
+#if FA4_CHECKED
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 {
@@ -126,7 +220,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
     if (x > k)
     {
 #line 5 "branches.mod"
-        return k + logf((1.0f + x) - k);
+        return k + fa4_logf((1.0f + x) - k);
     }
     else
     {
@@ -134,13 +228,48 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
         if (x < (-k))
         {
 #line 7 "branches.mod"
-            return (-k) - logf((1.0f - x) - k);
+            return (-k) - fa4_logf((1.0f - x) - k);
         }
     }
 #line 9 "branches.mod"
     return x;
 }
-#line 144 "fa4_mod.cuh"
+#line 238 "fa4_mod.cuh"
+#else
+#line 3 "branches.mod"
+__device__ __forceinline__ float fa4_h_smooth(float x, float k)
+{
+    float fa4_ret = 0.0f;
+    bool fa4_done = false;
+#line 4 "branches.mod"
+    {
+        const bool fa4_c0 = x > k;
+        const bool fa4_p0 = fa4_c0;
+        {
+#line 5 "branches.mod"
+            fa4_ret = fa4_p0 ? (k + fa4_logf((1.0f + x) - k)) : fa4_ret;
+            fa4_done = fa4_done || fa4_p0;
+        }
+        const bool fa4_q0 = !fa4_done && !fa4_c0;
+        {
+#line 6 "branches.mod"
+            {
+                const bool fa4_c1 = x < (-k);
+                const bool fa4_p1 = fa4_q0 && !fa4_done && fa4_c1;
+                {
+#line 7 "branches.mod"
+                    fa4_ret = fa4_p1 && !fa4_done ? ((-k) - fa4_logf((1.0f - x) - k)) : fa4_ret;
+                    fa4_done = fa4_done || fa4_p1;
+                }
+            }
+        }
+    }
+#line 9 "branches.mod"
+    return fa4_done ? fa4_ret : (x);
+}
+#line 271 "fa4_mod.cuh"
+#endif
+#line 273 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -149,8 +278,9 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 153 "fa4_mod.cuh"
+#line 282 "fa4_mod.cuh"
 
+#if FA4_CHECKED
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
@@ -170,7 +300,34 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 174 "fa4_mod.cuh"
+#line 304 "fa4_mod.cuh"
+#else
+#line 17 "branches.mod"
+__device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
+{
+#line 18 "branches.mod"
+    float y = fa4_h_smooth(score, 2.0f);
+    int k = fa4_iadd(fa4_h_bucket(fa4_isub(kv_idx, q_idx)), fa4_a.n);
+    y = y + (fa4_aux_w(fa4_a, h) * ((float)k));
+    y = y * (1.0f + (0.125f * ((float)fa4_imod(b, 3))));
+    {
+        const bool fa4_c0 = (!(q_idx >= kv_idx)) | ((k & 1) == 1);
+        const bool fa4_p0 = fa4_c0;
+        {
+#line 23 "branches.mod"
+            y = fa4_p0 ? (y - (0.5f * score)) : y;
+        }
+    }
+#line 25 "branches.mod"
+    float t = (__float2int_rz(score * 4.0f) > 2) ? ((y * y) * 0.1f) : fa4_fdiv(y, 3.0f);
+    bool flip = ((((float)h) * 0.5f) > 1.0f) & (kv_idx != 0);
+    t = flip ? (-t) : t;
+    y = y - ((float)__float2int_rz(score));
+    return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
+}
+#line 329 "fa4_mod.cuh"
+#endif
+#line 331 "fa4_mod.cuh"
 
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -178,7 +335,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 182 "fa4_mod.cuh"
+#line 339 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -193,12 +350,13 @@ __device__ __forceinline__ fa4_dual fa4_ddiv(fa4_dual a, fa4_dual b)
     const float v = fa4_fdiv(a.v, b.v);
     return fa4_dmake(v, (a.d != 0.0f ? fa4_fdiv(a.d, b.v) : 0.0f) - (b.d != 0.0f ? fa4_fdiv(v * b.d, b.v) : 0.0f));
 }
-__device__ __forceinline__ fa4_dual fa4_d_logf(fa4_dual x) { return fa4_dmake(logf(x.v), x.d != 0.0f ? x.d / x.v : 0.0f); }
+__device__ __forceinline__ fa4_dual fa4_d_logf(fa4_dual x) { return fa4_dmake(fa4_logf(x.v), x.d != 0.0f ? fa4_fdiv(x.d, x.v) : 0.0f); }
 __device__ __forceinline__ fa4_dual fa4_d_fabsf(fa4_dual x) { return fa4_dmake(fabsf(x.v), __float_as_int(x.v) < 0 ? -x.d : x.d); }
 __device__ __forceinline__ fa4_dual fa4_d_fminf(fa4_dual a, fa4_dual b) { return (a.v <= b.v || b.v != b.v) ? a : b; }
 
 // ---- score_mod on dual numbers (value, derivative)
 
+#if FA4_CHECKED
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 {
@@ -220,8 +378,44 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 224 "fa4_mod.cuh"
+#line 382 "fa4_mod.cuh"
+#else
+#line 3 "branches.mod"
+__device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
+{
+    fa4_dual fa4_ret = fa4_dconst(0.0f);
+    bool fa4_done = false;
+#line 4 "branches.mod"
+    {
+        const bool fa4_c0 = x.v > k.v;
+        const bool fa4_p0 = fa4_c0;
+        {
+#line 5 "branches.mod"
+            fa4_ret = fa4_p0 ? (fa4_dadd(k, fa4_d_logf(fa4_dsub(fa4_dadd(fa4_dconst(1.0f), x), k)))) : fa4_ret;
+            fa4_done = fa4_done || fa4_p0;
+        }
+        const bool fa4_q0 = !fa4_done && !fa4_c0;
+        {
+#line 6 "branches.mod"
+            {
+                const bool fa4_c1 = x.v < (fa4_dneg(k)).v;
+                const bool fa4_p1 = fa4_q0 && !fa4_done && fa4_c1;
+                {
+#line 7 "branches.mod"
+                    fa4_ret = fa4_p1 && !fa4_done ? (fa4_dsub(fa4_dneg(k), fa4_d_logf(fa4_dsub(fa4_dsub(fa4_dconst(1.0f), x), k)))) : fa4_ret;
+                    fa4_done = fa4_done || fa4_p1;
+                }
+            }
+        }
+    }
+#line 9 "branches.mod"
+    return fa4_done ? fa4_ret : (x);
+}
+#line 415 "fa4_mod.cuh"
+#endif
+#line 417 "fa4_mod.cuh"
 
+#if FA4_CHECKED
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
 {
@@ -241,7 +435,34 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 245 "fa4_mod.cuh"
+#line 439 "fa4_mod.cuh"
+#else
+#line 17 "branches.mod"
+__device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
+{
+#line 18 "branches.mod"
+    fa4_dual y = fa4_hd_smooth(score, fa4_dconst(2.0f));
+    int k = fa4_iadd(fa4_h_bucket(fa4_isub(kv_idx, q_idx)), fa4_a.n);
+    y = fa4_dadd(y, fa4_dmul(fa4_daux_w(fa4_a, h, fa4_seed == 0, fa4_at), fa4_dconst((float)k)));
+    y = fa4_dmul(y, fa4_dadd(fa4_dconst(1.0f), fa4_dmul(fa4_dconst(0.125f), fa4_dconst((float)fa4_imod(b, 3)))));
+    {
+        const bool fa4_c0 = (!(q_idx >= kv_idx)) | ((k & 1) == 1);
+        const bool fa4_p0 = fa4_c0;
+        {
+#line 23 "branches.mod"
+            y = fa4_p0 ? (fa4_dsub(y, fa4_dmul(fa4_dconst(0.5f), score))) : y;
+        }
+    }
+#line 25 "branches.mod"
+    fa4_dual t = (__float2int_rz((fa4_dmul(score, fa4_dconst(4.0f))).v) > 2) ? fa4_dmul(fa4_dmul(y, y), fa4_dconst(0.1f)) : fa4_ddiv(y, fa4_dconst(3.0f));
+    bool flip = ((fa4_dmul(fa4_dconst((float)h), fa4_dconst(0.5f))).v > 1.0f) & (kv_idx != 0);
+    t = flip ? fa4_dneg(t) : t;
+    y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
+    return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
+}
+#line 464 "fa4_mod.cuh"
+#endif
+#line 466 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -36,34 +36,127 @@ __device__ __forceinline__ int fa4_imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int fa4_imax(int a, int b) { return a > b ? a : b; }
 __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_imin(fa4_imax(x, lo), hi); }
 
-// tanhf, expf and float division: libdevice's accurate forms, or with FA4_FAST_MATH the
-// hardware approximations (tanh.approx.f32, fast exp and fast division intrinsics).
+// Float math of the mod (division, expf, exp2f, logf, log2f, tanhf). By default
+// straight-line forms on the PTX approximations, no slow paths; worst errors:
+//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102), exact where a / b is a float
+//   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
+//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps
+// Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
+// tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
+// 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
+// about 2 + |x| ulps; div.approx 2 ulps for |b| in [2^-126, 2^126]).
+__device__ __forceinline__ float fa4_rcp_approx(float x)
+{
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float fa4_rcp_div(float x) { return __fdividef(1.0f, x); }
+__device__ __forceinline__ float fa4_ex2_approx(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+#if FA4_FAST_MATH
+__device__ __forceinline__ float fa4_lg2_approx(float x)
+{
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 __device__ __forceinline__ float fa4_tanhf(float x)
 {
-#if FA4_FAST_MATH
     float y;
     asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
+}
+__device__ __forceinline__ float fa4_expf(float x) { return fa4_ex2_approx(x * 1.44269502f); }
+__device__ __forceinline__ float fa4_exp2f(float x) { return fa4_ex2_approx(x); }
+__device__ __forceinline__ float fa4_logf(float x) { return fa4_lg2_approx(x) * 0.693147182f; }
+__device__ __forceinline__ float fa4_log2f(float x) { return fa4_lg2_approx(x); }
+__device__ __forceinline__ float fa4_fdiv(float a, float b) { return __fdividef(a, b); }
 #else
-    return tanhf(x);
-#endif
+__device__ __forceinline__ int fa4_as_int(float x) { return __float_as_int(x); }
+__device__ __forceinline__ float fa4_as_float(int i) { return __int_as_float(i); }
+__device__ __forceinline__ float fa4_fdiv(float a, float b)
+{
+    const float ab = fabsf(b);
+    const float s0 = ab < 0x1p-126f ? 0x1p24f : 1.0f;
+    const float s = ab >= 0x1p126f ? 0.25f : s0;
+    const float as = a * s;
+    const float bs = b * s;
+    const float r = fa4_rcp_div(bs);
+    const float q = as * r;
+    const float q1 = fmaf(fmaf(-bs, q, as), r, q);
+    return q1 != q1 ? q : q1;
 }
 __device__ __forceinline__ float fa4_expf(float x)
 {
-#if FA4_FAST_MATH
-    return __expf(x);
-#else
-    return expf(x);
-#endif
+    const float t = x * 0x1.715476p+0f;
+    const float c = fmaf(x, 0x1.4ae0cp-26f, fmaf(x, 0x1.715476p+0f, -t));
+    const float y = fa4_ex2_approx(t);
+    return fabsf(t) < 128.0f ? fmaf(y, c * 0x1.62e43p-1f, y) : y;
 }
-__device__ __forceinline__ float fa4_fdiv(float a, float b)
+__device__ __forceinline__ float fa4_exp2f(float x)
 {
-#if FA4_FAST_MATH
-    return __fdividef(a, b);
-#else
-    return a / b;
-#endif
+    return fa4_ex2_approx(x);
 }
+__device__ __forceinline__ float fa4_log_core(float x, float *k)
+{
+    const int sub = x < 0x1p-126f;
+    const int ix = fa4_as_int(sub ? x * 0x1p23f : x);
+    const int e = (int)(((unsigned)ix + 0x00cafb0du) >> 23) - 128;
+    const float f = fa4_as_float((int)((unsigned)ix - ((unsigned)e << 23))) - 1.0f;
+    float p = -0x1.43b246p-4f;
+    p = fmaf(p, f, 0x1.02814ep-3f);
+    p = fmaf(p, f, -0x1.0a33eap-3f);
+    p = fmaf(p, f, 0x1.231ce6p-3f);
+    p = fmaf(p, f, -0x1.54d03ep-3f);
+    p = fmaf(p, f, 0x1.999f14p-3f);
+    p = fmaf(p, f, -0x1.0000cep-2f);
+    p = fmaf(p, f, 0x1.555554p-2f);
+    *k = (float)(sub ? e - 23 : e);
+    return fmaf(f * f, fmaf(f, p, -0.5f), f);
+}
+__device__ __forceinline__ float fa4_logf(float x)
+{
+    float k;
+    const float l = fa4_log_core(x, &k);
+    const float r = fmaf(k, 0x1.62e400p-1f, fmaf(k, 0x1.7f7d1cp-20f, l));
+    const float sp0 = x > 0.0f ? x : fa4_as_float(0x7fffffff);
+    const float sp = x == 0.0f ? -fa4_as_float(0x7f800000) : sp0;
+    const int ok = (x > 0.0f) & (x <= 0x1.fffffep127f);
+    return ok ? r : sp;
+}
+__device__ __forceinline__ float fa4_log2f(float x)
+{
+    float k;
+    const float l = fa4_log_core(x, &k);
+    const float r = fmaf(l, 0x1.715476p+0f, fmaf(l, 0x1.4ae0cp-26f, k));
+    const float sp0 = x > 0.0f ? x : fa4_as_float(0x7fffffff);
+    const float sp = x == 0.0f ? -fa4_as_float(0x7f800000) : sp0;
+    const int ok = (x > 0.0f) & (x <= 0x1.fffffep127f);
+    return ok ? r : sp;
+}
+__device__ __forceinline__ float fa4_tanhf(float x)
+{
+    const float ax = fabsf(x);
+    const float z = x * x;
+    float p = 0x1.2b7582p-13f;
+    p = fmaf(p, z, -0x1.e42e3p-11f);
+    p = fmaf(p, z, 0x1.a45278p-9f);
+    p = fmaf(p, z, -0x1.1d02d6p-7f);
+    p = fmaf(p, z, 0x1.65a7c4p-6f);
+    p = fmaf(p, z, -0x1.ba117cp-5f);
+    p = fmaf(p, z, 0x1.1110f2p-3f);
+    p = fmaf(p, z, -0x1.555556p-2f);
+    const float small = fmaf(x * z, p, x);
+    const float e = fa4_ex2_approx(ax * 0x1.715476p+1f);
+    const float big = fmaf(-2.0f, fa4_rcp_approx(e + 1.0f), 1.0f);
+    return copysignf(ax < 1.0f ? small : big, x);
+}
+#endif
 
 // Checked builds: an out-of-range aux read traps, or with FA4_CHECKED_DEFERRED sets
 // fa4_aux_oob and fa4_mod_checked_finish() traps once, at the end of the kernel.
@@ -130,7 +223,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 6 "head_scale.mod"
     return score * fa4_expf(fa4_aux_log_temp(fa4_a, h));
 }
-#line 134 "fa4_mod.cuh"
+#line 227 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -161,7 +254,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at)));
 }
-#line 165 "fa4_mod.cuh"
+#line 258 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -1,0 +1,143 @@
+/*
+ * mathfn.h - the default float math of emitted mods (division, expf, exp2f, logf, log2f, tanhf),
+ * written once in the subset of C that is also CUDA so that the very text the kernels run is
+ * what tests/mod/test_mod_mathfn.c checks on the CPU. Each FA4__MATHFN_* macro expands to one
+ * function; emit_prelude.c turns it into text with FA4__MATH_TEXT, the test compiles it as C with
+ * the two PTX approximations emulated at their documented worst-case error.
+ *
+ * Why not libdevice: its tanhf, logf and IEEE division are long sequences with rarely-taken slow
+ * paths; inlined per element of a fully unrolled score fragment they cost 3x the throughput of
+ * plain attention (soft-capping) and tens of seconds of ptxas time (t5_bias). These forms are
+ * straight-line code (selects, no branches) on the hardware approximations plus an exact-residual
+ * correction or a short polynomial, and stay within a few ulps:
+ *
+ *   fa4_fdiv(a, b)  <= 1 ulp   r ~ 1/b by div.approx, q = a r, one exact-residual correction
+ *                              (fma(-b, q, a)); a representable quotient comes out exact. Inputs
+ *                              are prescaled by a power of two when |b| > 2^126 or b is subnormal.
+ *                              (<= 4.5 ulps where |a| < 2^-102: the residual is not representable.)
+ *                              Where b does not change between calls (a scalar aux, a value built
+ *                              only from them), the reciprocal is common code the compiler hoists:
+ *                              div.approx is an intrinsic NVVM can merge and hoist, inline asm is
+ *                              not (NVVM never merges two asm statements).
+ *   fa4_expf(x)     <= 2^-22.5 relative + 1/2 ulp   2^t by ex2.approx with t = x log2(e) split
+ *                              into its rounded product and the exact remainder, which corrects
+ *                              the result to first order (without it: up to 88 ulps near |x| = 88).
+ *   fa4_exp2f(x)    <= 2^-22.5 relative             ex2.approx itself.
+ *   fa4_logf(x)     <= 2 ulps   no hardware approximation: x = 2^k m, m in [sqrt(1/2), sqrt(2)),
+ *                              log1p(m - 1) by a degree-7 polynomial, k ln 2 in two parts.
+ *   fa4_log2f(x)    <= 2 ulps   the same core times log2(e); exact for powers of two.
+ *   fa4_tanhf(x)    <= 2 ulps   |x| < 0.6: x + x^3 P(x^2), P of degree 4 (no cancellation);
+ *                              else 1 - 2 / (2^(2|x| log2 e) + 1) with ex2.approx and rcp.approx.
+ *
+ * Results below 2^-126 may flush to zero (the .ftz approximations); NaN, infinities and zeros
+ * follow C99 Annex F for every function. Polynomial coefficients: Chebyshev interpolation in long
+ * double, rounded to float, checked by the test. The PTX bounds assumed (PTX ISA): ex2.approx.f32
+ * relative 2^-22.5, rcp.approx.f32 1 ulp, div.approx.f32 2 ulps for |b| in [2^-126, 2^126].
+ *
+ * The includer defines fa4_rcp_approx(x) (rcp.approx.ftz.f32), fa4_rcp_div(x) (1 / x by
+ * div.approx.f32), fa4_ex2_approx(x) (ex2.approx.ftz.f32), fa4_as_int(x), fa4_as_float(i) and
+ * provides fmaf, fabsf, copysignf. Each ?: has plain operands (a chain of ?: becomes branches).
+ * Comments stay outside the macros (they vanish from the text).
+ */
+#ifndef FA4_JIT_MOD_MATHFN_H
+#define FA4_JIT_MOD_MATHFN_H
+
+/* a / b, faithfully rounded (<= 1 ulp), correctly rounded in the test's sweeps except rare ties */
+#define FA4__MATHFN_FDIV(FN)                                                                      \
+    FN float fa4_fdiv(float a, float b)                                                           \
+    {                                                                                             \
+        const float ab = fabsf(b);                                                                \
+        const float s0 = ab < 0x1p-126f ? 0x1p24f : 1.0f;                                         \
+        const float s = ab >= 0x1p126f ? 0.25f : s0;                                              \
+        const float as = a * s;                                                                   \
+        const float bs = b * s;                                                                   \
+        const float r = fa4_rcp_div(bs);                                                          \
+        const float q = as * r;                                                                   \
+        const float q1 = fmaf(fmaf(-bs, q, as), r, q);                                            \
+        return q1 != q1 ? q : q1;                                                                 \
+    }
+
+/* e^x: 2^t with t = RN(x L), plus the exact remainder c = x L - t + x (log2 e - L) */
+#define FA4__MATHFN_EXPF(FN)                                                                      \
+    FN float fa4_expf(float x)                                                                    \
+    {                                                                                             \
+        const float t = x * 0x1.715476p+0f;                                                          \
+        const float c = fmaf(x, 0x1.4ae0cp-26f, fmaf(x, 0x1.715476p+0f, -t));                        \
+        const float y = fa4_ex2_approx(t);                                                        \
+        return fabsf(t) < 128.0f ? fmaf(y, c * 0x1.62e43p-1f, y) : y;                              \
+    }
+
+#define FA4__MATHFN_EXP2F(FN)                                                                     \
+    FN float fa4_exp2f(float x) { return fa4_ex2_approx(x); }
+
+/* log1p(f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: f + f^2 (-1/2 + f P(f)); *k gets the exponent */
+#define FA4__MATHFN_LOG_CORE(FN)                                                                  \
+    FN float fa4_log_core(float x, float *k)                                                      \
+    {                                                                                             \
+        const int sub = x < 0x1p-126f;                                                            \
+        const int ix = fa4_as_int(sub ? x * 0x1p23f : x);                                         \
+        const int e = (int)(((unsigned)ix + 0x00cafb0du) >> 23) - 128;                            \
+        const float f = fa4_as_float((int)((unsigned)ix - ((unsigned)e << 23))) - 1.0f;           \
+        float p = -0x1.43b246p-4f;                                                                \
+        p = fmaf(p, f, 0x1.02814ep-3f);                                                           \
+        p = fmaf(p, f, -0x1.0a33eap-3f);                                                          \
+        p = fmaf(p, f, 0x1.231ce6p-3f);                                                           \
+        p = fmaf(p, f, -0x1.54d03ep-3f);                                                          \
+        p = fmaf(p, f, 0x1.999f14p-3f);                                                           \
+        p = fmaf(p, f, -0x1.0000cep-2f);                                                          \
+        p = fmaf(p, f, 0x1.555554p-2f);                                                           \
+        *k = (float)(sub ? e - 23 : e);                                                           \
+        return fmaf(f * f, fmaf(f, p, -0.5f), f);                                                 \
+    }
+
+/* the special values: log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN stays */
+#define FA4__MATHFN_LOGF(FN)                                                                      \
+    FN float fa4_logf(float x)                                                                    \
+    {                                                                                             \
+        float k;                                                                                  \
+        const float l = fa4_log_core(x, &k);                                                      \
+        const float r = fmaf(k, 0x1.62e400p-1f, fmaf(k, 0x1.7f7d1cp-20f, l));                     \
+        const float sp0 = x > 0.0f ? x : fa4_as_float(0x7fffffff);                                \
+        const float sp = x == 0.0f ? -fa4_as_float(0x7f800000) : sp0;                             \
+        const int ok = (x > 0.0f) & (x <= 0x1.fffffep127f);                                       \
+        return ok ? r : sp;                                                                       \
+    }
+
+#define FA4__MATHFN_LOG2F(FN)                                                                     \
+    FN float fa4_log2f(float x)                                                                   \
+    {                                                                                             \
+        float k;                                                                                  \
+        const float l = fa4_log_core(x, &k);                                                      \
+        const float r = fmaf(l, 0x1.715476p+0f, fmaf(l, 0x1.4ae0cp-26f, k));                         \
+        const float sp0 = x > 0.0f ? x : fa4_as_float(0x7fffffff);                                \
+        const float sp = x == 0.0f ? -fa4_as_float(0x7f800000) : sp0;                             \
+        const int ok = (x > 0.0f) & (x <= 0x1.fffffep127f);                                       \
+        return ok ? r : sp;                                                                       \
+    }
+
+/* tanh: an odd polynomial near 0, 1 - 2 / (e^(2|x|) + 1) elsewhere (2 / inf = 0 gives 1) */
+#define FA4__MATHFN_TANHF(FN)                                                                     \
+    FN float fa4_tanhf(float x)                                                                   \
+    {                                                                                             \
+        const float ax = fabsf(x);                                                                \
+        const float z = x * x;                                                                    \
+        float p = 0x1.2b7582p-13f;                                                                \
+        p = fmaf(p, z, -0x1.e42e3p-11f);                                                          \
+        p = fmaf(p, z, 0x1.a45278p-9f);                                                           \
+        p = fmaf(p, z, -0x1.1d02d6p-7f);                                                          \
+        p = fmaf(p, z, 0x1.65a7c4p-6f);                                                           \
+        p = fmaf(p, z, -0x1.ba117cp-5f);                                                          \
+        p = fmaf(p, z, 0x1.1110f2p-3f);                                                           \
+        p = fmaf(p, z, -0x1.555556p-2f);                                                          \
+        const float small = fmaf(x * z, p, x);                                                    \
+        const float e = fa4_ex2_approx(ax * 0x1.715476p+1f);                                         \
+        const float big = fmaf(-2.0f, fa4_rcp_approx(e + 1.0f), 1.0f);                            \
+        return copysignf(ax < 1.0f ? small : big, x);                                             \
+    }
+
+/* The text of one function, for the emitter (one line; emit_prelude.c lays it out). */
+#define FA4__MATH_STR_(x) #x
+#define FA4__MATH_XSTR_(x) FA4__MATH_STR_(x)
+#define FA4__MATH_TEXT(M) FA4__MATH_XSTR_(M(__device__ __forceinline__))
+
+#endif /* FA4_JIT_MOD_MATHFN_H */
