@@ -1,0 +1,315 @@
+/*
+ * test_mod_host.c - the emitted CUDA run on the host, against the CPU evaluator. Every shipped mod
+ * and every test case in tests/mod/cases is emitted, compiled as C++ with the host's compiler (a
+ * small shim stands in for the CUDA builtins; the PTX approximations become the C library's exact
+ * functions), and run at random points: fa4_score_mod, fa4_score_mod_fwd_deriv and fa4_mask_mod
+ * must agree with the evaluator (float against double, within a relative 1e-4), and the release
+ * build (straight-line form: every statement runs under a predicate) must agree bit for bit with
+ * the checked build (the branches as written). No GPU needed; skips where there is no C++
+ * compiler. FA4_MOD_HOST_KEEP=1 keeps the generated programs under the build directory.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mod_test_util.h"
+
+#define NPOINTS 240
+#define NUMEL 96
+
+static const char shim[] =
+    "#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+    "#define __device__\n#define __forceinline__ inline\n"
+    "static inline int __float_as_int(float x) { int i; memcpy(&i, &x, 4); return i; }\n"
+    "static inline float __int_as_float(int i) { float x; memcpy(&x, &i, 4); return x; }\n"
+    "static inline float __uint_as_float(unsigned u) { float x; memcpy(&x, &u, 4); return x; }\n"
+    "static inline int __float2int_rz(float x) { return x != x ? 0 : x >= 2147483647.0f ? "
+    "2147483647 : x <= -2147483648.0f ? (-2147483647 - 1) : (int)x; }\n"
+    "static inline float __fdividef(float a, float b) { return a / b; }\n"
+    "static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }\n"
+    "static inline float atomicAdd(float *p, float v) { float o = *p; *p = o + v; return o; }\n"
+    "static inline void __trap(void) { abort(); }\n"
+    "static inline float fa4_host_half(unsigned short h)\n{\n"
+    "    int e = (h >> 10) & 31, m = h & 1023;\n"
+    "    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : "
+    "ldexpf((float)(m | 1024), e - 25);\n"
+    "    return (h & 0x8000) ? -v : v;\n}\n";
+
+/* the PTX the emitted prelude holds, and what the host runs instead */
+static const struct {
+    const char *from, *to;
+} ptx[] = {
+    {"asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));", "y = 1.0f / x;"},
+    {"asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));", "y = exp2f(x);"},
+    {"asm(\"lg2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));", "y = log2f(x);"},
+    {"asm(\"tanh.approx.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));", "y = tanhf(x);"},
+    {"asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));", "f = fa4_host_half(h);"},
+};
+
+/* text with every PTX statement replaced (malloc'd) */
+static char *host_text(const char *cu)
+{
+    size_t cap = strlen(cu) + 1;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    memcpy(s, cu, cap);
+    for (size_t i = 0; i < sizeof ptx / sizeof ptx[0]; i++) {
+        char *p;
+        while ((p = strstr(s, ptx[i].from))) {
+            size_t fl = strlen(ptx[i].from), tl = strlen(ptx[i].to);
+            memcpy(p, ptx[i].to, tl); /* tl < fl: shift the rest left */
+            memmove(p + tl, p + fl, strlen(p + fl) + 1);
+        }
+    }
+    assert_null(strstr(s, "asm("));
+    return s;
+}
+
+static const char *member_type(fa4_dtype t)
+{
+    switch (t) {
+    case FA4_DTYPE_FP32: return "float";
+    case FA4_DTYPE_BF16:
+    case FA4_DTYPE_FP16: return "unsigned short";
+    case FA4_DTYPE_INT8: return "signed char";
+    case FA4_DTYPE_INT16: return "short";
+    case FA4_DTYPE_INT32: return "int";
+    case FA4_DTYPE_INT64: return "long long";
+    default: return "unsigned char";
+    }
+}
+
+static size_t elem_size(fa4_dtype t)
+{
+    return t == FA4_DTYPE_FP32 || t == FA4_DTYPE_INT32 ? 4
+           : t == FA4_DTYPE_INT64                      ? 8
+           : t == FA4_DTYPE_BF16 || t == FA4_DTYPE_FP16 || t == FA4_DTYPE_INT16 ? 2
+                                                                                 : 1;
+}
+
+typedef struct {
+    float score;
+    int c[4];
+} point;
+
+/* The driver: aux values and points as static data, one output line per point. */
+static void write_driver(FILE *f, const fa4__mod *m, const fa4_aux_value *aux, const point *pts)
+{
+    int n = fa4__mod_num_aux(m);
+    for (int i = 0; i < n; i++) {
+        const fa4__aux_decl *a = fa4__mod_aux(m, i);
+        if (!a->is_tensor)
+            continue;
+        size_t bytes = (size_t)aux[i].numel * elem_size(a->dtype);
+        fprintf(f, "alignas(8) static const unsigned char fa4_t%d[] = {", i);
+        for (size_t k = 0; k < bytes; k++)
+            fprintf(f, "%s%u", k ? "," : "", ((const unsigned char *)aux[i].data)[k]);
+        fprintf(f, "};\n");
+    }
+    fprintf(f, "static const float fa4_s[%d] = {", NPOINTS);
+    for (int p = 0; p < NPOINTS; p++)
+        fprintf(f, "%s%af", p ? "," : "", (double)pts[p].score);
+    fprintf(f, "};\nstatic const int fa4_c[%d][4] = {", NPOINTS);
+    for (int p = 0; p < NPOINTS; p++)
+        fprintf(f, "%s{%d,%d,%d,%d}", p ? "," : "", pts[p].c[0], pts[p].c[1], pts[p].c[2],
+                pts[p].c[3]);
+    fprintf(f, "};\nint main(void)\n{\n    fa4_aux a;\n    memset(&a, 0, sizeof a);\n");
+    for (int i = 0; i < n; i++) {
+        const fa4__aux_decl *a = fa4__mod_aux(m, i);
+        if (a->is_tensor)
+            fprintf(f, "    a.%s = (const %s *)fa4_t%d;\n    a.%s_len = %lld;\n", a->name,
+                    member_type(a->dtype), i, a->name, (long long)aux[i].numel);
+        else if (a->dtype == FA4_DTYPE_FP32)
+            fprintf(f, "    a.%s = %af;\n", a->name, (double)(float)aux[i].f);
+        else if (a->dtype == FA4_DTYPE_BOOL)
+            fprintf(f, "    a.%s = %s;\n", a->name, aux[i].i ? "true" : "false");
+        else
+            fprintf(f, "    a.%s = %lld;\n", a->name, (long long)aux[i].i);
+    }
+    fprintf(f, "    for (int p = 0; p < %d; p++) {\n"
+               "        const int *c = fa4_c[p];\n"
+               "        float d = 0.0f;\n"
+               "        const float v = fa4_score_mod(fa4_s[p], c[0], c[1], c[2], c[3], a);\n"
+               "        const float w = fa4_score_mod_fwd_deriv(fa4_s[p], c[0], c[1], c[2], c[3], "
+               "a, &d);\n"
+               "        const int ok = fa4_mask_mod(c[0], c[1], c[2], c[3], a);\n"
+               "        printf(\"%%a %%a %%a %%d\\n\", v, w, d, ok);\n"
+               "    }\n    return 0;\n}\n",
+            NPOINTS);
+}
+
+/* Compile and run one build; its output lines (malloc'd), or NULL when the build failed. */
+static char *build_and_run(const char *dir, const char *tag, const char *cu, const fa4__mod *m,
+                           const fa4_aux_value *aux, const point *pts, const char *defines)
+{
+    char src[600], exe[600], cmd[2048];
+    snprintf(src, sizeof src, "%s/%s.cpp", dir, tag);
+    snprintf(exe, sizeof exe, "%s/%s", dir, tag);
+    FILE *f = fopen(src, "w");
+    assert_non_null(f);
+    char *text = host_text(cu);
+    fprintf(f, "%s%s\n%s\n", defines, shim, text);
+    free(text);
+    write_driver(f, m, aux, pts);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O0 -w -o '%s' '%s' -lm", exe, src);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "host compile of %s failed: %s\n", tag, cmd);
+        return NULL;
+    }
+    snprintf(cmd, sizeof cmd, "'%s'", exe);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, len = 0;
+    char *out = malloc(cap);
+    assert_non_null(out);
+    size_t got;
+    while ((got = fread(out + len, 1, cap - len - 1, p)) > 0) {
+        len += got;
+        if (len + 1 >= cap) {
+            cap *= 2;
+            out = realloc(out, cap);
+            assert_non_null(out);
+        }
+    }
+    out[len] = '\0';
+    assert_int_equal(pclose(p), 0);
+    return out;
+}
+
+static int close_to(double got, double want)
+{
+    if (isnan(want) || isnan(got))
+        return isnan(want) && isnan(got);
+    if (isinf(want) || isinf(got))
+        return got == want;
+    return fabs(got - want) <= 1e-4 * (1.0 + fabs(want));
+}
+
+/* One mod: release and checked builds agree bit for bit, and with the evaluator. */
+static int check_mod(const char *dir, const char *name, const char *src, size_t len,
+                     uint64_t seed)
+{
+    fa4__mod *m = mt_parse(src, len, name);
+    assert_non_null(m);
+    int n = fa4__mod_num_aux(m);
+    fa4_aux_value aux[FA4__MOD_MAX_AUX];
+    mt_make_aux(m, &seed, NUMEL, aux);
+    point pts[NPOINTS];
+    for (int p = 0; p < NPOINTS; p++) {
+        pts[p].score = (float)mt_uniform(&seed, -12.0, 12.0);
+        pts[p].c[0] = (int)(mt_next(&seed) % 4);
+        pts[p].c[1] = (int)(mt_next(&seed) % 8);
+        pts[p].c[2] = (int)(mt_next(&seed) % 300);
+        /* keys near the query half the time: windows, buckets, causal edges */
+        pts[p].c[3] = p % 2 ? (int)(mt_next(&seed) % 300)
+                            : pts[p].c[2] + (int)(mt_next(&seed) % 41) - 20;
+    }
+    char *cu = fa4__mod_emit_cuda(m, name, 0);
+    assert_non_null(cu);
+    char tag[160];
+    snprintf(tag, sizeof tag, "%s.release", name);
+    char *rel = build_and_run(dir, tag, cu, m, aux, pts, "#define FA4_CHECKED 0\n");
+    snprintf(tag, sizeof tag, "%s.checked", name);
+    char *chk = build_and_run(dir, tag, cu, m, aux, pts,
+                              "#define FA4_CHECKED 1\n#define FA4_CHECKED_DEFERRED 1\n");
+    int bad = !rel || !chk;
+    if (!bad && strcmp(rel, chk) != 0) {
+        fprintf(stderr, "%s: the straight-line form differs from the branches\n", name);
+        bad = 1;
+    }
+    const char *line = rel;
+    for (int p = 0; !bad && p < NPOINTS; p++) {
+        float v, w, d;
+        int ok;
+        char *end;
+        v = strtof(line, &end);
+        w = strtof(end, &end);
+        d = strtof(end, &end);
+        ok = (int)strtol(end, &end, 10);
+        line = end;
+        double want = 0, dwant = 0;
+        int okwant = 0;
+        fa4__diag dg;
+        const int *c = pts[p].c;
+        assert_int_equal(fa4__mod_eval_score(m, (double)pts[p].score, c[0], c[1], c[2], c[3], aux,
+                                             n, &want, &dwant, &dg),
+                         FA4_OK);
+        assert_int_equal(fa4__mod_eval_mask(m, c[0], c[1], c[2], c[3], aux, n, &okwant, &dg),
+                         FA4_OK);
+        if (!close_to(v, want) || !close_to(w, want) || !close_to(d, dwant) || ok != okwant) {
+            fprintf(stderr,
+                    "%s: point %d (score %a; %d %d %d %d): value %a want %a, deriv %a want %a, "
+                    "mask %d want %d\n",
+                    name, p, (double)pts[p].score, c[0], c[1], c[2], c[3], (double)v, want,
+                    (double)d, dwant, ok, okwant);
+            bad = 1;
+        }
+    }
+    free(rel);
+    free(chk);
+    free(cu);
+    mt_free_aux(aux, n);
+    fa4__mod_free(m);
+    return bad;
+}
+
+static void emitted_matches_evaluator(void **state)
+{
+    (void)state;
+    if (system("c++ --version > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "skipped: no C++ compiler (c++) on this machine\n");
+        skip();
+    }
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/mod_host_XXXXXX", FA4_TEST_BINARY_DIR);
+    assert_non_null(mkdtemp(dir));
+    int bad = 0, count = 0;
+    char *names[MT_MAX_MODS];
+    int n = mt_list_mods(names);
+    assert_true(n >= 10);
+    for (int i = 0; i < n; i++) {
+        size_t len = 0;
+        char *src = mt_read_mod(names[i], &len);
+        assert_non_null(src);
+        bad += check_mod(dir, names[i], src, len, 1000u + (uint64_t)i);
+        count++;
+        free(src);
+        free(names[i]);
+    }
+    static const char *const cases[] = {"branches", "builtins", "dtypes"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512];
+        size_t len = 0;
+        snprintf(path, sizeof path, "%s/tests/mod/cases/%s.mod", FA4_TEST_SOURCE_DIR, cases[i]);
+        char *src = mt_read_file(path, &len);
+        assert_non_null(src);
+        bad += check_mod(dir, cases[i], src, len, 2000u + (uint64_t)i);
+        count++;
+        free(src);
+    }
+    printf("%d mods, %d points each, release and checked builds: %d failed\n", count, NPOINTS,
+           bad);
+    if (!getenv("FA4_MOD_HOST_KEEP")) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(emitted_matches_evaluator),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
