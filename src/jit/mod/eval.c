@@ -170,6 +170,7 @@ static val pick(int first, val a, val b)
 static val eval_builtin(evaluator *E, const fa4__expr *e, val *frame)
 {
     val x[3];
+    memset(x, 0, sizeof x); /* builtins have 1 to 3 arguments; the rest reads as zero */
     for (int i = 0; i < e->nargs && i < 3; i++)
         x[i] = eval_expr(E, e->args[i], frame);
     double a = x[0].v, da = x[0].d;
