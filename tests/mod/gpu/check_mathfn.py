@@ -1,0 +1,97 @@
+"""Measure the default float math of emitted mods on a GPU against float64: the worst error of
+fa4_fdiv, fa4_expf, fa4_exp2f, fa4_logf, fa4_log2f and fa4_tanhf over dense sweeps and random
+inputs, in ulps of the float result, against the bounds the header documents (src/jit/mod/mathfn.h;
+tests/mod/test_mod_mathfn.c checks the same bounds on the CPU with the PTX approximations
+emulated at their documented worst case; this is the check on the real instructions).
+
+The functions come from an emitted header: `FA4_MOD_DUMP_DIR=DIR build/test_mod_nvrtc` writes
+DIR/softcap.cuh (every header carries the whole math block). Needs cupy and numpy (both on the
+H200 image). Exit status 0 = every bound held.
+
+    python3 tests/mod/gpu/check_mathfn.py DIR
+"""
+
+import os
+import sys
+
+import cupy
+import numpy as np
+
+KERNEL = r"""
+extern "C" __global__ void fa4_mathfn_check(const float *x, const float *y, float *out, int n)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n)
+        return;
+    out[6 * t + 0] = fa4_fdiv(x[t], y[t]);
+    out[6 * t + 1] = fa4_expf(x[t]);
+    out[6 * t + 2] = fa4_exp2f(x[t]);
+    out[6 * t + 3] = fa4_logf(y[t]);
+    out[6 * t + 4] = fa4_log2f(y[t]);
+    out[6 * t + 5] = fa4_tanhf(x[t]);
+}
+"""
+
+# name, column, bound in ulps, reference, which input
+CHECKS = [
+    ("fa4_fdiv", 0, 1.0, None, None),
+    ("fa4_expf", 1, 3.4, np.exp, "x"),
+    ("fa4_exp2f", 2, 2.9, np.exp2, "x"),
+    ("fa4_logf", 3, 2.0, np.log, "y"),
+    ("fa4_log2f", 4, 2.0, np.log2, "y"),
+    ("fa4_tanhf", 5, 2.0, np.tanh, "x"),
+]
+
+
+def ulps(got, want):
+    """|got - want| in ulps of the float nearest want (subnormal spacing below 2^-126)."""
+    a = np.abs(want)
+    e = np.floor(np.log2(np.maximum(a, 2.0 ** -126)))
+    return np.abs(got.astype(np.float64) - want) / np.exp2(e - 23)
+
+
+def inputs(seed):
+    rng = np.random.default_rng(seed)
+    x = [np.linspace(-87.0, 88.5, 1 << 20, dtype=np.float32),        # exp, tanh range
+         np.linspace(-1.5, 1.5, 1 << 20, dtype=np.float32),          # tanh's polynomial split
+         (rng.standard_normal(1 << 20) * 30).astype(np.float32)]     # scores over a soft-cap
+    y = [np.linspace(0.25, 4.0, 1 << 20, dtype=np.float32),          # log around 1
+         (1.0 + np.arange(-(1 << 19), 1 << 19) * 2.0 ** -23).astype(np.float32),
+         np.exp2(rng.uniform(-120, 120, 1 << 20)).astype(np.float32)]
+    return np.concatenate(x), np.concatenate(y)
+
+
+def main():
+    dump = sys.argv[1]
+    header = open(os.path.join(dump, "softcap.cuh")).read()
+    mod = cupy.RawModule(code=header + KERNEL, options=("-std=c++17",))
+    fn = mod.get_function("fa4_mathfn_check")
+    x, y = inputs(1)
+    n = len(x)
+    out = cupy.zeros(6 * n, dtype=cupy.float32)
+    fn(((n + 255) // 256,), (256,), (cupy.asarray(x), cupy.asarray(y), out, cupy.int32(n)))
+    out = cupy.asnumpy(out).reshape(n, 6)
+    xd, yd = x.astype(np.float64), y.astype(np.float64)
+    ok = True
+    for name, col, bound, ref, arg in CHECKS:
+        if ref is None:
+            want = xd / yd
+            keep = (np.abs(xd) >= 2.0 ** -102) & (np.abs(want) >= 2.0 ** -126) & \
+                   (np.abs(want) < 3.4e38)
+        else:
+            src = xd if arg == "x" else yd
+            want = ref(src)
+            keep = np.isfinite(want) & (np.abs(want) >= 2.0 ** -126) & (np.abs(want) < 3.4e38)
+        err = ulps(out[keep, col], want[keep])
+        worst = float(err.max())
+        at = int(np.argmax(err))
+        good = worst <= bound
+        ok &= good
+        print(f"{name:10s} {int(keep.sum()):8d} inputs, worst {worst:.3f} ulp "
+              f"(input {(x if arg != 'y' else y)[keep][at]!r}), bound {bound}: "
+              f"{'ok' if good else 'FAILED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
