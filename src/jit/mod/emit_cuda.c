@@ -52,7 +52,7 @@ static void emit_int_literal(fa4__emitter *E, int64_t v)
 }
 
 /* An expression where no parentheses are needed around it (a statement, an argument). */
-static void emit_bare(fa4__emitter *E, const fa4__expr *e)
+void fa4__emit_bare(fa4__emitter *E, const fa4__expr *e)
 {
     E->bare = 1;
     emit_expr(E, e);
@@ -101,7 +101,7 @@ static void emit_args(fa4__emitter *E, const fa4__expr *e)
     for (int i = 0; i < e->nargs; i++) {
         if (i)
             fa4__out(E, ", ");
-        emit_bare(E, e->args[i]);
+        fa4__emit_bare(E, e->args[i]);
     }
 }
 
@@ -148,9 +148,9 @@ static void emit_binary(fa4__emitter *E, const fa4__expr *e)
     E->bare = 0;
     if (fn) {
         fa4__out(E, "%s(", fn);
-        emit_bare(E, e->a);
+        fa4__emit_bare(E, e->a);
         fa4__out(E, ", ");
-        emit_bare(E, e->b);
+        fa4__emit_bare(E, e->b);
         fa4__out(E, ")");
         return;
     }
@@ -160,17 +160,17 @@ static void emit_binary(fa4__emitter *E, const fa4__expr *e)
                           : e->op == TK_STAR  ? "fa4_dmul"
                                               : "fa4_ddiv";
         fa4__out(E, "%s(", dfn);
-        emit_bare(E, e->a);
+        fa4__emit_bare(E, e->a);
         fa4__out(E, ", ");
-        emit_bare(E, e->b);
+        fa4__emit_bare(E, e->b);
         fa4__out(E, ")");
         return;
     }
     if (e->type == TY_FLOAT && e->op == TK_SLASH) {
         fa4__out(E, "fa4_fdiv(");
-        emit_bare(E, e->a);
+        fa4__emit_bare(E, e->a);
         fa4__out(E, ", ");
-        emit_bare(E, e->b);
+        fa4__emit_bare(E, e->b);
         fa4__out(E, ")");
         return;
     }
@@ -205,7 +205,7 @@ static void emit_cast(fa4__emitter *E, const fa4__expr *e)
         if (E->dual)
             emit_value(E, e->a);
         else
-            emit_bare(E, e->a);
+            fa4__emit_bare(E, e->a);
         fa4__out(E, ")");
     } else if (to == TY_FLOAT || to == TY_INT) {
         int p = open_paren(E);
@@ -242,11 +242,11 @@ static void emit_builtin(fa4__emitter *E, const fa4__expr *e)
     case BI_MAX: fa4__out(E, "fmaxf("); break;
     case BI_CLAMP:
         fa4__out(E, "fminf(fmaxf(");
-        emit_bare(E, e->args[0]);
+        fa4__emit_bare(E, e->args[0]);
         fa4__out(E, ", ");
-        emit_bare(E, e->args[1]);
+        fa4__emit_bare(E, e->args[1]);
         fa4__out(E, "), ");
-        emit_bare(E, e->args[2]);
+        fa4__emit_bare(E, e->args[2]);
         fa4__out(E, ")");
         return;
     /* the prelude's forms (mathfn.h; FA4_FAST_MATH swaps them for the bare approximations) */
@@ -291,11 +291,11 @@ static void emit_expr(fa4__emitter *E, const fa4__expr *e)
     case EX_INDEX:
         if (E->dual && e->type == TY_FLOAT) {
             fa4__out(E, "fa4_daux_%s(fa4_a, ", e->var->name);
-            emit_bare(E, e->a);
+            fa4__emit_bare(E, e->a);
             fa4__out(E, ", fa4_seed == %d, fa4_at)", e->site);
         } else {
             fa4__out(E, "fa4_aux_%s(fa4_a, ", e->var->name);
-            emit_bare(E, e->a);
+            fa4__emit_bare(E, e->a);
             fa4__out(E, ")");
         }
         return;
@@ -355,7 +355,7 @@ static const char *type_text(const fa4__emitter *E, int ty)
     return ty == TY_INT ? "int" : "bool";
 }
 
-static void emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent)
+void fa4__emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent)
 {
     if (s->kind != ST_BLOCK && s->kind != ST_EMPTY)
         fa4__line_directive(E, s->line);
@@ -364,7 +364,7 @@ static void emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent)
     case ST_BLOCK:
         fa4__out(E, "%*s{\n", indent, "");
         for (int i = 0; i < s->nitems; i++)
-            emit_stmt(E, s->items[i], indent + 4);
+            fa4__emit_stmt(E, s->items[i], indent + 4);
         fa4__out(E, "%*s}\n", indent, "");
         return;
     case ST_DECL:
@@ -377,7 +377,7 @@ static void emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent)
         fa4__out(E, "%*s%s%s %s = ", indent, "", s->var->is_const ? "const " : "",
                  type_text(E, s->var->type), s->var->name);
         if (s->e)
-            emit_bare(E, s->e);
+            fa4__emit_bare(E, s->e);
         else if (s->var->type == TY_FLOAT)
             fa4__out(E, E->dual ? "fa4_dconst(0.0f)" : "0.0f");
         else
@@ -388,231 +388,37 @@ static void emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent)
         if (!s->var->reads)
             return;
         fa4__out(E, "%*s%s = ", indent, "", s->var->name);
-        emit_bare(E, s->e);
+        fa4__emit_bare(E, s->e);
         fa4__out(E, ";\n");
         return;
     case ST_IF:
         fa4__out(E, "%*sif (", indent, "");
-        emit_bare(E, s->e);
+        fa4__emit_bare(E, s->e);
         fa4__out(E, ")\n");
         if (s->then_s->kind == ST_BLOCK) {
-            emit_stmt(E, s->then_s, indent);
+            fa4__emit_stmt(E, s->then_s, indent);
         } else {
             fa4__out(E, "%*s{\n", indent, "");
-            emit_stmt(E, s->then_s, indent + 4);
+            fa4__emit_stmt(E, s->then_s, indent + 4);
             fa4__out(E, "%*s}\n", indent, "");
         }
         if (s->else_s) {
             fa4__out(E, "%*selse\n", indent, "");
             if (s->else_s->kind == ST_BLOCK) {
-                emit_stmt(E, s->else_s, indent);
+                fa4__emit_stmt(E, s->else_s, indent);
             } else {
                 fa4__out(E, "%*s{\n", indent, "");
-                emit_stmt(E, s->else_s, indent + 4);
+                fa4__emit_stmt(E, s->else_s, indent + 4);
                 fa4__out(E, "%*s}\n", indent, "");
             }
         }
         return;
     case ST_RETURN:
         fa4__out(E, "%*sreturn ", indent, "");
-        emit_bare(E, s->e);
+        fa4__emit_bare(E, s->e);
         fa4__out(E, ";\n");
         return;
     default: return;
-    }
-}
-
-/* ------------------------------------------------------------------------ straight-line form */
-/*
- * Release builds run every statement of a function that branches and keep the effects of the path
- * the source takes with selects: `if (c) x = e;` becomes `x = c ? e : x`, a return inside an if
- * sets fa4_ret and fa4_done. Mods are pure and total (aux reads clamp, x / 0 == 0), so running the
- * other path changes nothing but time, and the kernel's unrolled fragment loop gets straight-line
- * code: no branch per element, common subexpressions shared across elements (t5_bias's bucket:
- * 3x less PTX, 5x less ptxas time). Checked builds keep the branches (a read on the path not taken
- * must not trap), so such a function is emitted twice, under #if FA4_CHECKED.
- */
-static int expr_reads_aux(const fa4__expr *e)
-{
-    if (!e)
-        return 0;
-    if (e->kind == EX_INDEX || e->kind == EX_CALL)
-        return 1;
-    if (expr_reads_aux(e->a) || expr_reads_aux(e->b) || expr_reads_aux(e->c))
-        return 1;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_reads_aux(e->args[i]))
-            return 1;
-    return 0;
-}
-
-/* an && or || whose right side reads memory (that one stays a branch unless both sides run) */
-static int expr_lazy_read(const fa4__expr *e)
-{
-    if (!e)
-        return 0;
-    if (e->kind == EX_BINARY && (e->op == TK_ANDAND || e->op == TK_OROR) && expr_reads_aux(e->b))
-        return 1;
-    if (expr_lazy_read(e->a) || expr_lazy_read(e->b) || expr_lazy_read(e->c))
-        return 1;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_lazy_read(e->args[i]))
-            return 1;
-    return 0;
-}
-
-/* the straight-line form differs from the branchy one */
-static int stmt_branches(const fa4__stmt *s)
-{
-    if (!s)
-        return 0;
-    if (s->kind == ST_IF || expr_lazy_read(s->e))
-        return 1;
-    for (int i = 0; i < s->nitems; i++)
-        if (stmt_branches(s->items[i]))
-            return 1;
-    return 0;
-}
-
-static int stmt_has_return(const fa4__stmt *s)
-{
-    if (!s)
-        return 0;
-    if (s->kind == ST_RETURN)
-        return 1;
-    for (int i = 0; i < s->nitems; i++)
-        if (stmt_has_return(s->items[i]))
-            return 1;
-    return stmt_has_return(s->then_s) || stmt_has_return(s->else_s);
-}
-
-/* a return somewhere under an if */
-static int stmt_has_nested_return(const fa4__stmt *s)
-{
-    if (!s)
-        return 0;
-    if (s->kind == ST_IF)
-        return stmt_has_return(s->then_s) || stmt_has_return(s->else_s);
-    for (int i = 0; i < s->nitems; i++)
-        if (stmt_has_nested_return(s->items[i]))
-            return 1;
-    return 0;
-}
-
-/* a statement that changes something the function goes on to read */
-static int stmt_has_effect(const fa4__stmt *s)
-{
-    if (!s)
-        return 0;
-    switch (s->kind) {
-    case ST_ASSIGN: return s->var->reads > 0;
-    case ST_RETURN: return 1;
-    case ST_IF: return stmt_has_effect(s->then_s) || stmt_has_effect(s->else_s);
-    case ST_BLOCK:
-        for (int i = 0; i < s->nitems; i++)
-            if (stmt_has_effect(s->items[i]))
-                return 1;
-        return 0;
-    default: return 0;
-    }
-}
-
-/* the condition under which the next statement takes effect; "" when always */
-static const char *live_pred(const fa4__emitter *E, char *buf, size_t cap)
-{
-    if (!E->pred[0])
-        snprintf(buf, cap, "%s", E->returned ? "!fa4_done" : "");
-    else
-        snprintf(buf, cap, E->returned ? "%s && !fa4_done" : "%s", E->pred);
-    return buf;
-}
-
-static void emit_stmt_spec(fa4__emitter *E, const fa4__stmt *s, int indent);
-
-/* one arm of an if, under predicate `name` = live && (!)fa4_cN */
-static void emit_arm_spec(fa4__emitter *E, const fa4__stmt *arm, const char *name, int id,
-                          int negate, int indent)
-{
-    if (!stmt_has_effect(arm))
-        return;
-    char lv[64], saved[sizeof E->pred];
-    live_pred(E, lv, sizeof lv);
-    fa4__out(E, "%*sconst bool %s = %s%s%sfa4_c%d;\n", indent, "", name, lv, lv[0] ? " && " : "",
-             negate ? "!" : "", id);
-    memcpy(saved, E->pred, sizeof saved);
-    snprintf(E->pred, sizeof E->pred, "%s", name);
-    if (arm->kind == ST_BLOCK) {
-        emit_stmt_spec(E, arm, indent);
-    } else {
-        fa4__out(E, "%*s{\n", indent, "");
-        emit_stmt_spec(E, arm, indent + 4);
-        fa4__out(E, "%*s}\n", indent, "");
-    }
-    memcpy(E->pred, saved, sizeof saved);
-}
-
-static void emit_stmt_spec(fa4__emitter *E, const fa4__stmt *s, int indent)
-{
-    char lv[64];
-    switch (s->kind) {
-    case ST_BLOCK:
-        fa4__out(E, "%*s{\n", indent, "");
-        for (int i = 0; i < s->nitems; i++)
-            emit_stmt_spec(E, s->items[i], indent + 4);
-        fa4__out(E, "%*s}\n", indent, "");
-        return;
-    case ST_ASSIGN:
-        if (!s->var->reads)
-            return;
-        fa4__line_directive(E, s->line);
-        live_pred(E, lv, sizeof lv);
-        fa4__out(E, "%*s%s = ", indent, "", s->var->name);
-        if (lv[0]) {
-            fa4__out(E, "%s ? (", lv);
-            emit_bare(E, s->e);
-            fa4__out(E, ") : %s;\n", s->var->name);
-        } else {
-            emit_bare(E, s->e);
-            fa4__out(E, ";\n");
-        }
-        return;
-    case ST_RETURN:
-        fa4__line_directive(E, s->line);
-        if (!E->pred[0]) { /* at the top level: the function ends here */
-            fa4__out(E, "%*sreturn ", indent, "");
-            if (E->returned) {
-                fa4__out(E, "fa4_done ? fa4_ret : (");
-                emit_bare(E, s->e);
-                fa4__out(E, ");\n");
-            } else {
-                emit_bare(E, s->e);
-                fa4__out(E, ";\n");
-            }
-            return;
-        }
-        live_pred(E, lv, sizeof lv);
-        fa4__out(E, "%*sfa4_ret = %s ? (", indent, "", lv);
-        emit_bare(E, s->e);
-        fa4__out(E, ") : fa4_ret;\n%*sfa4_done = fa4_done || %s;\n", indent, "", E->pred);
-        E->returned = 1;
-        return;
-    case ST_IF: {
-        if (!stmt_has_effect(s))
-            return;
-        fa4__line_directive(E, s->line);
-        const int id = E->npred++;
-        char name[24];
-        fa4__out(E, "%*s{\n%*sconst bool fa4_c%d = ", indent, "", indent + 4, "", id);
-        emit_bare(E, s->e);
-        fa4__out(E, ";\n");
-        snprintf(name, sizeof name, "fa4_p%d", id);
-        emit_arm_spec(E, s->then_s, name, id, 0, indent + 4);
-        snprintf(name, sizeof name, "fa4_q%d", id);
-        emit_arm_spec(E, s->else_s, name, id, 1, indent + 4);
-        fa4__out(E, "%*s}\n", indent, "");
-        return;
-    }
-    default: emit_stmt(E, s, indent); return; /* declarations: computed on every path */
     }
 }
 
@@ -621,7 +427,7 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual, int spe
 {
     E->dual = dual;
     E->spec = spec;
-    E->spec_ret = spec && stmt_has_nested_return(f->body);
+    E->spec_ret = spec && fa4__stmt_has_nested_return(f->body);
     E->returned = 0;
     E->npred = 0;
     E->pred[0] = '\0';
@@ -653,9 +459,9 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual, int spe
                                     : "false");
     for (int i = 0; i < f->body->nitems; i++) {
         if (spec)
-            emit_stmt_spec(E, f->body->items[i], 4);
+            fa4__emit_stmt_spec(E, f->body->items[i], 4);
         else
-            emit_stmt(E, f->body->items[i], 4);
+            fa4__emit_stmt(E, f->body->items[i], 4);
     }
     const int n = f->body->nitems;
     if (E->spec_ret && (n == 0 || f->body->items[n - 1]->kind != ST_RETURN))
@@ -669,7 +475,7 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual, int spe
 /* The function as written; where it branches, the straight-line form for release builds. */
 static void emit_function_forms(fa4__emitter *E, const fa4__func *f, int dual)
 {
-    if (!stmt_branches(f->body)) {
+    if (!fa4__stmt_branches(f->body)) {
         emit_function(E, f, dual, 0);
         return;
     }

@@ -1,7 +1,8 @@
 /*
- * emit_internal.h - the text buffer and line bookkeeping shared by the CUDA emitter's two files:
- * emit_cuda.c (the user's functions, forward and dual) and emit_prelude.c (the fixed pieces:
- * interface macros, the aux struct and accessors, int32 helpers, dual-number arithmetic).
+ * emit_internal.h - the text buffer and line bookkeeping shared by the CUDA emitter's three files:
+ * emit_cuda.c (the user's functions, forward and dual), emit_straight.c (their straight-line form
+ * for release builds) and emit_prelude.c (the fixed pieces: interface macros, the aux struct and
+ * accessors, int32 helpers, the float math, dual-number arithmetic).
  */
 #ifndef FA4_JIT_MOD_EMIT_INTERNAL_H
 #define FA4_JIT_MOD_EMIT_INTERNAL_H
@@ -41,6 +42,13 @@ void fa4__emit_prelude(fa4__emitter *E, int checked);
 void fa4__emit_aux_access(fa4__emitter *E);
 void fa4__emit_dual_prelude(fa4__emitter *E);
 const char *fa4__dual_builtin_name(int builtin);
+/* emit_cuda.c: one expression without parentheses of its own; one statement as written */
+void fa4__emit_bare(fa4__emitter *E, const fa4__expr *e);
+void fa4__emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent);
+/* emit_straight.c: the straight-line form (release builds) of functions that branch */
+int fa4__stmt_branches(const fa4__stmt *s);
+int fa4__stmt_has_nested_return(const fa4__stmt *s);
+void fa4__emit_stmt_spec(fa4__emitter *E, const fa4__stmt *s, int indent);
 /* A helper whose dual form differs from its forward form (it takes or returns float). */
 int fa4__needs_dual(const fa4__func *f);
 
