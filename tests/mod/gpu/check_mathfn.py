@@ -61,18 +61,42 @@ def inputs(seed):
     return np.concatenate(x), np.concatenate(y)
 
 
+INF, NAN = float("inf"), float("nan")
+# (x, y) and what each column must be exactly (None: not checked); C99 Annex F's special values
+SPECIALS = [
+    ((1.0, 0.0), (INF, None, None, -INF, -INF, None)),
+    ((0.0, 0.0), (NAN, 1.0, 1.0, -INF, -INF, 0.0)),
+    ((5.0, INF), (0.0, None, None, INF, INF, None)),
+    ((-INF, -1.0), (INF, 0.0, 0.0, NAN, NAN, -1.0)),
+    ((INF, NAN), (NAN, INF, INF, NAN, NAN, 1.0)),
+    ((NAN, 2.0), (NAN, NAN, NAN, None, 1.0, NAN)),
+]
+
+
+def run(fn, x, y):
+    n = len(x)
+    out = cupy.zeros(6 * n, dtype=cupy.float32)
+    fn(((n + 255) // 256,), (256,), (cupy.asarray(x), cupy.asarray(y), out, cupy.int32(n)))
+    return cupy.asnumpy(out).reshape(n, 6)
+
+
 def main():
     dump = sys.argv[1]
     header = open(os.path.join(dump, "softcap.cuh")).read()
     mod = cupy.RawModule(code=header + KERNEL, options=("-std=c++17",))
     fn = mod.get_function("fa4_mathfn_check")
-    x, y = inputs(1)
-    n = len(x)
-    out = cupy.zeros(6 * n, dtype=cupy.float32)
-    fn(((n + 255) // 256,), (256,), (cupy.asarray(x), cupy.asarray(y), out, cupy.int32(n)))
-    out = cupy.asnumpy(out).reshape(n, 6)
-    xd, yd = x.astype(np.float64), y.astype(np.float64)
     ok = True
+    sx = np.array([p[0][0] for p in SPECIALS], dtype=np.float32)
+    sy = np.array([p[0][1] for p in SPECIALS], dtype=np.float32)
+    sout = run(fn, sx, sy)
+    for (inp, want), got in zip(SPECIALS, sout):
+        for col, w in enumerate(want):
+            if w is not None and not (np.isnan(w) and np.isnan(got[col])) and got[col] != w:
+                print(f"{CHECKS[col][0]}{inp}: {got[col]!r}, want {w!r}: FAILED")
+                ok = False
+    x, y = inputs(1)
+    out = run(fn, x, y)
+    xd, yd = x.astype(np.float64), y.astype(np.float64)
     for name, col, bound, ref, arg in CHECKS:
         if ref is None:
             want = xd / yd
