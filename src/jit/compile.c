@@ -316,6 +316,55 @@ static void free_programs(fa4_kernel *k)
 }
 
 /* Compile every program the spec asks for into k->programs. */
+static int spill_bytes(const fa4_program_info *i)
+{
+    return (i->spill_stores > 0 ? i->spill_stores : 0) + (i->spill_loads > 0 ? i->spill_loads : 0) +
+           (i->wgmma_serialized > 0 ? 1 << 20 : 0);
+}
+
+/* Programs with a spill_fallback that ptxas reported spilling (or serializing wgmma) are compiled
+ * once more with that option, in parallel, and the build with fewer spill bytes is kept: e.g. the
+ * sm90 backward's faster schedule needs a few more registers than some mods leave. A program whose
+ * report is missing (NVRTC served it from the driver's compute cache) is kept as it is. */
+static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const *descs, int n)
+{
+    fa4__nvrtc_job alt[FA4_MAX_PROGRAMS];
+    int idx[FA4_MAX_PROGRAMS], m = 0;
+    for (int i = 0; i < n; i++) {
+        if (!descs[i] || !descs[i]->spill_fallback || jobs[i].info.registers < 0 ||
+            spill_bytes(&jobs[i].info) == 0 || jobs[i].num_opts >= FA4__NVRTC_MAX_OPTS)
+            continue;
+        alt[m] = jobs[i];
+        alt[m].cubin = NULL;
+        alt[m].log = NULL;
+        alt[m].status = FA4_OK;
+        alt[m].opts[alt[m].num_opts++] = descs[i]->spill_fallback;
+        idx[m++] = i;
+    }
+    if (m == 0)
+        return;
+    fa4__nvrtc_run(alt, m);
+    for (int a = 0; a < m; a++) {
+        fa4__nvrtc_job *j = &jobs[idx[a]];
+        if (alt[a].status == FA4_OK && alt[a].info.registers >= 0 &&
+            spill_bytes(&alt[a].info) < spill_bytes(&j->info)) {
+            char *log = NULL;
+            /* keep both reports in the program's log: the first tells why the fallback ran */
+            if (asprintf(&log, "%s\n==== spilled: compiled again with %s ====\n%s", j->log ? j->log : "",
+                         descs[idx[a]]->spill_fallback, alt[a].log ? alt[a].log : "") < 0)
+                log = NULL;
+            fa4__nvrtc_job_release(j);
+            *j = alt[a];
+            if (log) {
+                free(j->log);
+                j->log = log;
+            }
+        } else {
+            fa4__nvrtc_job_release(&alt[a]);
+        }
+    }
+}
+
 static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *k)
 {
     fa4_status st = FA4_OK;
@@ -337,6 +386,7 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
     const char **hsrc = calloc((size_t)nsrc + 1, sizeof *hsrc);
     const char **hname = calloc((size_t)nsrc + 1, sizeof *hname);
     fa4__nvrtc_job *jobs = calloc(FA4_MAX_PROGRAMS, sizeof *jobs);
+    const fa4__program_desc *descs[FA4_MAX_PROGRAMS] = {0};
     char(*path_opts)[64] = calloc(24, 64);
     char (*common)[64] = calloc(16, 64);
     if (!hsrc || !hname || !jobs || !path_opts || !common) {
@@ -381,6 +431,7 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
             st = fa4__set_error(ctx, FA4_ERR_INTERNAL, "too many programs");
             goto out;
         }
+        descs[n] = d;
         fa4__nvrtc_job *j = &jobs[n++];
         j->name = d->name;
         j->main_name = d->entry;
@@ -400,6 +451,8 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
 
     double t0 = fa4__now_ms();
     st = fa4__nvrtc_run(jobs, n);
+    if (st == FA4_OK)
+        spill_fallbacks(jobs, descs, n);
     k->info.compile_ms = fa4__now_ms() - t0;
 
     /* the whole log of every program, in order, for fa4_ctx_compile_log */

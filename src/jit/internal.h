@@ -145,6 +145,9 @@ typedef struct fa4__program_desc {
     const char *entry;           /* embedded file that is the program's main source: "sm80/fwd.cu" */
     uint32_t needs;              /* fa4_compile_flags bit that asks for it */
     const char *function;        /* main __global__ function, for the resource report */
+    const char *spill_fallback;  /* NVRTC option to compile once more with when ptxas reports spills
+                                  * or serialized wgmma (a cheaper register schedule); the build with
+                                  * fewer spill bytes is kept. NULL: none */
 } fa4__program_desc;
 
 typedef struct fa4__path_ops {

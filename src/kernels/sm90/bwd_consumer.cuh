@@ -20,6 +20,12 @@
  * every check. Off for mask_mod kernels: the second copy of the score stage spilled at D 128
  * (causal, 4 bytes at 240 registers), and dense mask_mod tiles never skip anyway; the cost is that
  * full blocks of a block mask still evaluate mask_mod. */
+/* 1: dQ = dS K is issued before dV, dK, so its reduction into the workspace overlaps them (see
+ * step()); 0: after them, the stage released before dQ completes. */
+#ifndef FA4_SM90_BWD_DQ_FIRST
+#define FA4_SM90_BWD_DQ_FIRST 1
+#endif
+
 #ifndef FA4_SM90_BWD_FAST_TILES
 #define FA4_SM90_BWD_FAST_TILES (!FA4_HAS_MASK_MOD)
 #endif
@@ -236,6 +242,30 @@ struct fa4_bwd_consumer {
         fa4_reg_fence(dv);
         fa4_bwd_fence_u(pp);
         fa4_bwd_fence_u(pds);
+#if FA4_SM90_BWD_DQ_FIRST
+        /* dQ first: both halves of dS must be in shared memory, then dQ, dV, dK go to the tensor
+         * cores back to back, and dQ's reduction into the workspace runs while dV, dK compute. */
+        fa4_bwd_consumers_sync();
+        if (cw < kBDqWgs) {
+            float dq[kBDqN / 8][4];
+            fa4_wgmma_fence();
+            issue_dq(dq, buf);
+            issue_dkv(dk, dv, pp, pds, s);
+            fa4_wgmma_wait<1>();
+            fa4_reg_fence(dq);
+            write_dq(dq, h, m0);
+        } else {
+            fa4_wgmma_fence();
+            issue_dkv(dk, dv, pp, pds, s);
+        }
+        fa4_wgmma_wait<0>();
+        fa4_reg_fence(dk);
+        fa4_reg_fence(dv);
+        fa4_bwd_fence_u(pp);
+        fa4_bwd_fence_u(pds);
+        if (lane == 0)
+            fa4_mbar_arrive(sm.bar_empty(s));
+#else
         fa4_wgmma_fence();
         issue_dkv(dk, dv, pp, pds, s);
         fa4_bwd_consumers_sync(); /* both halves of dS are in shared memory */
@@ -262,6 +292,7 @@ struct fa4_bwd_consumer {
             if (lane == 0)
                 fa4_mbar_arrive(sm.bar_empty(s));
         }
+#endif
     }
 };
 

@@ -199,6 +199,16 @@ int main(int argc, char **argv)
                     job.opts[job.num_opts++] = defs[k];
                 ran++;
                 st = fa4__nvrtc_run(&job, 1);
+                /* as the library (path_sm90.c's spill_fallback for bwd_main90): a build that spills
+                 * is compiled once more with the cheaper dQ schedule, and that one must be clean */
+                int fell_back = 0;
+                if (st == FA4_OK && job.info.registers >= 0 &&
+                    (job.info.spill_stores || job.info.spill_loads || job.info.wgmma_serialized)) {
+                    fa4__nvrtc_job_release(&job);
+                    job.opts[job.num_opts++] = "-DFA4_SM90_BWD_DQ_FIRST=0";
+                    st = fa4__nvrtc_run(&job, 1);
+                    fell_back = 1;
+                }
                 if (st != FA4_OK) {
                     if (st == FA4_ERR_NVRTC_UNAVAILABLE) {
                         printf("SKIP: NVRTC unavailable (%s)\n", job.err);
@@ -216,9 +226,10 @@ int main(int argc, char **argv)
                     const int bad = in->registers < 0 || in->spill_stores != 0 || in->spill_loads != 0 || in->stack_frame != 0 ||
                                     in->wgmma_serialized != 0 || log_has_warning(job.log);
                     printf("%s %-32s regs %3d  spill st/ld %d/%d  stack %d  smem static %d  wgmma serialized %d  "
-                           "%.0f ms\n",
+                           "%.0f ms%s\n",
                            bad ? "FAIL" : "ok  ", label, in->registers, in->spill_stores, in->spill_loads,
-                           in->stack_frame, in->shared_static, in->wgmma_serialized, in->compile_ms);
+                           in->stack_frame, in->shared_static, in->wgmma_serialized, in->compile_ms,
+                           fell_back ? "  (spilled: fallback -DFA4_SM90_BWD_DQ_FIRST=0)" : "");
                     if (bad || verbose)
                         printf("%s\n", job.log ? job.log : "");
                     failed |= bad;
