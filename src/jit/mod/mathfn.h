@@ -12,11 +12,12 @@
  * correction or a short polynomial, and stay within a few ulps:
  *
  *   fa4_fdiv(a, b)  <= 1 ulp   r ~ 1/b by div.approx, q = a r, one exact-residual correction
- *                              (fma(-b, q, a)); a representable quotient comes out exact. Inputs
- *                              are prescaled by a power of two when |b| > 2^126 or b is subnormal.
- *                              (<= 4.5 ulps where |a| < 2^-102: the residual is not representable.)
+ *                              (fma(-b, q, a)); a representable quotient comes out exact.
+ *                              (<= 4.5 ulps where |a| < 2^-102: the residual is not representable;
+ *                              |b| <= 2^-128 divides like 0, as under flush-to-zero.)
  *                              Where b does not change between calls (a scalar aux, a value built
- *                              only from them), the reciprocal is common code the compiler hoists:
+ *                              only from them), r is common code the compiler hoists, and the one
+ *                              register it keeps is all the division costs across elements:
  *                              div.approx is an intrinsic NVVM can merge and hoist, inline asm is
  *                              not (NVVM never merges two asm statements).
  *   fa4_expf(x)     <= 2^-22.5 relative + 1/2 ulp   2^t by ex2.approx with t = x log2(e) split
@@ -42,18 +43,17 @@
 #ifndef FA4_JIT_MOD_MATHFN_H
 #define FA4_JIT_MOD_MATHFN_H
 
-/* a / b, faithfully rounded (<= 1 ulp), correctly rounded in the test's sweeps except rare ties */
+/* a / b: r ~ 1/b (computed once where b is uniform: the only value kept across elements), q = a r
+ * and one correction by the exact residual; |b| > 2^126 and subnormal b are prescaled inside r */
 #define FA4__MATHFN_FDIV(FN)                                                                      \
     FN float fa4_fdiv(float a, float b)                                                           \
     {                                                                                             \
         const float ab = fabsf(b);                                                                \
         const float s0 = ab < 0x1p-126f ? 0x1p24f : 1.0f;                                         \
-        const float s = ab >= 0x1p126f ? 0.25f : s0;                                              \
-        const float as = a * s;                                                                   \
-        const float bs = b * s;                                                                   \
-        const float r = fa4_rcp_div(bs);                                                          \
-        const float q = as * r;                                                                   \
-        const float q1 = fmaf(fmaf(-bs, q, as), r, q);                                            \
+        const float s = ab > 0x1p126f ? 0.25f : s0;                                               \
+        const float r = s * fa4_rcp_div(b * s);                                                   \
+        const float q = a * r;                                                                    \
+        const float q1 = fmaf(fmaf(-b, q, a), r, q);                                              \
         return q1 != q1 ? q : q1;                                                                 \
     }
 

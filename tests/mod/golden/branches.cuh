@@ -39,7 +39,8 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 
 // Float math of the mod (division, expf, exp2f, logf, log2f, tanhf). By default
 // straight-line forms on the PTX approximations, no slow paths; worst errors:
-//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102), exact where a / b is a float
+//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
+//             a / b is a float
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
 //   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
@@ -84,12 +85,10 @@ __device__ __forceinline__ float fa4_fdiv(float a, float b)
 {
     const float ab = fabsf(b);
     const float s0 = ab < 0x1p-126f ? 0x1p24f : 1.0f;
-    const float s = ab >= 0x1p126f ? 0.25f : s0;
-    const float as = a * s;
-    const float bs = b * s;
-    const float r = fa4_rcp_div(bs);
-    const float q = as * r;
-    const float q1 = fmaf(fmaf(-bs, q, as), r, q);
+    const float s = ab > 0x1p126f ? 0.25f : s0;
+    const float r = s * fa4_rcp_div(b * s);
+    const float q = a * r;
+    const float q1 = fmaf(fmaf(-b, q, a), r, q);
     return q1 != q1 ? q : q1;
 }
 __device__ __forceinline__ float fa4_expf(float x)
@@ -234,7 +233,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 238 "fa4_mod.cuh"
+#line 237 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -267,9 +266,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 271 "fa4_mod.cuh"
+#line 270 "fa4_mod.cuh"
 #endif
-#line 273 "fa4_mod.cuh"
+#line 272 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -278,7 +277,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 282 "fa4_mod.cuh"
+#line 281 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -300,7 +299,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 304 "fa4_mod.cuh"
+#line 303 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -325,9 +324,9 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 329 "fa4_mod.cuh"
+#line 328 "fa4_mod.cuh"
 #endif
-#line 331 "fa4_mod.cuh"
+#line 330 "fa4_mod.cuh"
 
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -335,7 +334,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 339 "fa4_mod.cuh"
+#line 338 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -348,7 +347,8 @@ __device__ __forceinline__ fa4_dual fa4_dmul(fa4_dual a, fa4_dual b)
 __device__ __forceinline__ fa4_dual fa4_ddiv(fa4_dual a, fa4_dual b)
 {
     const float v = fa4_fdiv(a.v, b.v);
-    return fa4_dmake(v, (a.d != 0.0f ? fa4_fdiv(a.d, b.v) : 0.0f) - (b.d != 0.0f ? fa4_fdiv(v * b.d, b.v) : 0.0f));
+    const float n = a.d - (b.d != 0.0f ? v * b.d : 0.0f);
+    return fa4_dmake(v, a.d != 0.0f || b.d != 0.0f ? fa4_fdiv(n, b.v) : 0.0f);
 }
 __device__ __forceinline__ fa4_dual fa4_d_logf(fa4_dual x) { return fa4_dmake(fa4_logf(x.v), x.d != 0.0f ? fa4_fdiv(x.d, x.v) : 0.0f); }
 __device__ __forceinline__ fa4_dual fa4_d_fabsf(fa4_dual x) { return fa4_dmake(fabsf(x.v), __float_as_int(x.v) < 0 ? -x.d : x.d); }

@@ -37,7 +37,8 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 
 // Float math of the mod (division, expf, exp2f, logf, log2f, tanhf). By default
 // straight-line forms on the PTX approximations, no slow paths; worst errors:
-//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102), exact where a / b is a float
+//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
+//             a / b is a float
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
 //   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
@@ -82,12 +83,10 @@ __device__ __forceinline__ float fa4_fdiv(float a, float b)
 {
     const float ab = fabsf(b);
     const float s0 = ab < 0x1p-126f ? 0x1p24f : 1.0f;
-    const float s = ab >= 0x1p126f ? 0.25f : s0;
-    const float as = a * s;
-    const float bs = b * s;
-    const float r = fa4_rcp_div(bs);
-    const float q = as * r;
-    const float q1 = fmaf(fmaf(-bs, q, as), r, q);
+    const float s = ab > 0x1p126f ? 0.25f : s0;
+    const float r = s * fa4_rcp_div(b * s);
+    const float q = a * r;
+    const float q1 = fmaf(fmaf(-b, q, a), r, q);
     return q1 != q1 ? q : q1;
 }
 __device__ __forceinline__ float fa4_expf(float x)
@@ -214,7 +213,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 5 "document.mod"
     return (fa4_aux_doc_id(fa4_a, q_idx) == fa4_aux_doc_id(fa4_a, kv_idx)) && (q_idx >= kv_idx);
 }
-#line 218 "fa4_mod.cuh"
+#line 217 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -40,7 +40,8 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 
 // Float math of the mod (division, expf, exp2f, logf, log2f, tanhf). By default
 // straight-line forms on the PTX approximations, no slow paths; worst errors:
-//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102), exact where a / b is a float
+//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
+//             a / b is a float
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
 //   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
@@ -85,12 +86,10 @@ __device__ __forceinline__ float fa4_fdiv(float a, float b)
 {
     const float ab = fabsf(b);
     const float s0 = ab < 0x1p-126f ? 0x1p24f : 1.0f;
-    const float s = ab >= 0x1p126f ? 0.25f : s0;
-    const float as = a * s;
-    const float bs = b * s;
-    const float r = fa4_rcp_div(bs);
-    const float q = as * r;
-    const float q1 = fmaf(fmaf(-bs, q, as), r, q);
+    const float s = ab > 0x1p126f ? 0.25f : s0;
+    const float r = s * fa4_rcp_div(b * s);
+    const float q = a * r;
+    const float q1 = fmaf(fmaf(-b, q, a), r, q);
     return q1 != q1 ? q : q1;
 }
 __device__ __forceinline__ float fa4_expf(float x)
@@ -236,7 +235,7 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1)));
 }
-#line 240 "fa4_mod.cuh"
+#line 239 "fa4_mod.cuh"
 #else
 #line 5 "t5_bias.mod"
 __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max_distance)
@@ -271,16 +270,16 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_done ? fa4_ret : (fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1))));
 }
-#line 275 "fa4_mod.cuh"
+#line 274 "fa4_mod.cuh"
 #endif
-#line 277 "fa4_mod.cuh"
+#line 276 "fa4_mod.cuh"
 
 #line 21 "t5_bias.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
     return score + fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
 }
-#line 284 "fa4_mod.cuh"
+#line 283 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -299,7 +298,8 @@ __device__ __forceinline__ fa4_dual fa4_dmul(fa4_dual a, fa4_dual b)
 __device__ __forceinline__ fa4_dual fa4_ddiv(fa4_dual a, fa4_dual b)
 {
     const float v = fa4_fdiv(a.v, b.v);
-    return fa4_dmake(v, (a.d != 0.0f ? fa4_fdiv(a.d, b.v) : 0.0f) - (b.d != 0.0f ? fa4_fdiv(v * b.d, b.v) : 0.0f));
+    const float n = a.d - (b.d != 0.0f ? v * b.d : 0.0f);
+    return fa4_dmake(v, a.d != 0.0f || b.d != 0.0f ? fa4_fdiv(n, b.v) : 0.0f);
 }
 __device__ __forceinline__ fa4_dual fa4_d_logf(fa4_dual x) { return fa4_dmake(fa4_logf(x.v), x.d != 0.0f ? fa4_fdiv(x.d, x.v) : 0.0f); }
 __device__ __forceinline__ fa4_dual fa4_d_fabsf(fa4_dual x) { return fa4_dmake(fabsf(x.v), __float_as_int(x.v) < 0 ? -x.d : x.d); }
