@@ -41,7 +41,7 @@ typedef struct fa4_params {
     const int *q_num, *q_idx, *full_q_num, *full_q_idx;
 
     int deterministic;
-    int pad_;
+    int tiles_slowest;              /* sm90 backward grid: 1 = key tiles vary slowest (heaviest first) */
 } fa4_params;
 
 /* fa4_block_mask_create: evaluates mask_mod over (q block, kv block) tiles. */

@@ -6,7 +6,8 @@
  * sm80/bwd_pre.cu (dpsum, lse2) and sm80/bwd_post.cu (dQ scale and convert, deterministic slot sum)
  * run unchanged around it, over the same workspace (dq_accum [slots][hq][ws_rows][d] fp32).
  *
- * Grid: (ceil(seqlen_k / kBN), hkv, batch), kBThreads = 384 threads in 3 warpgroups:
+ * Grid: (ceil(seqlen_k / kBN), hkv, batch), or (hkv, batch, ceil(seqlen_k / kBN)) when the launcher
+ * sets p.tiles_slowest; kBThreads = 384 threads in 3 warpgroups:
  *   warpgroup 0, the producer (registers cut to kBProducerRegs): one thread. It loads K and V
  *     once, then per step Q and dO of the tile into a kBStages ring (TMA, tensor maps of 64-column
  *     boxes, kBM rows for Q/dO and kBN rows for K/V, 128-byte swizzle) and the tile's kBM lse2 and
@@ -73,7 +74,9 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 {
     extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
     const fa4_bwd_smem sm = {(fa4_smem_addr(fa4_smem) + 1023u) & ~1023u};
-    const int n_tile = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+    /* (key tile, kv head, batch), or with tiles_slowest (hkv, batch, key tile): see the launcher */
+    const int n_tile = p.tiles_slowest ? blockIdx.z : blockIdx.x;
+    const int hk = p.tiles_slowest ? blockIdx.x : blockIdx.y, b = p.tiles_slowest ? blockIdx.y : blockIdx.z;
     const int tid = threadIdx.x;
     const fa4_seq seq = fa4_seq_info(p, b);
     const int n0 = n_tile * kBN;
