@@ -59,12 +59,14 @@ static int fwd_smem(int d, int dv)
 }
 
 /* The sm90 backward main (src/kernels/sm90/bwd_config.cuh): 128 keys per CTA, 64 query rows per
- * step, 384 threads; K, V, two dS buffers, then 3 stages of (Q, dO, lse2 + dpsum) where they fit. */
+ * step, 384 threads; K, V, two dS buffers, the dQ staging tiles, then 3 stages of (Q, dO, lse2 +
+ * dpsum) where they fit. */
 enum { BWD_N = 128, BWD_M = 64, BWD_THREADS = 384, BWD_MAX_DIM = 128 };
 
 static int bwd_smem(int d, int dv)
 {
-    const int fixed = 1024 + BWD_N * pad64(d) * 2 + BWD_N * pad64(dv) * 2 + 2 * BWD_M * BWD_N * 2 + 512;
+    const int fixed = 1024 + BWD_N * pad64(d) * 2 + BWD_N * pad64(dv) * 2 + 2 * BWD_M * BWD_N * 2 +
+                      (pad64(d) / 64) * BWD_M * 64 * 4 /* dQ staging */ + 512;
     const int stage = BWD_M * pad64(d) * 2 + BWD_M * pad64(dv) * 2 + 2 * BWD_M * 4;
     return fixed + (fixed + 3 * stage <= SMEM_LIMIT ? 3 : 2) * stage;
 }
@@ -236,6 +238,21 @@ static fa4_status make_map_1d(fa4_ctx *ctx, CUtensorMap *map, const char *what, 
     return FA4_OK;
 }
 
+/* dq_accum as a 2-d fp32 tensor [rows][d] for the backward's bulk reduce-adds: boxes of BWD_M rows
+ * by 32 columns (128 bytes), 128-byte swizzle. */
+static fa4_status make_map_dq(fa4_ctx *ctx, CUtensorMap *map, float *data, int d, int64_t rows)
+{
+    cuuint64_t dims[2] = {(cuuint64_t)d, (cuuint64_t)(rows > 0 ? rows : 1)};
+    cuuint64_t strides[1] = {(cuuint64_t)d * 4};
+    cuuint32_t box[2] = {32, BWD_M}, estr[2] = {1, 1};
+    CUresult r = ctx->cu->tensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, data, dims, strides, box,
+                                               estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                               CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "dq_accum");
+    return FA4_OK;
+}
+
 static fa4_status launch_plain(fa4_kernel *k, const char *program, const char *function, unsigned gx,
                                unsigned gy, unsigned gz, unsigned threads, fa4_params *pr, const void *aux,
                                CUstream stream)
@@ -272,10 +289,10 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     fa4_ctx *ctx = k->ctx;
     const fa4__cu *cu = ctx->cu;
     fa4_params pr;
-    CUtensorMap mq, mk, mv, mdo, ml, md;
+    CUtensorMap mq, mk, mv, mdo, ml, md, mdq;
     CUfunction f;
     CUresult r;
-    void *args[8];
+    void *args[9];
     const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
     /* workspace rows as path_sm80.c's bwd_layout: every sequence starts at a multiple of 4 rows,
      * as the 1-d TMA boxes of lse2 / dpsum must start 16-byte aligned */
@@ -341,6 +358,8 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         st = make_map_1d(ctx, &ml, "lse2", pr.lse2, (int64_t)p->hq * rows);
     if (st == FA4_OK)
         st = make_map_1d(ctx, &md, "dpsum", pr.dpsum, (int64_t)p->hq * rows);
+    if (st == FA4_OK)
+        st = make_map_dq(ctx, &mdq, pr.dq_accum, p->head_dim, (int64_t)p->hq * rows);
     if (st != FA4_OK)
         return st;
 
@@ -365,6 +384,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     args[5] = &mdo;
     args[6] = &ml;
     args[7] = &md;
+    args[8] = &mdq;
     if (cdiv(p->seqlen_k, BWD_N) > 0 && p->hkv > 0 && p->batch > 0) {
         /* Grid order. Normally (key tile, kv head, batch): the CTAs running together share one
          * head's Q and dO in L2 (the other order was 22% slower on plain B4 H16 S4096 D128). With

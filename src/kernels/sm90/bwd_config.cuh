@@ -36,7 +36,16 @@ constexpr int kBDoBytes = kBM * kDvp * 2;
 constexpr int kBDsBytes = kBM * kBN * 2;      /* one dS buffer: 2 panels of 64 keys */
 constexpr int kBRowBytes = 2 * kBM * 4;       /* lse2 and dpsum of one step */
 constexpr int kBStageBytes = kBQBytes + kBDoBytes;
-constexpr int kBFixed = 1024 + kBKBytes + kBVBytes + 2 * kBDsBytes + 512; /* slack, K, V, dS x2, barriers */
+/* dQ staging for the bulk reduce-add (FA4_SM90_BWD_DQ_TMA): kBM x 64 fp32 per dQ warpgroup, as two
+ * boxes of 32 columns (128-byte rows, 128-byte swizzle). */
+#ifndef FA4_SM90_BWD_DQ_TMA
+#define FA4_SM90_BWD_DQ_TMA 1
+#endif
+constexpr int kBDqBox = 32;
+constexpr int kBDqBoxBytes = kBM * kBDqBox * 4;
+constexpr int kBDqBytes = FA4_SM90_BWD_DQ_TMA ? 2 * kBDqBoxBytes : 0; /* per dQ warpgroup */
+constexpr int kBFixed = 1024 + kBKBytes + kBVBytes + 2 * kBDsBytes + (kDp / 64) * kBDqBytes +
+                        512; /* slack, K, V, dS x2, dQ staging, barriers */
 #ifndef FA4_SM90_BWD_STAGES
 constexpr int kBStages = kBFixed + 3 * (kBStageBytes + kBRowBytes) <= 227 * 1024 ? 3 : 2;
 #else
@@ -62,19 +71,23 @@ struct fa4_bwd_smem {
     __device__ __forceinline__ unsigned k() const { return base; }
     __device__ __forceinline__ unsigned v() const { return base + kBKBytes; }
     __device__ __forceinline__ unsigned ds(int buf) const { return base + kBKBytes + kBVBytes + buf * kBDsBytes; }
+    __device__ __forceinline__ unsigned dqs(int wg) const
+    {
+        return base + kBKBytes + kBVBytes + 2 * kBDsBytes + wg * kBDqBytes;
+    }
     __device__ __forceinline__ unsigned q(int s) const
     {
-        return base + kBKBytes + kBVBytes + 2 * kBDsBytes + s * kBStageBytes;
+        return base + kBKBytes + kBVBytes + 2 * kBDsBytes + (kDp / 64) * kBDqBytes + s * kBStageBytes;
     }
     __device__ __forceinline__ unsigned dout(int s) const { return q(s) + kBQBytes; }
     __device__ __forceinline__ unsigned rows(int s) const /* lse2[kBM] then dpsum[kBM] */
     {
-        return base + kBKBytes + kBVBytes + 2 * kBDsBytes + kBStages * kBStageBytes + s * kBRowBytes;
+        return q(0) + kBStages * kBStageBytes + s * kBRowBytes;
     }
     /* mbarriers, 8 bytes each: K+V full, then per stage full, empty */
     __device__ __forceinline__ unsigned bar_kv() const
     {
-        return base + kBKBytes + kBVBytes + 2 * kBDsBytes + kBStages * (kBStageBytes + kBRowBytes);
+        return q(0) + kBStages * (kBStageBytes + kBRowBytes);
     }
     __device__ __forceinline__ unsigned bar_full(int s) const { return bar_kv() + 8u * (1u + (unsigned)s); }
     __device__ __forceinline__ unsigned bar_empty(int s) const

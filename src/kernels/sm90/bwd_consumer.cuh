@@ -43,6 +43,12 @@ __device__ __forceinline__ void fa4_bwd_consumers_sync(void)
     asm volatile("bar.sync 1, 256;\n" ::: "memory");
 }
 
+/* The 128 threads of consumer warpgroup cw on named barrier 2 + cw. */
+__device__ __forceinline__ void fa4_bwd_wg_sync(int cw)
+{
+    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+}
+
 /* Generic-proxy shared stores (stmatrix) made visible to the async proxy (wgmma reads). */
 __device__ __forceinline__ void fa4_bwd_fence_async_smem(void)
 {
@@ -71,6 +77,7 @@ struct fa4_bwd_consumer {
     int n0;             /* first key of the CTA */
     int len_q, len_k;
     float *dq_seq;      /* this CTA's dQ slot, at the sequence's first workspace row of head 0 */
+    const fa4_tmap *tm_dq; /* dq_accum as [hq * ws_rows][d] fp32, boxes of kBM x 32 */
 
     /* S^T (keys x queries) and dP^T for stage s. */
     __device__ __forceinline__ void issue_s_dp(float (&sc)[kBM / 8][4], float (&dp)[kBM / 8][4], int s) const
@@ -217,6 +224,42 @@ struct fa4_bwd_consumer {
         }
     }
 
+    /* dQ partial of this step added into the workspace by TMA (the non-deterministic mode): the
+     * fragment goes to this warpgroup's staging buffer (2 boxes of 32 fp32 columns, 128-byte
+     * swizzle), then one thread issues the bulk tensor reduce-adds. Query rows past the sequence
+     * add zeros (their dS is 0) to whatever rows follow, or are dropped past the workspace. */
+    __device__ __forceinline__ void write_dq_tma(const float (&dq)[kBDqN / 8][4], int h, int m0) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const unsigned buf = sm.dqs(cw);
+        const bool issuer = warp == 0 && lane == 0;
+        if (issuer)
+            fa4_bulk_wait_read<0>(); /* the previous step's reduce has read the buffer */
+        fa4_bwd_wg_sync(cw);
+#pragma unroll
+        for (int i = 0; i < kBDqN / 8; ++i) {
+            const int box = i / 4, chunk = (i % 4) * 2 + (t >> 1);
+#pragma unroll
+            for (int r2 = 0; r2 < 2; ++r2) {
+                const int row = warp * 16 + g + 8 * r2;
+                const unsigned addr =
+                    buf + box * kBDqBoxBytes + row * 128 + ((chunk ^ (row & 7)) << 4) + (t & 1) * 8;
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(dq[i][2 * r2]),
+                             "f"(dq[i][2 * r2 + 1])
+                             : "memory");
+            }
+        }
+        fa4_bwd_fence_async_smem();
+        fa4_bwd_wg_sync(cw);
+        if (issuer) {
+            const int row0 = h * (int)p.ws_rows + (int)((dq_seq - p.dq_accum) / kD) + m0;
+#pragma unroll
+            for (int box = 0; box < 2; ++box)
+                fa4_tma_reduce_add_2d(tm_dq, buf + box * kBDqBoxBytes, cw * kBDqN + box * kBDqBox, row0);
+            fa4_bulk_commit();
+        }
+    }
+
     /* One step: stage s (ring phase ph), dS buffer buf, query tile (h, m0). */
     __device__ __forceinline__ void step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
                                          int buf, int h, int m0, bool full) const
@@ -253,7 +296,10 @@ struct fa4_bwd_consumer {
             issue_dkv(dk, dv, pp, pds, s);
             fa4_wgmma_wait<1>();
             fa4_reg_fence(dq);
-            write_dq(dq, h, m0);
+            if (FA4_SM90_BWD_DQ_TMA && !p.deterministic)
+                write_dq_tma(dq, h, m0);
+            else
+                write_dq(dq, h, m0);
         } else {
             fa4_wgmma_fence();
             issue_dkv(dk, dv, pp, pds, s);
@@ -282,7 +328,10 @@ struct fa4_bwd_consumer {
                 fa4_mbar_arrive(sm.bar_empty(s));
             fa4_wgmma_wait<0>();
             fa4_reg_fence(dq);
-            write_dq(dq, h, m0);
+            if (FA4_SM90_BWD_DQ_TMA && !p.deterministic)
+                write_dq_tma(dq, h, m0);
+            else
+                write_dq(dq, h, m0);
         } else {
             fa4_wgmma_wait<0>();
             fa4_reg_fence(dk);

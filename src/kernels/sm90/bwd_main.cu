@@ -15,7 +15,8 @@
  *     rows past the sequence hold whatever follows and are masked by the consumers).
  *   warpgroups 1, 2, the consumers (registers raised to kBConsumerRegs), 64 keys each: the step of
  *     bwd_consumer.cuh, then the epilogue: dK (times the softmax scale) and dV from registers.
- * dQ goes into the workspace with fp32 vector reductions from the consumers, or plain stores into
+ * dQ goes into the workspace by TMA bulk reduce-adds of each consumer's staged fp32 tile
+ * (FA4_SM90_BWD_DQ_TMA; earlier: fp32 vector reductions from the consumers), or plain stores into
  * the CTA's own slot (n_tile, in units of kBN keys) in deterministic mode: the host's sm80 layout
  * has cdiv(seqlen_k, 64) slots, so slots past cdiv(seqlen_k, kBN) stay zero and bwd_post's ordered
  * sum is unchanged.
@@ -47,7 +48,8 @@ extern "C" __global__ void fa4_sm90_bwd_main(const fa4_params p, const fa4_aux a
                                              const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
                                              const __grid_constant__ fa4_tmap tm_do,
                                              const __grid_constant__ fa4_tmap tm_lse2,
-                                             const __grid_constant__ fa4_tmap tm_dpsum)
+                                             const __grid_constant__ fa4_tmap tm_dpsum,
+                                             const __grid_constant__ fa4_tmap tm_dq)
 {
     __trap();
 }
@@ -70,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
                       const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
                       const __grid_constant__ fa4_tmap tm_do, const __grid_constant__ fa4_tmap tm_lse2,
-                      const __grid_constant__ fa4_tmap tm_dpsum)
+                      const __grid_constant__ fa4_tmap tm_dpsum, const __grid_constant__ fa4_tmap tm_dq)
 {
     extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
     const fa4_bwd_smem sm = {(fa4_smem_addr(fa4_smem) + 1023u) & ~1023u};
@@ -153,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
         float *dq_seq =
             p.dq_accum + (p.deterministic ? (long long)n_tile * p.hq * p.ws_rows * kD : 0) + seq.ws_row * kD;
-        const fa4_bwd_consumer c = {p, aux, sm, b, cw, warp, lane, n0, seq.len_q, seq.len_k, dq_seq};
+        const fa4_bwd_consumer c = {p, aux, sm, b, cw, warp, lane, n0, seq.len_q, seq.len_k, dq_seq, &tm_dq};
 
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_cursor w;
@@ -161,6 +163,10 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it)
             c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it & 1, w.h, w.m0, w.full);
 
+#if FA4_SM90_BWD_DQ_TMA
+        if (warp == 0 && lane == 0)
+            fa4_bulk_wait<0>(); /* the last dQ reduce-adds are done before the CTA's shared memory goes */
+#endif
         /* epilogue: dK (scaled) and dV of the keys inside the sequence */
         const int g = lane >> 2, t = lane & 3;
         fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;

@@ -60,6 +60,29 @@ __device__ __forceinline__ void fa4_tma_load_4d(unsigned dst, const fa4_tmap *ma
                  : "memory");
 }
 
+/* Bulk tensor reduce-add of a shared-memory box into global memory (element type and box from the
+ * map; rows and columns past the tensor are dropped), tracked by the issuing thread's bulk group. */
+__device__ __forceinline__ void fa4_tma_reduce_add_2d(const fa4_tmap *map, unsigned src, int c0, int c1)
+{
+    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                     (unsigned long long)map),
+                 "r"(c0), "r"(c1), "r"(src)
+                 : "memory");
+}
+__device__ __forceinline__ void fa4_bulk_commit(void)
+{
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+/* Wait until the issuing thread's bulk groups, all but the newest N, have read their shared memory. */
+template <int N> __device__ __forceinline__ void fa4_bulk_wait_read(void)
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N> __device__ __forceinline__ void fa4_bulk_wait(void)
+{
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 /* ---------------------------------------------------------------------------------- wgmma */
 __device__ __forceinline__ void fa4_wgmma_fence(void)
 {
