@@ -52,6 +52,8 @@ static const struct {
     {"asm(\"lg2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));", "y = log2f(x);"},
     {"asm(\"tanh.approx.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));", "y = tanhf(x);"},
     {"asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));", "f = fa4_host_half(h);"},
+    {"asm volatile(\"\" : \"+f\"(x));", ""}, /* the opaque reads of the dual form */
+    {"asm volatile(\"\" : \"+r\"(x));", ""},
 };
 
 /* text with every PTX statement replaced (malloc'd) */
@@ -70,6 +72,7 @@ static char *host_text(const char *cu)
         }
     }
     assert_null(strstr(s, "asm("));
+    assert_null(strstr(s, "asm volatile("));
     return s;
 }
 

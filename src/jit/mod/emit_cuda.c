@@ -75,6 +75,25 @@ static void close_paren(fa4__emitter *E, int p)
         fa4__out(E, ")");
 }
 
+/*
+ * A scalar aux parameter. In the dual form (the backward kernels) the read is opaque to the
+ * compiler (fa4_opaque_*: an empty asm volatile), so nothing computed from it is hoisted out of the
+ * kernel's fragment loop and kept in a register across it: in the sm90 backward, at its register
+ * limit, t5_bias's hoisted bucket constants spilled 8 bytes. The forward keeps plain reads (the
+ * soft-cap's reciprocal 1 / cap is computed once there).
+ */
+static void emit_aux_scalar(fa4__emitter *E, const fa4__expr *e)
+{
+    if (!E->dual)
+        fa4__out(E, "fa4_a.%s", e->var->name);
+    else if (e->type == TY_FLOAT)
+        fa4__out(E, "fa4_opaque_f(fa4_a.%s)", e->var->name);
+    else if (e->type == TY_INT)
+        fa4__out(E, "fa4_opaque_i(fa4_a.%s)", e->var->name);
+    else
+        fa4__out(E, "(fa4_opaque_i((int)fa4_a.%s) != 0)", e->var->name);
+}
+
 /* An expression as a plain float/int/bool: in dual mode, float values take their `.v`. */
 static void emit_value(fa4__emitter *E, const fa4__expr *e)
 {
@@ -83,7 +102,7 @@ static void emit_value(fa4__emitter *E, const fa4__expr *e)
         emit_float_literal(E, e->fval);
     } else if (E->dual && e->type == TY_FLOAT && e->kind == EX_VAR) {
         if (e->var->kind == VK_AUX)
-            fa4__out(E, "fa4_a.%s", e->var->name);
+            emit_aux_scalar(E, e);
         else
             fa4__out(E, "%s.v", e->var->name);
     } else if (E->dual && e->type == TY_FLOAT) {
@@ -280,10 +299,13 @@ static void emit_expr(fa4__emitter *E, const fa4__expr *e)
         return;
     case EX_VAR:
         if (e->var->kind == VK_AUX) {
-            if (E->dual && e->type == TY_FLOAT)
-                fa4__out(E, "fa4_dconst(fa4_a.%s)", e->var->name);
-            else
-                fa4__out(E, "fa4_a.%s", e->var->name);
+            if (E->dual && e->type == TY_FLOAT) {
+                fa4__out(E, "fa4_dconst(");
+                emit_aux_scalar(E, e);
+                fa4__out(E, ")");
+            } else {
+                emit_aux_scalar(E, e);
+            }
         } else {
             fa4__out(E, "%s", e->var->name);
         }

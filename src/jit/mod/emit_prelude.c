@@ -296,7 +296,12 @@ void fa4__emit_prelude(fa4__emitter *E, int checked)
         "struct fa4_dual {\n    float v, d;\n};\n"
         "__device__ __forceinline__ fa4_dual fa4_dmake(float v, float d) { fa4_dual r; r.v = v; "
         "r.d = d; return r; }\n"
-        "__device__ __forceinline__ fa4_dual fa4_dconst(float v) { return fa4_dmake(v, 0.0f); }\n");
+        "__device__ __forceinline__ fa4_dual fa4_dconst(float v) { return fa4_dmake(v, 0.0f); }\n"
+        "// Scalar aux reads of the dual form: values the compiler cannot hoist (emit_cuda.c).\n"
+        "__device__ __forceinline__ float fa4_opaque_f(float x) { asm volatile(\"\" : \"+f\"(x)); "
+        "return x; }\n"
+        "__device__ __forceinline__ int fa4_opaque_i(int x) { asm volatile(\"\" : \"+r\"(x)); "
+        "return x; }\n");
 }
 
 /* ------------------------------------------------------------------------------ aux reads */

@@ -183,6 +183,9 @@ struct fa4_dual {
 };
 __device__ __forceinline__ fa4_dual fa4_dmake(float v, float d) { fa4_dual r; r.v = v; r.d = d; return r; }
 __device__ __forceinline__ fa4_dual fa4_dconst(float v) { return fa4_dmake(v, 0.0f); }
+// Scalar aux reads of the dual form: values the compiler cannot hoist (emit_cuda.c).
+__device__ __forceinline__ float fa4_opaque_f(float x) { asm volatile("" : "+f"(x)); return x; }
+__device__ __forceinline__ int fa4_opaque_i(int x) { asm volatile("" : "+r"(x)); return x; }
 
 // Aux tensor reads: indices clamp to [0, len-1] (an empty tensor reads 0);
 // with FA4_CHECKED an index out of range traps instead.
@@ -215,7 +218,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 5 "alibi.mod"
     return score + (fa4_aux_slopes(fa4_a, h) * ((float)fa4_isub(kv_idx, q_idx)));
 }
-#line 219 "fa4_mod.cuh"
+#line 222 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -246,7 +249,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 5 "alibi.mod"
     return fa4_dadd(score, fa4_dmul(fa4_daux_slopes(fa4_a, h, fa4_seed == 0, fa4_at), fa4_dconst((float)fa4_isub(kv_idx, q_idx))));
 }
-#line 250 "fa4_mod.cuh"
+#line 253 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

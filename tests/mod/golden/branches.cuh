@@ -185,6 +185,9 @@ struct fa4_dual {
 };
 __device__ __forceinline__ fa4_dual fa4_dmake(float v, float d) { fa4_dual r; r.v = v; r.d = d; return r; }
 __device__ __forceinline__ fa4_dual fa4_dconst(float v) { return fa4_dmake(v, 0.0f); }
+// Scalar aux reads of the dual form: values the compiler cannot hoist (emit_cuda.c).
+__device__ __forceinline__ float fa4_opaque_f(float x) { asm volatile("" : "+f"(x)); return x; }
+__device__ __forceinline__ int fa4_opaque_i(int x) { asm volatile("" : "+r"(x)); return x; }
 
 // Aux tensor reads: indices clamp to [0, len-1] (an empty tensor reads 0);
 // with FA4_CHECKED an index out of range traps instead.
@@ -233,7 +236,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 237 "fa4_mod.cuh"
+#line 240 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -266,9 +269,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 270 "fa4_mod.cuh"
+#line 273 "fa4_mod.cuh"
 #endif
-#line 272 "fa4_mod.cuh"
+#line 275 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -277,7 +280,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 281 "fa4_mod.cuh"
+#line 284 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -299,7 +302,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 303 "fa4_mod.cuh"
+#line 306 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -324,9 +327,9 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 328 "fa4_mod.cuh"
+#line 331 "fa4_mod.cuh"
 #endif
-#line 330 "fa4_mod.cuh"
+#line 333 "fa4_mod.cuh"
 
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -334,7 +337,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 338 "fa4_mod.cuh"
+#line 341 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -378,7 +381,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 382 "fa4_mod.cuh"
+#line 385 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -411,9 +414,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 415 "fa4_mod.cuh"
+#line 418 "fa4_mod.cuh"
 #endif
-#line 417 "fa4_mod.cuh"
+#line 420 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -421,7 +424,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
 #line 18 "branches.mod"
     fa4_dual y = fa4_hd_smooth(score, fa4_dconst(2.0f));
-    int k = fa4_iadd(fa4_h_bucket(fa4_isub(kv_idx, q_idx)), fa4_a.n);
+    int k = fa4_iadd(fa4_h_bucket(fa4_isub(kv_idx, q_idx)), fa4_opaque_i(fa4_a.n));
     y = fa4_dadd(y, fa4_dmul(fa4_daux_w(fa4_a, h, fa4_seed == 0, fa4_at), fa4_dconst((float)k)));
     y = fa4_dmul(y, fa4_dadd(fa4_dconst(1.0f), fa4_dmul(fa4_dconst(0.125f), fa4_dconst((float)fa4_imod(b, 3)))));
     if ((!(q_idx >= kv_idx)) || ((k & 1) == 1))
@@ -435,14 +438,14 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 439 "fa4_mod.cuh"
+#line 442 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
 {
 #line 18 "branches.mod"
     fa4_dual y = fa4_hd_smooth(score, fa4_dconst(2.0f));
-    int k = fa4_iadd(fa4_h_bucket(fa4_isub(kv_idx, q_idx)), fa4_a.n);
+    int k = fa4_iadd(fa4_h_bucket(fa4_isub(kv_idx, q_idx)), fa4_opaque_i(fa4_a.n));
     y = fa4_dadd(y, fa4_dmul(fa4_daux_w(fa4_a, h, fa4_seed == 0, fa4_at), fa4_dconst((float)k)));
     y = fa4_dmul(y, fa4_dadd(fa4_dconst(1.0f), fa4_dmul(fa4_dconst(0.125f), fa4_dconst((float)fa4_imod(b, 3)))));
     {
@@ -460,9 +463,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 464 "fa4_mod.cuh"
+#line 467 "fa4_mod.cuh"
 #endif
-#line 466 "fa4_mod.cuh"
+#line 469 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

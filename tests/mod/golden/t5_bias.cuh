@@ -186,6 +186,9 @@ struct fa4_dual {
 };
 __device__ __forceinline__ fa4_dual fa4_dmake(float v, float d) { fa4_dual r; r.v = v; r.d = d; return r; }
 __device__ __forceinline__ fa4_dual fa4_dconst(float v) { return fa4_dmake(v, 0.0f); }
+// Scalar aux reads of the dual form: values the compiler cannot hoist (emit_cuda.c).
+__device__ __forceinline__ float fa4_opaque_f(float x) { asm volatile("" : "+f"(x)); return x; }
+__device__ __forceinline__ int fa4_opaque_i(int x) { asm volatile("" : "+r"(x)); return x; }
 
 // Aux tensor reads: indices clamp to [0, len-1] (an empty tensor reads 0);
 // with FA4_CHECKED an index out of range traps instead.
@@ -235,7 +238,7 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1)));
 }
-#line 239 "fa4_mod.cuh"
+#line 242 "fa4_mod.cuh"
 #else
 #line 5 "t5_bias.mod"
 __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max_distance)
@@ -270,16 +273,16 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_done ? fa4_ret : (fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1))));
 }
-#line 274 "fa4_mod.cuh"
+#line 277 "fa4_mod.cuh"
 #endif
-#line 276 "fa4_mod.cuh"
+#line 279 "fa4_mod.cuh"
 
 #line 21 "t5_bias.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
     return score + fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
 }
-#line 283 "fa4_mod.cuh"
+#line 286 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -310,9 +313,9 @@ __device__ __forceinline__ fa4_dual fa4_d_fminf(fa4_dual a, fa4_dual b) { return
 #line 21 "t5_bias.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
 {
-    return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)), fa4_seed == 0, fa4_at));
+    return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at));
 }
-#line 316 "fa4_mod.cuh"
+#line 319 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
