@@ -36,6 +36,12 @@ static const char shim[] =
     "static inline float __fdividef(float a, float b) { return a / b; }\n"
     "static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }\n"
     "static inline float atomicAdd(float *p, float v) { float o = *p; *p = o + v; return o; }\n"
+    /* one thread: never a full warp, so fa4_aux_grad_add takes its plain atomicAdd path */
+    "static struct { unsigned x; } threadIdx;\n"
+    "static inline unsigned __activemask(void) { return 1u; }\n"
+    "static inline unsigned __match_all_sync(unsigned m, unsigned long long v, int *p) { (void)m; (void)v; *p = 1; "
+    "return 1u; }\n"
+    "static inline float __shfl_xor_sync(unsigned m, float v, int o) { (void)m; (void)o; return v; }\n"
     "static inline void __trap(void) { abort(); }\n"
     "static inline float fa4_host_half(unsigned short h)\n{\n"
     "    int e = (h >> 10) & 31, m = h & 1023;\n"
