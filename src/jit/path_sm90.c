@@ -302,6 +302,9 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     const size_t off_lse2 = al256((size_t)p->hq * (size_t)rows * 4);
     const size_t off_dq = off_lse2 + al256((size_t)p->hq * (size_t)rows * 4);
     const size_t total = off_dq + al256((size_t)slots * (size_t)p->hq * (size_t)rows * (size_t)p->head_dim * 4);
+    /* deterministic: the sm90 main writes one slot per 128 keys (n_tile), half of the 64-key slots
+     * the workspace has room for; only those are zeroed and summed by bwd_post */
+    const int used_slots = p->deterministic ? (int)(cdiv(p->seqlen_k, BWD_N) > 0 ? cdiv(p->seqlen_k, BWD_N) : 1) : 1;
     const int smem = bwd_smem(p->head_dim, p->head_dim_v);
     uint8_t *ws = (uint8_t *)p->workspace;
     fa4_status st;
@@ -341,7 +344,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     pr.lse2 = (float *)(ws + off_lse2);
     pr.dq_accum = (float *)(ws + off_dq);
     pr.ws_rows = rows;
-    pr.dq_slots = slots;
+    pr.dq_slots = used_slots;
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
                   varlen_q ? 1 : p->batch, BWD_M);
@@ -364,7 +367,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         return st;
 
     r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)pr.dq_accum, 0,
-                           (size_t)slots * (size_t)p->hq * (size_t)rows * (size_t)p->head_dim, p->stream);
+                           (size_t)used_slots * (size_t)p->hq * (size_t)rows * (size_t)p->head_dim, p->stream);
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dQ workspace)");
     st = launch_plain(k, "bwd_pre", "fa4_sm80_bwd_pre", (unsigned)cdiv(p->seqlen_q, 64), (unsigned)p->hq,
