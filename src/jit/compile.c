@@ -338,6 +338,8 @@ static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const
         alt[m].cubin = NULL;
         alt[m].log = NULL;
         alt[m].status = FA4_OK;
+        memset(&alt[m].info, 0, sizeof alt[m].info); /* the retry's own report, nothing stale */
+        alt[m].err[0] = '\0';
         alt[m].opts[alt[m].num_opts++] = descs[i]->spill_fallback;
         idx[m++] = i;
     }
