@@ -1,10 +1,13 @@
-# sm90_bwd.cmake - the deviceless compile check of the sm90 backward main program
-# (src/kernels/sm90/bwd_main.cu, not yet wired into path_sm90.c; see notes/sm90-bwd.md):
+# sm90_bwd.cmake - the deviceless compile checks of the sm90 backward main program
+# (src/kernels/sm90/bwd_main.cu; see notes/sm90-bwd.md):
 #   sm90_bwd_compile   compiles fa4_sm90_bwd_main for sm_90a with NVRTC through the library's
 #                      machinery (embedded kernel sources, the mod front end's fa4_mod.cuh, the
 #                      options of compile.c) for D 64/128, bf16/fp16, plain/alibi/causal/
 #                      softcap_causal/rel_bias (trainable); fails on any spill, stack frame,
 #                      serialized wgmma (C7520) or ptxas warning; skips (77) without NVRTC.
+#   sm90_all_mods_resources  every shipped mod and plain attention through the library and the
+#                      fa4jit command (all programs, the spill fallback included), bf16 D 128:
+#                      fails on any spill, stack frame or serialized wgmma.
 # Included from CMakeLists.txt with include(... OPTIONAL).
 if(FA4JIT_BUILD_TESTS)
   add_executable(bwd_compile_check ${CMAKE_SOURCE_DIR}/tests/gpu/sm90/bwd_compile_check.c)
@@ -16,4 +19,11 @@ if(FA4JIT_BUILD_TESTS)
   add_test(NAME sm90_bwd_compile COMMAND bwd_compile_check)
   set_tests_properties(sm90_bwd_compile PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
                        ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  if(Python3_Interpreter_FOUND AND TARGET fa4jit_cli)
+    add_test(NAME sm90_all_mods_resources
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cli/all_mods_resources.py
+                     $<TARGET_FILE:fa4jit_cli> sm_90a sm90)
+    set_tests_properties(sm90_all_mods_resources PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+  endif()
 endif()

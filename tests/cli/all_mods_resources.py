@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""all_mods_resources.py FA4JIT ARCH PATH - compile every shipped mod (and plain attention) through
+the library, every program (forward, backward, block mask), deviceless, and fail when a program
+spills, has a stack frame, serializes wgmma (C7520) or has no resource report. This guards what
+users get, including compile.c's spill fallback (a spilling bwd_main90 is compiled again with its
+fallback option and the cleaner build is kept), which the kernel-level checks do not see.
+Exit 0: all clean; 1: a program is not; 2: usage or the command failed."""
+import json
+import os
+import subprocess
+import sys
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__)
+        return 2
+    cli, arch, path = sys.argv[1:]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    mods = sorted(os.path.join(root, "mods", f) for f in os.listdir(os.path.join(root, "mods"))
+                  if f.endswith(".mod"))
+    env = dict(os.environ, CUDA_CACHE_DISABLE="1")
+    cmd = [cli, "compile", "--arch", arch, "--path", path, "--no-cache", "--json", "--quiet",
+           "--plain"] + mods
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0 and not r.stdout.strip().startswith("["):
+        print("command failed:", " ".join(cmd), "\n", r.stdout, r.stderr)
+        if "NVRTC" in r.stderr and "unavailable" in r.stderr:
+            return 77
+        return 2
+    results = json.loads(r.stdout)
+    bad = 0
+    for m in results:
+        if not m.get("ok"):
+            print(f"FAIL {m.get('mod')}: {m.get('error', 'compile failed')}")
+            bad += 1
+            continue
+        for p in m["programs"]:
+            issues = []
+            if p["registers"] < 0:
+                issues.append("no resource report")
+            if p["spill_stores"] or p["spill_loads"]:
+                issues.append(f"spills {p['spill_stores']}/{p['spill_loads']}")
+            if p["stack_frame"]:
+                issues.append(f"stack {p['stack_frame']}")
+            if p["wgmma_serialized"]:
+                issues.append("wgmma serialized")
+            line = (f"{os.path.basename(str(m['mod']))} {p['name']}: {p['registers']} registers, "
+                    f"{p['compile_ms']:.0f} ms")
+            if issues:
+                print("FAIL", line, "; ".join(issues))
+                bad += 1
+            else:
+                print("ok  ", line)
+    print(f"{len(results)} kernels for {arch} on the {path} path: {bad} problem(s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
