@@ -19,7 +19,8 @@
 
 static inline char *mt_read_file(const char *path, size_t *len)
 {
-    *len = 0; /* set on every path (Release builds warned 'len may be used uninitialized') */
+    if (len)
+        *len = 0; /* set on every path (Release builds warned that len may be used uninitialized) */
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
