@@ -315,8 +315,8 @@ static void free_programs(fa4_kernel *k)
     }
 }
 
-/* Compile every program the spec asks for into k->programs. */
-static int spill_bytes(const fa4_program_info *i)
+/* Spill bytes, with a serialized wgmma counted as worse than any spill. */
+static int spill_cost(const fa4_program_info *i)
 {
     return (i->spill_stores > 0 ? i->spill_stores : 0) + (i->spill_loads > 0 ? i->spill_loads : 0) +
            (i->wgmma_serialized > 0 ? 1 << 20 : 0);
@@ -332,7 +332,7 @@ static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const
     int idx[FA4_MAX_PROGRAMS], m = 0;
     for (int i = 0; i < n; i++) {
         if (!descs[i] || !descs[i]->spill_fallback || jobs[i].info.registers < 0 ||
-            spill_bytes(&jobs[i].info) == 0 || jobs[i].num_opts >= FA4__NVRTC_MAX_OPTS)
+            spill_cost(&jobs[i].info) == 0 || jobs[i].num_opts >= FA4__NVRTC_MAX_OPTS)
             continue;
         alt[m] = jobs[i];
         alt[m].cubin = NULL;
@@ -349,7 +349,7 @@ static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const
     for (int a = 0; a < m; a++) {
         fa4__nvrtc_job *j = &jobs[idx[a]];
         if (alt[a].status == FA4_OK && alt[a].info.registers >= 0 &&
-            spill_bytes(&alt[a].info) < spill_bytes(&j->info)) {
+            spill_cost(&alt[a].info) < spill_cost(&j->info)) {
             char *log = NULL;
             /* keep both reports in the program's log: the first tells why the fallback ran */
             if (asprintf(&log, "%s\n==== spilled: compiled again with %s ====\n%s", j->log ? j->log : "",
@@ -367,6 +367,7 @@ static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const
     }
 }
 
+/* Compile every program the spec asks for into k->programs. */
 static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *k)
 {
     fa4_status st = FA4_OK;

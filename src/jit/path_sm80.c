@@ -181,13 +181,7 @@ static fa4_status sm80_launch_fwd(fa4_kernel *k, const fa4__problem *p)
                   p->stream);
 }
 
-typedef struct ws_layout {
-    size_t dpsum, lse2, dq, total;
-    int64_t rows;
-    int slots;
-} ws_layout;
-
-static void bwd_layout(const fa4__problem *p, ws_layout *w)
+void fa4__sm80_bwd_layout(const fa4__problem *p, fa4__bwd_ws *w)
 {
     /* each sequence's rows start at a multiple of 4 (fa4_ws_row in src/kernels/sm80/scheduler.cuh) */
     w->rows = ((p->cu_seqlens_q ? p->total_q : (int64_t)p->batch * p->seqlen_q) + 3 * (int64_t)p->batch + 3) &
@@ -201,11 +195,38 @@ static void bwd_layout(const fa4__problem *p, ws_layout *w)
     w->total = w->dq + align256((size_t)w->slots * (size_t)p->hq * (size_t)w->rows * (size_t)p->head_dim * 4);
 }
 
+void fa4__sm80_bwd_workspace_params(fa4_params *pr, const fa4__problem *p, const fa4__bwd_ws *w)
+{
+    uint8_t *ws = (uint8_t *)p->workspace;
+    pr->dpsum = (float *)(ws + w->dpsum);
+    pr->lse2 = (float *)(ws + w->lse2);
+    pr->dq_accum = (float *)(ws + w->dq);
+    pr->ws_rows = w->rows;
+    pr->dq_slots = w->slots;
+}
+
+fa4_status fa4__sm80_bwd_pre(fa4_kernel *k, fa4_params *pr, const fa4__problem *p)
+{
+    CUresult r = k->ctx->cu->memsetD32Async(
+        (CUdeviceptr)(uintptr_t)pr->dq_accum, 0,
+        (size_t)pr->dq_slots * (size_t)p->hq * (size_t)pr->ws_rows * (size_t)p->head_dim, p->stream);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(k->ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dQ workspace)");
+    return launch(k, "bwd_pre", "fa4_sm80_bwd_pre", (unsigned)cdiv(p->seqlen_q, BWD_M), (unsigned)p->hq,
+                  (unsigned)p->batch, PRE_THREADS, 0, pr, p->aux_block, p->stream);
+}
+
+fa4_status fa4__sm80_bwd_post(fa4_kernel *k, fa4_params *pr, const fa4__problem *p)
+{
+    return launch(k, "bwd_post", "fa4_sm80_bwd_post", (unsigned)cdiv(p->seqlen_q, BWD_M), (unsigned)p->hq,
+                  (unsigned)p->batch, POST_THREADS, 0, pr, p->aux_block, p->stream);
+}
+
 static fa4_status sm80_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
 {
-    ws_layout w;
+    fa4__bwd_ws w;
     (void)k;
-    bwd_layout(p, &w);
+    fa4__sm80_bwd_layout(p, &w);
     *bytes = w.total;
     return FA4_OK;
 }
@@ -214,34 +235,22 @@ static fa4_status sm80_launch_bwd(fa4_kernel *k, const fa4__problem *p)
 {
     fa4_ctx *ctx = k->ctx;
     fa4_params pr;
-    ws_layout w;
-    CUresult r;
+    fa4__bwd_ws w;
     uint8_t *ws = (uint8_t *)p->workspace;
     fa4_status st = check_problem(k, p);
     if (st != FA4_OK)
         return st;
     if (!p->lse.data)
         return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "sm80: the backward needs the forward's LSE");
-    bwd_layout(p, &w);
+    fa4__sm80_bwd_layout(p, &w);
     if (!ws || p->workspace_size < w.total)
         return fa4__set_error(ctx, FA4_ERR_WORKSPACE, "sm80: workspace of %zu bytes needed, %zu given",
                               w.total, ws ? p->workspace_size : 0);
     if ((uintptr_t)ws % 256)
         return fa4__set_error(ctx, FA4_ERR_ALIGNMENT, "sm80: workspace must be 256-byte aligned");
     fa4__params_fill(&pr, p);
-    pr.dpsum = (float *)(ws + w.dpsum);
-    pr.lse2 = (float *)(ws + w.lse2);
-    pr.dq_accum = (float *)(ws + w.dq);
-    pr.ws_rows = w.rows;
-    pr.dq_slots = w.slots;
-
-    r = ctx->cu->memsetD32Async((CUdeviceptr)(uintptr_t)pr.dq_accum, 0,
-                                (size_t)w.slots * (size_t)p->hq * (size_t)w.rows * (size_t)p->head_dim,
-                                p->stream);
-    if (r != CUDA_SUCCESS)
-        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dQ workspace)");
-    st = launch(k, "bwd_pre", "fa4_sm80_bwd_pre", (unsigned)cdiv(p->seqlen_q, BWD_M), (unsigned)p->hq,
-                (unsigned)p->batch, PRE_THREADS, 0, &pr, p->aux_block, p->stream);
+    fa4__sm80_bwd_workspace_params(&pr, p, &w);
+    st = fa4__sm80_bwd_pre(k, &pr, p);
     if (st != FA4_OK)
         return st;
     st = launch(k, "bwd_main", "fa4_sm80_bwd_main", (unsigned)cdiv(p->seqlen_k, BWD_N),
@@ -249,8 +258,7 @@ static fa4_status sm80_launch_bwd(fa4_kernel *k, const fa4__problem *p)
                 p->aux_block, p->stream);
     if (st != FA4_OK)
         return st;
-    return launch(k, "bwd_post", "fa4_sm80_bwd_post", (unsigned)cdiv(p->seqlen_q, BWD_M),
-                  (unsigned)p->hq, (unsigned)p->batch, POST_THREADS, 0, &pr, p->aux_block, p->stream);
+    return fa4__sm80_bwd_post(k, &pr, p);
 }
 
 static fa4_status sm80_block_mask(fa4_kernel *k, int batch, int heads, int64_t sq, int64_t skv,

@@ -253,33 +253,6 @@ static fa4_status make_map_dq(fa4_ctx *ctx, CUtensorMap *map, float *data, int d
     return FA4_OK;
 }
 
-static fa4_status launch_plain(fa4_kernel *k, const char *program, const char *function, unsigned gx,
-                               unsigned gy, unsigned gz, unsigned threads, fa4_params *pr, const void *aux,
-                               CUstream stream)
-{
-    void *args[2];
-    CUresult r;
-    CUfunction f = fa4__kernel_function(k, program, function);
-    if (!f)
-        return fa4__set_error(k->ctx, FA4_ERR_WRONG_KERNEL, "sm90: program '%s' is not loaded", program);
-    if (gx == 0 || gy == 0 || gz == 0)
-        return FA4_OK;
-    args[0] = pr;
-    args[1] = (void *)(aux ? aux : zero_aux);
-    r = k->ctx->cu->launchKernel(f, gx, gy, gz, threads, 1, 1, 0, stream, args, NULL);
-    if (r != CUDA_SUCCESS)
-        return fa4__cu_error(k->ctx, FA4_ERR_LAUNCH, r, program);
-    return FA4_OK;
-}
-
-/* The workspace of the sm80 backward, whose bwd_pre / bwd_post run around the sm90 main: keep in
- * step with path_sm80.c's bwd_layout (dpsum | lse2 | dq_accum, 256-byte aligned parts; 64-key
- * slots in deterministic mode, of which the sm90 main uses the first cdiv(seqlen_k, 128)). */
-static size_t al256(size_t x)
-{
-    return (x + 255) & ~(size_t)255;
-}
-
 /* memset dQ workspace -> sm80 bwd_pre -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post. Falls back
  * to the whole sm80 backward for heads over 128, checked builds (bwd_main90 is an empty stub for
  * both) and block masks whose kv_block is not a multiple of 128 (a CTA's keys must lie in one
@@ -294,19 +267,8 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     CUresult r;
     void *args[9];
     const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
-    /* workspace rows as path_sm80.c's bwd_layout: every sequence starts at a multiple of 4 rows,
-     * as the 1-d TMA boxes of lse2 / dpsum must start 16-byte aligned */
-    const int64_t rows = ((varlen_q ? p->total_q : (int64_t)p->batch * p->seqlen_q) + 3 * (int64_t)p->batch + 3) &
-                         ~(int64_t)3;
-    const int slots = p->deterministic ? (int)(cdiv(p->seqlen_k, 64) > 0 ? cdiv(p->seqlen_k, 64) : 1) : 1;
-    const size_t off_lse2 = al256((size_t)p->hq * (size_t)rows * 4);
-    const size_t off_dq = off_lse2 + al256((size_t)p->hq * (size_t)rows * 4);
-    const size_t total = off_dq + al256((size_t)slots * (size_t)p->hq * (size_t)rows * (size_t)p->head_dim * 4);
-    /* deterministic: the sm90 main writes one slot per 128 keys (n_tile), half of the 64-key slots
-     * the workspace has room for; only those are zeroed and summed by bwd_post */
-    const int used_slots = p->deterministic ? (int)(cdiv(p->seqlen_k, BWD_N) > 0 ? cdiv(p->seqlen_k, BWD_N) : 1) : 1;
+    fa4__bwd_ws w;
     const int smem = bwd_smem(p->head_dim, p->head_dim_v);
-    uint8_t *ws = (uint8_t *)p->workspace;
     fa4_status st;
 
     if (pad64(p->head_dim) > BWD_MAX_DIM || pad64(p->head_dim_v) > BWD_MAX_DIM ||
@@ -319,32 +281,20 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         return st;
     if (!cu)
         return fa4__set_error(ctx, FA4_ERR_NO_DRIVER, "sm90: no CUDA driver");
-    if (!p->lse.data)
-        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "sm90: the backward needs the forward's LSE");
-    if (p->has_block_mask && (!p->bm.q_num_blocks || !p->bm.q_indices ||
-                              (p->bm.full_kv_num_blocks && (!p->bm.full_q_num_blocks || !p->bm.full_q_indices))))
-        return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT,
-                              "sm90: the backward needs the block mask's transposed q lists");
-    if ((int64_t)p->hq * rows > INT32_MAX)
+    /* the workspace (its size and alignment checked by launch.c) as the sm80 backward lays it out */
+    fa4__sm80_bwd_layout(p, &w);
+    if ((int64_t)p->hq * w.rows > INT32_MAX)
         return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: Hq x query rows over 2^31 (lse2 map coordinates)");
-    if (((uintptr_t)p->dq.data | (uintptr_t)p->dk.data | (uintptr_t)p->dv.data) % 4 ||
-        (p->dk.sb | p->dk.sh | p->dk.ss | p->dv.sb | p->dv.sh | p->dv.ss | p->dq.sb | p->dq.sh | p->dq.ss) % 2)
-        return fa4__set_error(ctx, FA4_ERR_ALIGNMENT, "sm90: dq, dk, dv need 4-byte alignment");
-    if (!ws || p->workspace_size < total)
-        return fa4__set_error(ctx, FA4_ERR_WORKSPACE, "sm90: workspace of %zu bytes needed, %zu given", total,
-                              ws ? p->workspace_size : 0);
-    if ((uintptr_t)ws % 256)
-        return fa4__set_error(ctx, FA4_ERR_ALIGNMENT, "sm90: workspace must be 256-byte aligned");
     if (smem > ctx->max_smem_optin && ctx->max_smem_optin > 0)
         return fa4__set_error(ctx, FA4_ERR_UNSUPPORTED,
                               "sm90: the backward needs %d bytes of shared memory, the device has %d", smem,
                               ctx->max_smem_optin);
     fa4__params_fill(&pr, p);
-    pr.dpsum = (float *)ws;
-    pr.lse2 = (float *)(ws + off_lse2);
-    pr.dq_accum = (float *)(ws + off_dq);
-    pr.ws_rows = rows;
-    pr.dq_slots = used_slots;
+    fa4__sm80_bwd_workspace_params(&pr, p, &w);
+    /* deterministic: the sm90 main writes one slot per 128 keys (n_tile), half of the 64-key slots
+     * the layout has room for; only those are zeroed and summed by bwd_post */
+    if (p->deterministic)
+        pr.dq_slots = (int)(cdiv(p->seqlen_k, BWD_N) > 0 ? cdiv(p->seqlen_k, BWD_N) : 1);
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
                   varlen_q ? 1 : p->batch, BWD_M);
@@ -358,20 +308,15 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         st = make_map(ctx, &mv, "v", &p->v, p->dtype, p->head_dim_v, varlen_k ? p->total_k : p->seqlen_k, p->hkv,
                       varlen_k ? 1 : p->batch, BWD_N);
     if (st == FA4_OK)
-        st = make_map_1d(ctx, &ml, "lse2", pr.lse2, (int64_t)p->hq * rows);
+        st = make_map_1d(ctx, &ml, "lse2", pr.lse2, (int64_t)p->hq * w.rows);
     if (st == FA4_OK)
-        st = make_map_1d(ctx, &md, "dpsum", pr.dpsum, (int64_t)p->hq * rows);
+        st = make_map_1d(ctx, &md, "dpsum", pr.dpsum, (int64_t)p->hq * w.rows);
     if (st == FA4_OK)
-        st = make_map_dq(ctx, &mdq, pr.dq_accum, p->head_dim, (int64_t)p->hq * rows);
+        st = make_map_dq(ctx, &mdq, pr.dq_accum, p->head_dim, (int64_t)p->hq * w.rows);
     if (st != FA4_OK)
         return st;
 
-    r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)pr.dq_accum, 0,
-                           (size_t)used_slots * (size_t)p->hq * (size_t)rows * (size_t)p->head_dim, p->stream);
-    if (r != CUDA_SUCCESS)
-        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dQ workspace)");
-    st = launch_plain(k, "bwd_pre", "fa4_sm80_bwd_pre", (unsigned)cdiv(p->seqlen_q, 64), (unsigned)p->hq,
-                      (unsigned)p->batch, 128, &pr, p->aux_block, p->stream);
+    st = fa4__sm80_bwd_pre(k, &pr, p);
     if (st != FA4_OK)
         return st;
 
@@ -409,8 +354,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_main90");
     }
-    return launch_plain(k, "bwd_post", "fa4_sm80_bwd_post", (unsigned)cdiv(p->seqlen_q, 64), (unsigned)p->hq,
-                        (unsigned)p->batch, 256, &pr, p->aux_block, p->stream);
+    return fa4__sm80_bwd_post(k, &pr, p);
 }
 
 static fa4_status sm90_block_mask(fa4_kernel *k, int batch, int heads, int64_t sq, int64_t skv,
