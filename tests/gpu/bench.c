@@ -3,6 +3,7 @@
  * forward + backward TFLOP/s, median of 11 runs after one warm-up, host clock around synchronised
  * launches. FLOPs: fwd = 4 B H S^2 D times the fraction of (q, kv) pairs the mask allows (causal
  * about 1/2, as DESIGN.md counts it), bwd = 2.5 x fwd, fwd + bwd = 3.5 x fwd.
+ * FA4_BENCH_DETERMINISTIC=1 in the environment times the deterministic backward.
  */
 #include <math.h>
 #include <stdio.h>
@@ -116,6 +117,9 @@ void bench(const bench_shape *b)
     ba.aux = aux.dev;
     ba.num_aux = aux.n;
     ba.block_mask = fa.block_mask;
+    /* FA4_BENCH_DETERMINISTIC=1 times the deterministic backward instead */
+    const char *det = getenv("FA4_BENCH_DETERMINISTIC");
+    ba.deterministic = det && det[0] == '1';
     size_t ws_bytes = 0;
     if (fa4_bwd_workspace_size(kv->k, &ba, &ws_bytes) != FA4_OK) {
         printf("BENCH %-26s workspace: %s\n", b->label, fa4_ctx_errmsg(g_ctx));
