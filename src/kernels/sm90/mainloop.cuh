@@ -136,10 +136,19 @@ struct fa4_sm90_consumer {
         const int n0 = tiles.start(j, &full);
         const int lim_k = min(len_k, n0 + tiles.span);
         const bool mask_free = q_inside && n0 + kN <= lim_k && (!FA4_HAS_MASK_MOD || full);
+        const int col0 = n0 + 2 * (lane & 3);
+#if FA4_HAS_SCORE_MOD && !FA4_CHECKED
+        /* score_mod on the whole fragment, then the mask where needed: one inlined copy of score_mod
+         * per call instead of one in each branch (half the code, and compile time, of a score_mod) */
+        fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full);
+        if (!mask_free)
+            fa4_sm90_scores<kN / 8, false, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full);
+#else
         if (mask_free)
-            fa4_sm90_scores<kN / 8, false>(sc, p, aux, b, h, row0, n0 + 2 * (lane & 3), len_q, lim_k, full);
+            fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full);
         else
-            fa4_sm90_scores<kN / 8, true>(sc, p, aux, b, h, row0, n0 + 2 * (lane & 3), len_q, lim_k, full);
+            fa4_sm90_scores<kN / 8, true, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full);
+#endif
         return fa4_sm90_softmax<kN / 8>(sc, m, l, corr, k2);
     }
 

@@ -17,8 +17,13 @@
 #ifndef FA4_SM90_SOFTMAX_CUH
 #define FA4_SM90_SOFTMAX_CUH
 
-/* kCheck: apply the sequence bounds and mask_mod (partial tiles); without it only score_mod. */
-template <int NT, bool kCheck>
+/* The scores of one S fragment: kMod applies score_mod (to the scaled score), kCheck the sequence
+ * bounds and mask_mod (-inf where a pair may not attend). Unchecked builds evaluate mask_mod at
+ * every position (aux reads are clamped, integer arithmetic is total) and select, without a branch
+ * per position: the mod is inlined at 64 positions per call, and those branches made NVVM and ptxas
+ * take about twice as long (issue 8). Checked builds call the mods only inside the sequence and
+ * score_mod only where allowed, so that a read out of range there is the user's. */
+template <int NT, bool kMod, bool kCheck>
 __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_params &p,
                                                 const fa4_aux &aux, int b, int h, int row0, int col0,
                                                 int len_q, int len_k, bool full)
@@ -31,18 +36,25 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
             const int ki = col0 + ni * 8 + (e & 1);
             float x = s[ni][e];
 #if FA4_HAS_SCORE_MOD
-            x *= p.scale;
+            if (kMod)
+                x *= p.scale;
 #endif
             if (kCheck) {
+#if FA4_HAS_MASK_MOD && !FA4_CHECKED
+                const bool ok = !(qi >= len_q || ki >= len_k) &
+                                (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#else
                 const bool ok = fa4_allowed(p, aux, b, h, qi, ki, len_q, len_k, full);
+#endif
 #if FA4_HAS_SCORE_MOD
-                if (ok)
+                if (kMod && ok)
                     x = fa4_score_mod(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
 #endif
                 x = ok ? x : -FA4_INF;
             } else {
 #if FA4_HAS_SCORE_MOD
-                x = fa4_score_mod(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
+                if (kMod)
+                    x = fa4_score_mod(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
 #endif
             }
             s[ni][e] = x;
