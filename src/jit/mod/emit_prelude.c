@@ -338,7 +338,8 @@ void fa4__emit_aux_access(fa4__emitter *E)
     if (!any_tensor)
         return;
     fa4__out(E, "\n// Aux tensor reads: indices clamp to [0, len-1] (an empty tensor reads 0);\n"
-                "// with FA4_CHECKED an index out of range traps instead.\n");
+                "// with FA4_CHECKED an index out of range traps instead. The index is an int, so the\n"
+                "// clamp is exact in 32 bits (a bound above INT_MAX never binds).\n");
     if (any_half)
         fa4__out(E, "__device__ __forceinline__ float fa4_half_to_float(unsigned short h)\n{\n"
                     "    float f;\n    asm(\"cvt.f32.f16 %%0, %%1;\" : \"=f\"(f) : \"h\"(h));\n"
@@ -358,7 +359,8 @@ void fa4__emit_aux_access(fa4__emitter *E)
             "fa4_mod_aux_out_of_range();\n"
             "#endif\n"
             "    if (n <= 0)\n        return %s;\n"
-            "    const long long j = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);\n"
+            "    const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);\n"
+            "    const int j = i < 0 ? 0 : (i > hi ? hi : i);\n"
             "    return %s;\n}\n",
             rt, a->name, a->name,
             fl                           ? "0.0f"

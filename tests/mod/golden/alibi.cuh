@@ -188,7 +188,8 @@ __device__ __forceinline__ float fa4_opaque_f(float x) { asm volatile("" : "+f"(
 __device__ __forceinline__ int fa4_opaque_i(int x) { asm volatile("" : "+r"(x)); return x; }
 
 // Aux tensor reads: indices clamp to [0, len-1] (an empty tensor reads 0);
-// with FA4_CHECKED an index out of range traps instead.
+// with FA4_CHECKED an index out of range traps instead. The index is an int, so the
+// clamp is exact in 32 bits (a bound above INT_MAX never binds).
 __device__ __forceinline__ float fa4_aux_slopes(const fa4_aux &fa4_a, int i)
 {
     const long long n = fa4_a.slopes_len;
@@ -198,7 +199,8 @@ __device__ __forceinline__ float fa4_aux_slopes(const fa4_aux &fa4_a, int i)
 #endif
     if (n <= 0)
         return 0.0f;
-    const long long j = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);
+    const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);
+    const int j = i < 0 ? 0 : (i > hi ? hi : i);
     return fa4_a.slopes[j];
 }
 __device__ __forceinline__ fa4_dual fa4_daux_slopes(const fa4_aux &fa4_a, int i, bool seed, long long *at)
@@ -218,7 +220,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 5 "alibi.mod"
     return score + (fa4_aux_slopes(fa4_a, h) * ((float)fa4_isub(kv_idx, q_idx)));
 }
-#line 222 "fa4_mod.cuh"
+#line 224 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -249,7 +251,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 5 "alibi.mod"
     return fa4_dadd(score, fa4_dmul(fa4_daux_slopes(fa4_a, h, fa4_seed == 0, fa4_at), fa4_dconst((float)fa4_isub(kv_idx, q_idx))));
 }
-#line 253 "fa4_mod.cuh"
+#line 255 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

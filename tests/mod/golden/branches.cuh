@@ -190,7 +190,8 @@ __device__ __forceinline__ float fa4_opaque_f(float x) { asm volatile("" : "+f"(
 __device__ __forceinline__ int fa4_opaque_i(int x) { asm volatile("" : "+r"(x)); return x; }
 
 // Aux tensor reads: indices clamp to [0, len-1] (an empty tensor reads 0);
-// with FA4_CHECKED an index out of range traps instead.
+// with FA4_CHECKED an index out of range traps instead. The index is an int, so the
+// clamp is exact in 32 bits (a bound above INT_MAX never binds).
 __device__ __forceinline__ float fa4_aux_w(const fa4_aux &fa4_a, int i)
 {
     const long long n = fa4_a.w_len;
@@ -200,7 +201,8 @@ __device__ __forceinline__ float fa4_aux_w(const fa4_aux &fa4_a, int i)
 #endif
     if (n <= 0)
         return 0.0f;
-    const long long j = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);
+    const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);
+    const int j = i < 0 ? 0 : (i > hi ? hi : i);
     return fa4_a.w[j];
 }
 __device__ __forceinline__ fa4_dual fa4_daux_w(const fa4_aux &fa4_a, int i, bool seed, long long *at)
@@ -236,7 +238,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 240 "fa4_mod.cuh"
+#line 242 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -269,9 +271,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 273 "fa4_mod.cuh"
-#endif
 #line 275 "fa4_mod.cuh"
+#endif
+#line 277 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -280,7 +282,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 284 "fa4_mod.cuh"
+#line 286 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -302,7 +304,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 306 "fa4_mod.cuh"
+#line 308 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -327,9 +329,9 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 331 "fa4_mod.cuh"
-#endif
 #line 333 "fa4_mod.cuh"
+#endif
+#line 335 "fa4_mod.cuh"
 
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -337,7 +339,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 341 "fa4_mod.cuh"
+#line 343 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -381,7 +383,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 385 "fa4_mod.cuh"
+#line 387 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -414,9 +416,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 418 "fa4_mod.cuh"
-#endif
 #line 420 "fa4_mod.cuh"
+#endif
+#line 422 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -438,7 +440,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 442 "fa4_mod.cuh"
+#line 444 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -463,9 +465,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 467 "fa4_mod.cuh"
-#endif
 #line 469 "fa4_mod.cuh"
+#endif
+#line 471 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

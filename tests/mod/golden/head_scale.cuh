@@ -189,7 +189,8 @@ __device__ __forceinline__ float fa4_opaque_f(float x) { asm volatile("" : "+f"(
 __device__ __forceinline__ int fa4_opaque_i(int x) { asm volatile("" : "+r"(x)); return x; }
 
 // Aux tensor reads: indices clamp to [0, len-1] (an empty tensor reads 0);
-// with FA4_CHECKED an index out of range traps instead.
+// with FA4_CHECKED an index out of range traps instead. The index is an int, so the
+// clamp is exact in 32 bits (a bound above INT_MAX never binds).
 __device__ __forceinline__ float fa4_half_to_float(unsigned short h)
 {
     float f;
@@ -205,7 +206,8 @@ __device__ __forceinline__ float fa4_aux_log_temp(const fa4_aux &fa4_a, int i)
 #endif
     if (n <= 0)
         return 0.0f;
-    const long long j = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);
+    const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);
+    const int j = i < 0 ? 0 : (i > hi ? hi : i);
     return fa4_half_to_float(fa4_a.log_temp[j]);
 }
 __device__ __forceinline__ fa4_dual fa4_daux_log_temp(const fa4_aux &fa4_a, int i, bool seed, long long *at)
@@ -225,7 +227,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 6 "head_scale.mod"
     return score * fa4_expf(fa4_aux_log_temp(fa4_a, h));
 }
-#line 229 "fa4_mod.cuh"
+#line 231 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -257,7 +259,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at)));
 }
-#line 261 "fa4_mod.cuh"
+#line 263 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -191,7 +191,8 @@ __device__ __forceinline__ float fa4_opaque_f(float x) { asm volatile("" : "+f"(
 __device__ __forceinline__ int fa4_opaque_i(int x) { asm volatile("" : "+r"(x)); return x; }
 
 // Aux tensor reads: indices clamp to [0, len-1] (an empty tensor reads 0);
-// with FA4_CHECKED an index out of range traps instead.
+// with FA4_CHECKED an index out of range traps instead. The index is an int, so the
+// clamp is exact in 32 bits (a bound above INT_MAX never binds).
 __device__ __forceinline__ float fa4_aux_bias(const fa4_aux &fa4_a, int i)
 {
     const long long n = fa4_a.bias_len;
@@ -201,7 +202,8 @@ __device__ __forceinline__ float fa4_aux_bias(const fa4_aux &fa4_a, int i)
 #endif
     if (n <= 0)
         return 0.0f;
-    const long long j = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);
+    const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);
+    const int j = i < 0 ? 0 : (i > hi ? hi : i);
     return fa4_a.bias[j];
 }
 __device__ __forceinline__ fa4_dual fa4_daux_bias(const fa4_aux &fa4_a, int i, bool seed, long long *at)
@@ -238,7 +240,7 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1)));
 }
-#line 242 "fa4_mod.cuh"
+#line 244 "fa4_mod.cuh"
 #else
 #line 5 "t5_bias.mod"
 __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max_distance)
@@ -273,16 +275,16 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_done ? fa4_ret : (fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1))));
 }
-#line 277 "fa4_mod.cuh"
-#endif
 #line 279 "fa4_mod.cuh"
+#endif
+#line 281 "fa4_mod.cuh"
 
 #line 21 "t5_bias.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
     return score + fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
 }
-#line 286 "fa4_mod.cuh"
+#line 288 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -315,7 +317,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
     return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at));
 }
-#line 319 "fa4_mod.cuh"
+#line 321 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
