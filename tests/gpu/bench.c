@@ -27,9 +27,27 @@ static void fill(dtensor *x, uint64_t seed)
     free(buf);
 }
 
-/* Fraction of allowed pairs for the masks used here (window: causal and q - kv < window). */
-static double density(int mod, int64_t s, int window)
+/* Fraction of allowed pairs for the masks used here (window: causal and q - kv < window; document
+ * and prefix-LM from their aux values on the host). */
+static double density(int mod, int64_t s, int window, const aux_set *aux, int batch)
 {
+    if (mod == M_DOC_CAUSAL) {
+        const int32_t *doc = aux->host[0].data;
+        double n = 0;
+        for (int64_t i = 0, run = 0; i < s; i++) {
+            run = i > 0 && doc[i] == doc[i - 1] ? run + 1 : 1;
+            n += (double)run;
+        }
+        return n / ((double)s * s);
+    }
+    if (mod == M_PREFIX_LM) {
+        const int32_t *pre = aux->host[0].data;
+        double n = 0;
+        for (int b = 0; b < batch; b++)
+            for (int64_t i = 0; i < s; i++)
+                n += (double)(i + 1 > pre[b] ? (i + 1 < s ? i + 1 : s) : (pre[b] < s ? pre[b] : s));
+        return n / ((double)batch * s * s);
+    }
     if (mod == M_CAUSAL || mod == M_ALIBI_CAUSAL)
         return (double)(s + 1) / (2.0 * s);
     if (mod == M_WINDOW) {
@@ -85,7 +103,8 @@ void bench(const bench_shape *b)
         /* one mask for every batch entry and head (broadcast), made on the GPU and checked */
         c.q_block = c.kv_block = 128;
         c.bm_heads1 = 1;
-        c.batch = 1;
+        c.batch = b->block_mask == 2 ? b->batch : 1;
+        c.bm_unchecked = b->block_mask == 2;
         fa4_status st = bm_gpu(&bm, &c, kv->k, kv->m, &aux);
         c.batch = b->batch;
         if (st != FA4_OK || !bm.ok) {
@@ -153,7 +172,7 @@ void bench(const bench_shape *b)
                 }
         med_ms[pass] = ms[n / 2];
     }
-    const double fwd_flops = 4.0 * c.batch * c.hq * (double)c.sq * c.skv * c.d * density(c.mod, c.sq, b->window);
+    const double fwd_flops = 4.0 * c.batch * c.hq * (double)c.sq * c.skv * c.d * density(c.mod, c.sq, b->window, &aux, c.batch);
     printf("BENCH %-26s B=%d H=%d/%d S=%d D=%d: fwd %7.3f ms %6.1f TFLOP/s | bwd %7.3f ms %6.1f TFLOP/s | "
            "fwd+bwd %6.1f TFLOP/s\n",
            b->label, c.batch, c.hq, c.hkv, c.sq, c.d, med_ms[0], fwd_flops / (med_ms[0] * 1e-3) / 1e12,
@@ -179,5 +198,8 @@ const bench_shape bench_shapes[] = {
     {"ALiBi (score_mod)", M_ALIBI, 4, 16, 16, 4096, 128, 0, 0},
     {"soft-cap tanh (score_mod)", M_SOFTCAP, 4, 16, 16, 4096, 128, 0, 0},
     {"sliding window 1024 (bm)", M_WINDOW, 4, 16, 16, 4096, 128, 1, 1024},
+    /* bench/run.py's document and prefix-LM cases (issue 8) */
+    {"document (bm)", M_DOC_CAUSAL, 8, 16, 16, 4096, 128, 1, 0},
+    {"prefix-LM (bm per batch)", M_PREFIX_LM, 8, 16, 16, 4096, 128, 2, 0},
 };
 const int num_bench_shapes = (int)(sizeof bench_shapes / sizeof bench_shapes[0]);

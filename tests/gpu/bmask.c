@@ -114,6 +114,10 @@ fa4_status bm_gpu(bmask *m, const tcase *c, fa4_kernel *k, const fa4__mod *mod, 
     if (st != FA4_OK)
         return st;
     CK(g_cu->ctxSynchronize());
+    if (c->bm_unchecked) {
+        m->ok = 1;
+        return FA4_OK;
+    }
     m->status = malloc((size_t)rows * nq * nkv);
     for (int b = 0; b < bmb; b++)
         for (int h = 0; h < bmh; h++)

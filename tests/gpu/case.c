@@ -186,6 +186,33 @@ void make_aux(aux_set *a, const tcase *c, rng *r, int64_t idx_len)
         CK(g_cu->memcpyHtoD(a->dbuf, s, sizeof(int32_t) * (size_t)idx_len));
         break;
     }
+    case M_DOC_CAUSAL: {
+        /* bench/cases.py's documents of S = 4096: 1182, 2029 and 885 tokens */
+        int32_t *s = malloc(sizeof(int32_t) * (size_t)idx_len);
+        for (int64_t i = 0; i < idx_len; i++)
+            s[i] = i < 1182 ? 0 : (i < 3211 ? 1 : 2);
+        v.name = "doc_id";
+        v.dtype = FA4_DTYPE_INT32;
+        v.numel = idx_len;
+        a->hbuf = s;
+        CK(g_cu->memAlloc(&a->dbuf, sizeof(int32_t) * (size_t)idx_len));
+        CK(g_cu->memcpyHtoD(a->dbuf, s, sizeof(int32_t) * (size_t)idx_len));
+        break;
+    }
+    case M_PREFIX_LM: {
+        /* bench/cases.py's prefix lengths of B = 8, S = 4096, repeated for larger batches */
+        static const int32_t len8[8] = {1042, 1107, 1915, 1912, 892, 1847, 984, 1876};
+        int32_t *s = malloc(sizeof(int32_t) * (size_t)c->batch);
+        for (int i = 0; i < c->batch; i++)
+            s[i] = len8[i % 8];
+        v.name = "prefix_len";
+        v.dtype = FA4_DTYPE_INT32;
+        v.numel = c->batch;
+        a->hbuf = s;
+        CK(g_cu->memAlloc(&a->dbuf, sizeof(int32_t) * (size_t)c->batch));
+        CK(g_cu->memcpyHtoD(a->dbuf, s, sizeof(int32_t) * (size_t)c->batch));
+        break;
+    }
     default:
         return;
     }

@@ -12,7 +12,10 @@
 extern fa4_ctx *g_ctx;
 extern int g_threads;
 
-enum { M_NONE, M_CAUSAL, M_ALIBI, M_SOFTCAP, M_WINDOW, M_RELBIAS, M_ALIBI_CAUSAL, M_DOCUMENT, M_COUNT };
+/* The suite's cases use mods below M_COUNT; the ones after it only the bench (the shipped
+ * mods/document.mod and mods/prefix_lm.mod with the aux of bench/cases.py). */
+enum { M_NONE, M_CAUSAL, M_ALIBI, M_SOFTCAP, M_WINDOW, M_RELBIAS, M_ALIBI_CAUSAL, M_DOCUMENT, M_COUNT,
+       M_DOC_CAUSAL = M_COUNT, M_PREFIX_LM, M_ALL };
 
 typedef struct mod_def {
     const char *name;
@@ -21,7 +24,7 @@ typedef struct mod_def {
     int has_mask;
 } mod_def;
 
-extern const mod_def mods[M_COUNT];
+extern const mod_def mods[M_ALL];
 int64_t relbias_index(int q_idx, int kv_idx);
 
 typedef struct kvariant {
@@ -46,6 +49,7 @@ typedef struct tcase {
     int mod, dtype, d, dv;
     int batch, hq, hkv, sq, skv;
     int layout, varlen, bm, q_block, kv_block, bm_heads1;
+    int bm_unchecked; /* bench: block-mask lists not cross-checked on the CPU (too many to evaluate) */
     int64_t q_off, kv_off;
     int bwd, determ;
     int aux_small; /* aux tensor shorter than the indices read: reads clamp */
@@ -111,7 +115,7 @@ typedef struct case_out {
 void run_case(tcase *c, case_out *res);
 typedef struct bench_shape {
     const char *label;
-    int mod, batch, hq, hkv, s, d, block_mask, window;
+    int mod, batch, hq, hkv, s, d, block_mask, window; /* block_mask: 1 broadcast, 2 one per batch entry */
 } bench_shape;
 extern const bench_shape bench_shapes[];
 extern const int num_bench_shapes;

@@ -40,7 +40,7 @@ static int g_verbose = 0;
 /* ------------------------------------------------------------------------------------ mods */
 
 
-const mod_def mods[M_COUNT] = {
+const mod_def mods[M_ALL] = {
     {"none", NULL, NULL, 0},
     {"causal", "bool mask_mod(int b, int h, int q_idx, int kv_idx) {\n    return q_idx >= kv_idx;\n}\n",
      NULL, 1},
@@ -68,6 +68,14 @@ const mod_def mods[M_COUNT] = {
     {"document",
      "bool mask_mod(int b, int h, int q_idx, int kv_idx, const int32 *doc) {\n"
      "    return doc[q_idx] == doc[kv_idx];\n}\n",
+     NULL, 1},
+    {"doc_causal",
+     "bool mask_mod(int b, int h, int q_idx, int kv_idx, const int32 *doc_id) {\n"
+     "    return doc_id[q_idx] == doc_id[kv_idx] && q_idx >= kv_idx;\n}\n",
+     NULL, 1},
+    {"prefix_lm",
+     "bool mask_mod(int b, int h, int q_idx, int kv_idx, const int32 *prefix_len) {\n"
+     "    return kv_idx < prefix_len[b] || q_idx >= kv_idx;\n}\n",
      NULL, 1},
 };
 
@@ -520,7 +528,8 @@ int main(int argc, char **argv)
     }
     if (!no_bench)
         for (int i = 0; i < num_bench_shapes; i++)
-            variant_index(bench_shapes[i].mod, FA4_DTYPE_BF16, bench_shapes[i].d, bench_shapes[i].d, 0);
+            if (!filter || !bench_only || strstr(bench_shapes[i].label, filter))
+                variant_index(bench_shapes[i].mod, FA4_DTYPE_BF16, bench_shapes[i].d, bench_shapes[i].d, 0);
     compile_all();
 
     int npass = 0, nrun = 0;
