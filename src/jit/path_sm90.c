@@ -219,9 +219,20 @@ static fa4_status sm90_launch_fwd(fa4_kernel *k, const fa4__problem *p)
     return fa4__sm90_launch_fwd_ctas(k, p, k->ctx->sm_count > 0 ? k->ctx->sm_count : 132);
 }
 
+/* Deterministic mode: the sm80 layout (whose slots the sm80 backward needs where it runs instead)
+ * plus the sm90 main's dQ turn counters, one int per (query head, 4 workspace rows, column half). */
+static size_t sm90_dq_sem_bytes(const fa4__problem *p, const fa4__bwd_ws *w)
+{
+    return p->deterministic ? (size_t)p->hq * (size_t)(w->rows / 4) * 2 * sizeof(int) : 0;
+}
+
 static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
 {
-    return fa4__sm80_ops.bwd_workspace(k, p, bytes);
+    fa4__bwd_ws w;
+    (void)k;
+    fa4__sm80_bwd_layout(p, &w);
+    *bytes = w.total + sm90_dq_sem_bytes(p, &w);
+    return FA4_OK;
 }
 
 /* A 1-d fp32 tensor map over n floats (the lse2 / dpsum workspace arrays), boxes of BWD_M. */
@@ -291,10 +302,18 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
                               ctx->max_smem_optin);
     fa4__params_fill(&pr, p);
     fa4__sm80_bwd_workspace_params(&pr, p, &w);
-    /* deterministic: the sm90 main writes one slot per 128 keys (n_tile), half of the 64-key slots
-     * the layout has room for; only those are zeroed and summed by bwd_post */
-    if (p->deterministic)
+    /* deterministic with a block mask: one slot per 128 keys (n_tile), half of the 64-key slots the
+     * layout has room for; only those are zeroed and summed by bwd_post. Dense: one dQ
+     * accumulator, added into in key-tile order (turn counters after the sm80 layout, zeroed here) */
+    if (p->deterministic && p->has_block_mask) {
         pr.dq_slots = (int)(cdiv(p->seqlen_k, BWD_N) > 0 ? cdiv(p->seqlen_k, BWD_N) : 1);
+    } else if (p->deterministic) {
+        pr.dq_slots = 1;
+        pr.dq_sem = (int *)((uint8_t *)p->workspace + w.total);
+        r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)pr.dq_sem, 0, sm90_dq_sem_bytes(p, &w) / 4, p->stream);
+        if (r != CUDA_SUCCESS)
+            return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dQ turn counters)");
+    }
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
                   varlen_q ? 1 : p->batch, BWD_M);

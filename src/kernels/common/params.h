@@ -42,6 +42,8 @@ typedef struct fa4_params {
 
     int deterministic;
     int tiles_slowest;              /* sm90 backward grid: 1 = key tiles vary slowest (heaviest first) */
+    int *dq_sem;                    /* sm90 deterministic backward (dense): turn counters
+                                       [hq][ws_rows / 4][2], zeroed; NULL otherwise */
 } fa4_params;
 
 /* fa4_block_mask_create: evaluates mask_mod over (q block, kv block) tiles. */
@@ -55,7 +57,7 @@ typedef struct fa4_block_mask_params {
 
 /* Both compilers must agree on the layout: a field added on one side only fails here, not at run
  * time with garbage arguments. Update the numbers together with the structs. */
-#define FA4_PARAMS_BYTES 496
+#define FA4_PARAMS_BYTES 504
 #define FA4_BLOCK_MASK_PARAMS_BYTES 104
 #ifdef __cplusplus
 static_assert(sizeof(fa4_params) == FA4_PARAMS_BYTES, "fa4_params layout changed");

@@ -36,14 +36,11 @@ constexpr int kBDoBytes = kBM * kDvp * 2;
 constexpr int kBDsBytes = kBM * kBN * 2;      /* one dS buffer: 2 panels of 64 keys */
 constexpr int kBRowBytes = 2 * kBM * 4;       /* lse2 and dpsum of one step */
 constexpr int kBStageBytes = kBQBytes + kBDoBytes;
-/* dQ staging for the bulk reduce-add (FA4_SM90_BWD_DQ_TMA): kBM x 64 fp32 per dQ warpgroup, as two
- * boxes of 32 columns (128-byte rows, 128-byte swizzle). */
-#ifndef FA4_SM90_BWD_DQ_TMA
-#define FA4_SM90_BWD_DQ_TMA 1
-#endif
+/* dQ staging for the bulk reduce-add: kBM x 64 fp32 per dQ warpgroup, as two boxes of 32 columns
+ * (128-byte rows, 128-byte swizzle). */
 constexpr int kBDqBox = 32;
 constexpr int kBDqBoxBytes = kBM * kBDqBox * 4;
-constexpr int kBDqBytes = FA4_SM90_BWD_DQ_TMA ? 2 * kBDqBoxBytes : 0; /* per dQ warpgroup */
+constexpr int kBDqBytes = 2 * kBDqBoxBytes; /* per dQ warpgroup */
 constexpr int kBFixed = 1024 + kBKBytes + kBVBytes + 2 * kBDsBytes + (kDp / 64) * kBDqBytes +
                         512; /* slack, K, V, dS x2, dQ staging, barriers */
 #ifndef FA4_SM90_BWD_STAGES
@@ -94,8 +91,10 @@ struct fa4_bwd_smem {
     {
         return bar_kv() + 8u * (1u + kBStages + (unsigned)s);
     }
+    /* deterministic dQ: the turn counter a dQ warpgroup's issuer still has to pass on (0: none) */
+    __device__ __forceinline__ unsigned dq_pending(int wg) const { return bar_kv() + 256u + 8u * (unsigned)wg; }
 };
-static_assert(8 * (1 + 2 * 3) <= 512, "barrier space");
+static_assert(8 * (1 + 2 * 3) <= 256 && 256 + 2 * 8 <= 512, "barrier space");
 
 /* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is
  * empty when every consumer warp (8) let go. */

@@ -8,8 +8,9 @@
  *   trainable aux: fa4_score_mod_aux_grad(.., P (dP - dpsum)) per element (as the sm80 kernel)
  *   dV += P^T dO, dK += dS^T Q              RS-wgmma, P^T / dS^T from registers, dO / Q N-major
  *   dS -> shared memory ([query][key], stmatrix.trans), both warpgroups meet on named barrier 1
- *   dQ[:, panel cw] = dS K[:, panel cw]     SS-wgmma, K N-major; fp32 reduction into the workspace
- *                                           (plain stores into this kv tile's slot when deterministic)
+ *   dQ[:, panel cw] = dS K[:, panel cw]     SS-wgmma, K N-major; fp32 tile staged in shared memory
+ *                                           and added into the workspace by TMA (deterministic: in
+ *                                           key-tile order, on turn counters)
  * The fragment layout is mma.sync's: chunk c of an accumulator holds rows g, g+8 and columns
  * 8c+2t, 8c+2t+1 (g = lane/4, t = lane%4); rows are keys here, columns queries.
  */
@@ -77,7 +78,10 @@ struct fa4_bwd_consumer {
     int b, cw, warp, lane;
     int n0;             /* first key of the CTA */
     int len_q, len_k;
-    float *dq_seq;      /* this CTA's dQ slot, at the sequence's first workspace row of head 0 */
+    int n_tile;         /* the CTA's key tile */
+    int wrow0;          /* the sequence's first workspace row */
+    float *dq_slot;     /* deterministic with a block mask: this CTA's dQ slot at the sequence's
+                           first workspace row of head 0 (plain stores; bwd_post sums the slots) */
     const fa4_tmap *tm_dq; /* dq_accum as [hq * ws_rows][d] fp32, boxes of kBM x 32 */
 
     /* S^T (keys x queries) and dP^T for stage s. */
@@ -197,11 +201,12 @@ struct fa4_bwd_consumer {
         }
     }
 
-    /* dQ partial of this step into the workspace (fp32). */
-    __device__ __forceinline__ void write_dq(const float (&dq)[kBDqN / 8][4], int h, int m0) const
+    /* Deterministic with a block mask: dQ partial of this step stored into the CTA's own slot
+     * (bwd_post sums the slots in order). */
+    __device__ __forceinline__ void write_dq_slot(const float (&dq)[kBDqN / 8][4], int h, int m0) const
     {
         const int g = lane >> 2, t = lane & 3;
-        float *dqh = dq_seq + (long long)h * p.ws_rows * kD;
+        float *dqh = dq_slot + (long long)h * p.ws_rows * kD;
 #pragma unroll
         for (int i = 0; i < kBDqN / 8; ++i) {
             /* lanes t and t^1 swap halves so each holds 4 consecutive columns of one row */
@@ -212,23 +217,37 @@ struct fa4_bwd_consumer {
             const float v2 = odd ? dq[i][2] : r0, v3 = odd ? dq[i][3] : r1;
             const int qi = m0 + warp * 16 + g + (odd ? 8 : 0);
             const int col = cw * kBDqN + i * 8 + 2 * (t & 2);
-            if (qi < len_q && col < kD) {
-                float *dst = dqh + (long long)qi * kD + col;
-                if (p.deterministic) {
-                    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(v0), "f"(v1), "f"(v2),
-                                 "f"(v3)
-                                 : "memory");
-                } else {
-                    fa4_red_add4(dst, v0, v1, v2, v3);
-                }
-            }
+            if (qi < len_q && col < kD)
+                asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dqh + (long long)qi * kD + col),
+                             "f"(v0), "f"(v1), "f"(v2), "f"(v3)
+                             : "memory");
         }
     }
 
-    /* dQ partial of this step added into the workspace by TMA (the non-deterministic mode): the
-     * fragment goes to this warpgroup's staging buffer (2 boxes of 32 fp32 columns, 128-byte
-     * swizzle), then one thread issues the bulk tensor reduce-adds. Query rows past the sequence
-     * add zeros (their dS is 0) to whatever rows follow, or are dropped past the workspace. */
+    /* Deterministic: pass on the turn this warpgroup's issuer still holds, once its adds are
+     * complete (issuer only; called at the step's end, after dV and dK, so that the adds' latency
+     * hides behind those wgmmas). */
+    __device__ __forceinline__ void release_dq_turn(void) const
+    {
+        unsigned long long ctr;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(ctr) : "r"(sm.dq_pending(cw)) : "memory");
+        if (ctr) {
+            fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(ctr), "r"(n_tile + 1) : "memory");
+            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
+        }
+    }
+
+    /* dQ partial of this step added into the workspace by TMA: the fragment goes to this
+     * warpgroup's staging buffer (2 boxes of 32 fp32 columns, 128-byte swizzle), then one thread
+     * issues the bulk tensor reduce-adds. Query rows past the sequence add zeros (their dS is 0)
+     * to whatever rows follow (no bits change), or are dropped past the workspace.
+     * Deterministic (p.dq_sem, dense walks only: every key tile of the sequence adds into every
+     * query tile): each (head, query tile, column half) has a turn counter; the issuer adds only
+     * when it reads its key tile n_tile and, once its adds are complete, sets it to n_tile + 1: the
+     * same additions in the same order on every run. A CTA only ever waits for CTAs of smaller key
+     * tiles, which the grid starts first in both its orders, so the waits cannot deadlock. */
     __device__ __forceinline__ void write_dq_tma(const float (&dq)[kBDqN / 8][4], int h, int m0) const
     {
         const int g = lane >> 2, t = lane & 3;
@@ -253,11 +272,19 @@ struct fa4_bwd_consumer {
         fa4_bwd_fence_async_smem();
         fa4_bwd_wg_sync(cw);
         if (issuer) {
-            const int row0 = h * (int)p.ws_rows + (int)((dq_seq - p.dq_accum) / kD) + m0;
+            const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
+            int *ctr = p.dq_sem ? p.dq_sem + (row0 >> 2) * kBDqWgs + cw : nullptr;
+            if (ctr) {
+                fa4_bwd_wait_turn(ctr, n_tile);
+                asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            }
 #pragma unroll
             for (int box = 0; box < 2; ++box)
                 fa4_tma_reduce_add_2d(tm_dq, buf + box * kBDqBoxBytes, cw * kBDqN + box * kBDqBox, row0);
             fa4_bulk_commit();
+            if (ctr) /* passed on by release_dq_turn at the step's end */
+                asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"((unsigned long long)ctr)
+                             : "memory");
         }
     }
 
@@ -297,10 +324,10 @@ struct fa4_bwd_consumer {
             issue_dkv(dk, dv, pp, pds, s);
             fa4_wgmma_wait<1>();
             fa4_reg_fence(dq);
-            if (FA4_SM90_BWD_DQ_TMA && !p.deterministic)
-                write_dq_tma(dq, h, m0);
+            if (p.deterministic && !p.dq_sem)
+                write_dq_slot(dq, h, m0);
             else
-                write_dq(dq, h, m0);
+                write_dq_tma(dq, h, m0);
         } else {
             fa4_wgmma_fence();
             issue_dkv(dk, dv, pp, pds, s);
@@ -312,6 +339,8 @@ struct fa4_bwd_consumer {
         fa4_bwd_fence_u(pds);
         if (lane == 0)
             fa4_mbar_arrive(sm.bar_empty(s));
+        if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
+            release_dq_turn(); /* the adds issued before dV, dK have had their time */
 #else
         fa4_wgmma_fence();
         issue_dkv(dk, dv, pp, pds, s);
@@ -329,10 +358,12 @@ struct fa4_bwd_consumer {
                 fa4_mbar_arrive(sm.bar_empty(s));
             fa4_wgmma_wait<0>();
             fa4_reg_fence(dq);
-            if (FA4_SM90_BWD_DQ_TMA && !p.deterministic)
-                write_dq_tma(dq, h, m0);
+            if (p.deterministic && !p.dq_sem)
+                write_dq_slot(dq, h, m0);
             else
-                write_dq(dq, h, m0);
+                write_dq_tma(dq, h, m0);
+            if (p.dq_sem && warp == 0 && lane == 0)
+                release_dq_turn();
         } else {
             fa4_wgmma_wait<0>();
             fa4_reg_fence(dk);

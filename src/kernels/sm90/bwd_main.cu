@@ -15,11 +15,12 @@
  *     rows past the sequence hold whatever follows and are masked by the consumers).
  *   warpgroups 1, 2, the consumers (registers raised to kBConsumerRegs), 64 keys each: the step of
  *     bwd_consumer.cuh, then the epilogue: dK (times the softmax scale) and dV from registers.
- * dQ goes into the workspace by TMA bulk reduce-adds of each consumer's staged fp32 tile
- * (FA4_SM90_BWD_DQ_TMA; earlier: fp32 vector reductions from the consumers), or plain stores into
- * the CTA's own slot (n_tile, in units of kBN keys) in deterministic mode: the host's sm80 layout
- * has cdiv(seqlen_k, 64) slots, so slots past cdiv(seqlen_k, kBN) stay zero and bwd_post's ordered
- * sum is unchanged.
+ * dQ goes into the workspace by TMA bulk reduce-adds of each consumer's staged fp32 tile; in
+ * deterministic mode (p.dq_sem) in key-tile order per query tile, on turn counters in the workspace
+ * (bwd_consumer.cuh write_dq_tma): one accumulator, so bwd_post has one slot to convert. With a
+ * block mask (p.deterministic without p.dq_sem) plain stores into the CTA's own slot instead,
+ * summed in order by bwd_post: the turn there would be the key tile's rank among the query tile's
+ * listed key tiles, and its lookup per step made the consumers spill (softcap + causal, D 128).
  *
  * Supported: bf16 and fp16; head dims with padded D, Dv <= 128 (64 and 128 compile-checked), not
  * checked builds (both: an empty stub, the sm80 backward runs instead);
@@ -27,7 +28,8 @@
  * offsets; score_mod with its derivative, mask_mod, trainable aux (per-element mod atomics, as sm80);
  * block masks with q_block a multiple of 64 and kv_block a multiple of 128.
  * STATUS: wired (path_sm90.c); the GPU suite passes on it (H200, 2026-11-29); see notes/sm90-bwd.md.
- * Not yet: dQ by TMA bulk reduce-add from a dedicated warp, aux gradients reduced in shared memory,
+ * Not yet: dQ by TMA bulk reduce-add from a dedicated warp (tried: any second role in the producer's
+ * warpgroup made the producer spill at 24 registers), aux gradients reduced in shared memory,
  * overlap of one step's dQ with the next step's S/dP (intra-warpgroup pipelining), persistent grid, PDL.
  */
 #include "fa4_mod.cuh"
@@ -57,6 +59,27 @@ extern "C" __global__ void fa4_sm90_bwd_main(const fa4_params p, const fa4_aux a
 #include "sm90/bwd_wgmma.cuh"
 #include "sm90/bwd_config.cuh"
 #include "sm90/bwd_schedule.cuh"
+
+/* Spin until the turn counter reaches `turn` (acquire). The turn comes unless something else
+ * went wrong (a CTA that faulted): trap after 10 s rather than hang. */
+__device__ __forceinline__ void fa4_bwd_wait_turn(const int *ctr, int turn)
+{
+    unsigned long long t0 = 0;
+    for (int n = 0;; ++n) {
+        int v;
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(ctr) : "memory");
+        if (v == turn)
+            return;
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+        if (n == 0)
+            t0 = t;
+        else if (t - t0 > 10000000000ull)
+            __trap();
+        __nanosleep(32);
+    }
+}
+
 #include "sm90/bwd_consumer.cuh"
 
 /* One box of a 1-d tensor map (the fp32 lse2 / dpsum rows: any start element, zero fill past the end). */
@@ -153,9 +176,11 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #pragma unroll
         for (int i = 0; i < kDvp / 8; ++i)
             dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
-        float *dq_seq =
-            p.dq_accum + (p.deterministic ? (long long)n_tile * p.hq * p.ws_rows * kD : 0) + seq.ws_row * kD;
-        const fa4_bwd_consumer c = {p, aux, sm, b, cw, warp, lane, n0, seq.len_q, seq.len_k, dq_seq, &tm_dq};
+        float *dq_slot = p.dq_accum + (long long)n_tile * p.hq * p.ws_rows * kD + seq.ws_row * kD;
+        const fa4_bwd_consumer c = {p,     aux,      sm,          b,      cw,           warp,    lane,
+                                    n0,    seq.len_q, seq.len_k,  n_tile, (int)seq.ws_row, dq_slot, &tm_dq};
+        if (warp == 0 && lane == 0 && cw < kBDqWgs)
+            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
 
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_cursor w;
@@ -163,10 +188,11 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it)
             c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it & 1, w.h, w.m0, w.full);
 
-#if FA4_SM90_BWD_DQ_TMA
-        if (warp == 0 && lane == 0)
+        if (warp == 0 && lane == 0 && cw < kBDqWgs) {
+            if (p.dq_sem)
+                c.release_dq_turn();
             fa4_bulk_wait<0>(); /* the last dQ reduce-adds are done before the CTA's shared memory goes */
-#endif
+        }
         /* epilogue: dK (scaled) and dV of the keys inside the sequence */
         const int g = lane >> 2, t = lane & 3;
         fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;
