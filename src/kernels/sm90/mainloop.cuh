@@ -219,7 +219,7 @@ struct fa4_sm90_consumer {
             release(bars.ev(s));
         }
 #else
-        /* key tile 0: S(0) */
+        /* key tile 0: S(0) and its softmax */
         fa4_mbar_wait(bars.k(FA4_STAGE(0)), FA4_PHASE(0));
         pp.acquire();
         fa4_wgmma_fence();
@@ -229,30 +229,16 @@ struct fa4_sm90_consumer {
         fa4_wgmma_wait<0>();
         fa4_reg_fence(sc);
         release(bars.ek(FA4_STAGE(0)));
-        /* The loop is rotated: pass j runs the softmax of S(j) (while P(j-1) V(j-1), issued at the end
-         * of pass j-1, is on the tensor cores), then issues S(j+1) and P(j) V(j). The same order of
-         * waits, issues and releases as a loop that peels tile 0, but the softmax with the inlined
-         * score_mod and mask_mod is compiled once, not twice (issue 8: a mod's cold compile time). */
-        for (int j = 0;; ++j) {
-            if (j == n_tiles - 1)
-                release(bars.eq());
-            const bool need = softmax(sc, j, m, l, corr);
-            if (j > 0) {
-                fa4_wgmma_wait<0>();
-                fa4_reg_fence(o);
-                fa4_reg_fence_u(pa);
-                release(bars.ev(FA4_STAGE(j - 1)));
-                if (need)
-                    rescale(o, corr);
-            }
-            pack(pa, sc);
-            if (j + 1 >= n_tiles)
-                break;
-            const int s = FA4_STAGE(j + 1), sp = FA4_STAGE(j);
-            fa4_mbar_wait(bars.k(s), FA4_PHASE(j + 1));
-            /* V(j) arrived long ago; waiting here keeps branches out from between the two issues
+        if (n_tiles == 1)
+            release(bars.eq());
+        softmax(sc, 0, m, l, corr); /* O is still zero: nothing to rescale */
+        pack(pa, sc);
+        for (int j = 1; j < n_tiles; ++j) {
+            const int s = FA4_STAGE(j), sp = FA4_STAGE(j - 1);
+            fa4_mbar_wait(bars.k(s), FA4_PHASE(j));
+            /* V(j-1) arrived long ago; waiting here keeps branches out from between the two issues
              * (ptxas would otherwise insert a warpgroup fence before the RS-wgmma, C7519) */
-            fa4_mbar_wait(bars.v(sp), FA4_PHASE(j));
+            fa4_mbar_wait(bars.v(sp), FA4_PHASE(j - 1));
             pp.acquire();
             fa4_reg_fence(o);
             fa4_reg_fence_u(pa);
@@ -265,6 +251,16 @@ struct fa4_sm90_consumer {
             fa4_wgmma_wait<1>();
             fa4_reg_fence(sc);
             release(bars.ek(s));
+            if (j == n_tiles - 1)
+                release(bars.eq());
+            const bool need = softmax(sc, j, m, l, corr);
+            fa4_wgmma_wait<0>();
+            fa4_reg_fence(o);
+            fa4_reg_fence_u(pa);
+            release(bars.ev(sp));
+            if (need)
+                rescale(o, corr);
+            pack(pa, sc);
         }
         const int sl = FA4_STAGE(n_tiles - 1);
         fa4_mbar_wait(bars.v(sl), FA4_PHASE(n_tiles - 1));
