@@ -8,18 +8,23 @@
  * element behind a branch, where the compiler could not share it. Checked builds keep the branches
  * (a read on the path not taken must not trap), so such a function is emitted twice, under
  * #if FA4_CHECKED (emit_cuda.c). Both sides of && and || run in this form too where the right one
- * reads an aux tensor (else it stays a branch around the load).
+ * reads an aux tensor or divides ints (else it stays a branch around the load or the division,
+ * which the compiler may not run speculatively: dilated_window's mask compiled 2.4x as long as
+ * plain attention's with those branches).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "emit_internal.h"
 
+/* an aux read, a helper call or an int division: what the compiler will not run speculatively */
 static int expr_reads_aux(const fa4__expr *e)
 {
     if (!e)
         return 0;
     if (e->kind == EX_INDEX || e->kind == EX_CALL)
+        return 1;
+    if (e->kind == EX_BINARY && e->type == TY_INT && (e->op == TK_SLASH || e->op == TK_PERCENT))
         return 1;
     if (expr_reads_aux(e->a) || expr_reads_aux(e->b) || expr_reads_aux(e->c))
         return 1;
@@ -29,7 +34,7 @@ static int expr_reads_aux(const fa4__expr *e)
     return 0;
 }
 
-/* an && or || whose right side reads memory (that one stays a branch unless both sides run) */
+/* an && or || whose right side reads memory or divides (a branch unless both sides run) */
 static int expr_lazy_read(const fa4__expr *e)
 {
     if (!e)

@@ -28,8 +28,11 @@ __device__ __forceinline__ int fa4_iadd(int a, int b) { return (int)((unsigned)a
 __device__ __forceinline__ int fa4_isub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
 __device__ __forceinline__ int fa4_imul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
 __device__ __forceinline__ int fa4_ineg(int a) { return (int)(0u - (unsigned)a); }
-__device__ __forceinline__ int fa4_idiv(int a, int b) { return b == 0 ? 0 : b == -1 ? fa4_ineg(a) : a / b; }
-__device__ __forceinline__ int fa4_imod(int a, int b) { return (b == 0 || b == -1) ? 0 : a % b; }
+// The quotient is taken by a divisor that is never 0 or -1, then selected: no branch
+// around the division (NVVM keeps one around an a / b that may divide by 0); the
+// remainder comes from that quotient, so a / b and a % b in one mod divide once.
+__device__ __forceinline__ int fa4_idiv(int a, int b) { const int q = a / (b == 0 || b == -1 ? 1 : b); return b == 0 ? 0 : b == -1 ? fa4_ineg(a) : q; }
+__device__ __forceinline__ int fa4_imod(int a, int b) { return b == 0 ? 0 : fa4_isub(a, fa4_imul(fa4_idiv(a, b), b)); }
 __device__ __forceinline__ int fa4_ishl(int a, int b) { return (int)((unsigned)a << (b & 31)); }
 __device__ __forceinline__ int fa4_ishr(int a, int b) { return a >> (b & 31); }
 __device__ __forceinline__ int fa4_iabs(int a) { return a < 0 ? fa4_ineg(a) : a; }
@@ -238,7 +241,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 242 "fa4_mod.cuh"
+#line 245 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -271,9 +274,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 275 "fa4_mod.cuh"
+#line 278 "fa4_mod.cuh"
 #endif
-#line 277 "fa4_mod.cuh"
+#line 280 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -282,7 +285,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 286 "fa4_mod.cuh"
+#line 289 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -304,7 +307,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 308 "fa4_mod.cuh"
+#line 311 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -329,17 +332,28 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 333 "fa4_mod.cuh"
+#line 336 "fa4_mod.cuh"
 #endif
-#line 335 "fa4_mod.cuh"
+#line 338 "fa4_mod.cuh"
 
+#if FA4_CHECKED
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 343 "fa4_mod.cuh"
+#line 347 "fa4_mod.cuh"
+#else
+#line 32 "branches.mod"
+__device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
+{
+#line 33 "branches.mod"
+    return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
+}
+#line 355 "fa4_mod.cuh"
+#endif
+#line 357 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -383,7 +397,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 387 "fa4_mod.cuh"
+#line 401 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -416,9 +430,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 420 "fa4_mod.cuh"
+#line 434 "fa4_mod.cuh"
 #endif
-#line 422 "fa4_mod.cuh"
+#line 436 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -440,7 +454,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 444 "fa4_mod.cuh"
+#line 458 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -465,9 +479,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 469 "fa4_mod.cuh"
+#line 483 "fa4_mod.cuh"
 #endif
-#line 471 "fa4_mod.cuh"
+#line 485 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

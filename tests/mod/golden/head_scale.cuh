@@ -27,8 +27,11 @@ __device__ __forceinline__ int fa4_iadd(int a, int b) { return (int)((unsigned)a
 __device__ __forceinline__ int fa4_isub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
 __device__ __forceinline__ int fa4_imul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
 __device__ __forceinline__ int fa4_ineg(int a) { return (int)(0u - (unsigned)a); }
-__device__ __forceinline__ int fa4_idiv(int a, int b) { return b == 0 ? 0 : b == -1 ? fa4_ineg(a) : a / b; }
-__device__ __forceinline__ int fa4_imod(int a, int b) { return (b == 0 || b == -1) ? 0 : a % b; }
+// The quotient is taken by a divisor that is never 0 or -1, then selected: no branch
+// around the division (NVVM keeps one around an a / b that may divide by 0); the
+// remainder comes from that quotient, so a / b and a % b in one mod divide once.
+__device__ __forceinline__ int fa4_idiv(int a, int b) { const int q = a / (b == 0 || b == -1 ? 1 : b); return b == 0 ? 0 : b == -1 ? fa4_ineg(a) : q; }
+__device__ __forceinline__ int fa4_imod(int a, int b) { return b == 0 ? 0 : fa4_isub(a, fa4_imul(fa4_idiv(a, b), b)); }
 __device__ __forceinline__ int fa4_ishl(int a, int b) { return (int)((unsigned)a << (b & 31)); }
 __device__ __forceinline__ int fa4_ishr(int a, int b) { return a >> (b & 31); }
 __device__ __forceinline__ int fa4_iabs(int a) { return a < 0 ? fa4_ineg(a) : a; }
@@ -227,7 +230,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 6 "head_scale.mod"
     return score * fa4_expf(fa4_aux_log_temp(fa4_a, h));
 }
-#line 231 "fa4_mod.cuh"
+#line 234 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -259,7 +262,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at)));
 }
-#line 263 "fa4_mod.cuh"
+#line 266 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

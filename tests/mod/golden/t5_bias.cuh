@@ -29,8 +29,11 @@ __device__ __forceinline__ int fa4_iadd(int a, int b) { return (int)((unsigned)a
 __device__ __forceinline__ int fa4_isub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
 __device__ __forceinline__ int fa4_imul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
 __device__ __forceinline__ int fa4_ineg(int a) { return (int)(0u - (unsigned)a); }
-__device__ __forceinline__ int fa4_idiv(int a, int b) { return b == 0 ? 0 : b == -1 ? fa4_ineg(a) : a / b; }
-__device__ __forceinline__ int fa4_imod(int a, int b) { return (b == 0 || b == -1) ? 0 : a % b; }
+// The quotient is taken by a divisor that is never 0 or -1, then selected: no branch
+// around the division (NVVM keeps one around an a / b that may divide by 0); the
+// remainder comes from that quotient, so a / b and a % b in one mod divide once.
+__device__ __forceinline__ int fa4_idiv(int a, int b) { const int q = a / (b == 0 || b == -1 ? 1 : b); return b == 0 ? 0 : b == -1 ? fa4_ineg(a) : q; }
+__device__ __forceinline__ int fa4_imod(int a, int b) { return b == 0 ? 0 : fa4_isub(a, fa4_imul(fa4_idiv(a, b), b)); }
 __device__ __forceinline__ int fa4_ishl(int a, int b) { return (int)((unsigned)a << (b & 31)); }
 __device__ __forceinline__ int fa4_ishr(int a, int b) { return a >> (b & 31); }
 __device__ __forceinline__ int fa4_iabs(int a) { return a < 0 ? fa4_ineg(a) : a; }
@@ -240,7 +243,7 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1)));
 }
-#line 244 "fa4_mod.cuh"
+#line 247 "fa4_mod.cuh"
 #else
 #line 5 "t5_bias.mod"
 __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max_distance)
@@ -275,16 +278,16 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_done ? fa4_ret : (fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1))));
 }
-#line 279 "fa4_mod.cuh"
+#line 282 "fa4_mod.cuh"
 #endif
-#line 281 "fa4_mod.cuh"
+#line 284 "fa4_mod.cuh"
 
 #line 21 "t5_bias.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
     return score + fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
 }
-#line 288 "fa4_mod.cuh"
+#line 291 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -317,7 +320,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
     return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at));
 }
-#line 321 "fa4_mod.cuh"
+#line 324 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
