@@ -160,12 +160,19 @@ struct fa4_bwd_consumer {
                 const float xs = sc[c][e] * p.scale;
                 float x = xs, dmod = 1.f;
                 bool ok = true;
-                if (kCheck)
-                    ok = fa4_allowed(p, aux, b, h, qi, ki, len_q, len_k, full);
+                /* mask_mod and score_mod at every position, then select: no branch per position
+                 * (this program is never a checked build: aux reads are clamped, integer
+                 * arithmetic is total, so positions outside the mask compute harmless values) */
+                if (kCheck) {
+#if FA4_HAS_MASK_MOD
+                    ok = !(qi >= len_q || ki >= len_k) &
+                         (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#else
+                    ok = !(qi >= len_q || ki >= len_k);
+#endif
+                }
 #if FA4_HAS_SCORE_MOD
-                if (ok)
-                    x = fa4_score_mod_fwd_deriv(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux,
-                                                &dmod);
+                x = fa4_score_mod_fwd_deriv(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, &dmod);
 #endif
                 const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
                 const float d = pv * (dp[c][e] - dps[e & 1]);
