@@ -285,7 +285,7 @@ fa4_status fa4__spec_key(fa4_ctx *ctx, const fa4_kernel_spec *spec, char key[33]
 const char fa4__plain_mod_header[] =
     "/* fa4_mod.cuh: plain attention (no mod source) */\n"
     "#define FA4_HAS_SCORE_MOD 0\n#define FA4_HAS_MASK_MOD 0\n#define FA4_NUM_AUX 0\n"
-    "#define FA4_HAS_TRAINABLE_AUX 0\n"
+    "#define FA4_HAS_TRAINABLE_AUX 0\n#define FA4_MASK_MOD_GATHERS 0\n"
     "struct fa4_aux { int fa4_unused_; };\n"
     "__device__ __forceinline__ float fa4_score_mod(float score, int, int, int, int, "
     "const fa4_aux &) { return score; }\n"

@@ -339,6 +339,43 @@ static void interface_shape(void **state)
     assert_null(fa4__mod_emit_cuda(NULL, "x", 0));
 }
 
+/* FA4_MASK_MOD_GATHERS: an aux read at an index that depends on q_idx or kv_idx, directly, through
+ * locals, conditions or helpers; not an aux read indexed by b or h, nor a mask of the indices alone */
+static void mask_gathers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src;
+        int gathers;
+    } cases[] = {
+        {"bool mask_mod(int b, int h, int q, int kv, const int32 *d) { return d[q] == d[kv]; }", 1},
+        {"bool mask_mod(int b, int h, int q, int kv, const int32 *p) { return kv < p[b] || q >= kv; }",
+         0},
+        {"bool mask_mod(int b, int h, int q, int kv) { return q >= kv; }", 0},
+        {"bool mask_mod(int b, int h, int q, int kv, const bool *g) { int i = 0; if (q > 3) { i = 1; }"
+         " return g[i]; }",
+         1},
+        {"int at(int x, int y) { return x + y; }\n"
+         "bool mask_mod(int b, int h, int q, int kv, const bool *g) { return g[at(h, kv)]; }",
+         1},
+        {"int twice(int x) { return 2 * x; }\n"
+         "bool mask_mod(int b, int h, int q, int kv, const bool *g) { return g[twice(b)] && q >= kv; }",
+         0},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[q]; }", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fa4__mod *m = mt_parse(cases[i].src, strlen(cases[i].src), "g");
+        assert_non_null(m);
+        char *out = fa4__mod_emit_cuda(m, "g", 0);
+        assert_non_null(out);
+        if (!strstr(out, cases[i].gathers ? "#define FA4_MASK_MOD_GATHERS 1\n"
+                                          : "#define FA4_MASK_MOD_GATHERS 0\n"))
+            fail_msg("case %zu: FA4_MASK_MOD_GATHERS should be %d", i, cases[i].gathers);
+        free(out);
+        fa4__mod_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +384,7 @@ int main(void)
         cmocka_unit_test(line_directives),
         cmocka_unit_test(hash_stability),
         cmocka_unit_test(interface_shape),
+        cmocka_unit_test(mask_gathers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

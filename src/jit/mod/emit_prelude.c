@@ -225,8 +225,9 @@ void fa4__emit_prelude(fa4__emitter *E, int checked)
     }
     fa4__out(E,
              "\n#define FA4_HAS_SCORE_MOD %d\n#define FA4_HAS_MASK_MOD %d\n"
-             "#define FA4_NUM_AUX %d\n#define FA4_HAS_TRAINABLE_AUX %d\n",
-             m->score ? 1 : 0, m->mask ? 1 : 0, m->naux, trainable_any(m));
+             "#define FA4_NUM_AUX %d\n#define FA4_HAS_TRAINABLE_AUX %d\n"
+             "#define FA4_MASK_MOD_GATHERS %d\n",
+             m->score ? 1 : 0, m->mask ? 1 : 0, m->naux, trainable_any(m), fa4__mask_gathers(m));
     fa4__out(E, "#ifndef FA4_CHECKED\n#define FA4_CHECKED %d\n#endif\n", checked ? 1 : 0);
     fa4__out(E, "#ifndef FA4_CHECKED_DEFERRED\n#define FA4_CHECKED_DEFERRED 0\n#endif\n"
                 "#ifndef FA4_FAST_MATH\n#define FA4_FAST_MATH 0\n#endif\n");

@@ -13,6 +13,8 @@
  *   #define FA4_HAS_MASK_MOD 0|1
  *   #define FA4_NUM_AUX n
  *   #define FA4_HAS_TRAINABLE_AUX 0|1
+ *   #define FA4_MASK_MOD_GATHERS 0|1   mask_mod reads an aux tensor at an index that depends on
+ *                                      q_idx or kv_idx (document's doc_id[q_idx])
  *   struct fa4_aux { ... };   natural C layout, one member group per aux parameter in declaration
  *                              order: tensor `const T *name` -> `const T *name; long long name_len;`
  *                              and, if trainable, `float *name_grad;` right after; scalar `float`,

@@ -32,6 +32,22 @@
 #define FA4_SM90_OVERLAP (FA4_HEAD_DIM_V <= 192 && FA4_SM90_CONSUMERS == 2)
 #endif
 #endif
+/* The early mask (issue 8): the mask of a key tile computed while its S is on the tensor cores
+ * (softmax.cuh), so that mask_mod's aux reads overlap the MMA instead of following the wait. Only
+ * for masks that gather (FA4_MASK_MOD_GATHERS, emitted by the mod compiler: document's
+ * doc_id[q_idx] == doc_id[kv_idx]; H200 B8 H16 S4096 D128: 187 -> 250 TFLOP/s); masks computed
+ * from the indices alone lost 1.5-3.5% with it (window, prefix-LM, causal). Not at head dims that
+ * are not whole panels: document spilled 6 bytes at D 96. Checked builds keep mask_mod inline,
+ * where only positions inside the sequence are evaluated. */
+#ifndef FA4_SM90_MASK_EARLY
+#if defined(FA4_CHECKED) && FA4_CHECKED
+#define FA4_SM90_MASK_EARLY 0
+#elif defined(FA4_MASK_MOD_GATHERS) && FA4_MASK_MOD_GATHERS && FA4_HEAD_DIM % 64 == 0
+#define FA4_SM90_MASK_EARLY 1
+#else
+#define FA4_SM90_MASK_EARLY 0
+#endif
+#endif
 #ifndef FA4_SM90_PINGPONG
 #define FA4_SM90_PINGPONG 1
 #endif
@@ -94,6 +110,14 @@ struct fa4_sm90_pingpong {
     }
 };
 
+/* Where a key tile lies and, with the early mask, which of its positions attend: filled between
+ * the issue of its S and the wait (fa4_sm90_consumer::early); unused without the early mask. */
+struct fa4_sm90_early {
+    int n0, lim_k;
+    bool full, check;
+    unsigned bits[kMaskWords];
+};
+
 struct fa4_sm90_consumer {
     const fa4_params &p;
     const fa4_aux &aux;
@@ -128,10 +152,32 @@ struct fa4_sm90_consumer {
         }
     }
 
-    /* Scores of tile j and the online softmax; sc becomes P. Returns whether O needs corr. */
-    __device__ __forceinline__ bool softmax(float (&sc)[kN / 8][4], int j, float (&m)[2], float (&l)[2],
-                                            float (&corr)[2]) const
+    /* With the early mask, between the issue of S(j) and its wait: key tile j's first key, key
+     * limit, whether it lies in a full block and whether its positions need checking (tiles.start
+     * reads the block mask's lists from global memory, once per tile), then the mask's bits.
+     * Without it nothing runs here: softmax reads where the tile lies after the wait. */
+    __device__ __forceinline__ void early(fa4_sm90_early &e, int j) const
     {
+#if FA4_SM90_MASK_EARLY
+        e.n0 = tiles.start(j, &e.full);
+        e.lim_k = min(len_k, e.n0 + tiles.span);
+        e.check = !(q_inside && e.n0 + kN <= e.lim_k && (!FA4_HAS_MASK_MOD || e.full));
+        if (e.check)
+            fa4_sm90_mask_bits<kN / 8>(e.bits, p, aux, b, h, row0, e.n0 + 2 * (lane & 3), len_q, e.lim_k,
+                                       e.full);
+#endif
+    }
+
+    /* Scores of tile j and the online softmax; sc becomes P. Returns whether O needs corr. */
+    __device__ __forceinline__ bool softmax(float (&sc)[kN / 8][4], int j, const fa4_sm90_early &e,
+                                            float (&m)[2], float (&l)[2], float (&corr)[2]) const
+    {
+#if FA4_SM90_MASK_EARLY
+        const int col0 = e.n0 + 2 * (lane & 3);
+        fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, e.lim_k, e.full);
+        if (e.check)
+            fa4_sm90_apply_mask<kN / 8>(sc, e.bits);
+#else
         bool full;
         const int n0 = tiles.start(j, &full);
         const int lim_k = min(len_k, n0 + tiles.span);
@@ -148,6 +194,7 @@ struct fa4_sm90_consumer {
             fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full);
         else
             fa4_sm90_scores<kN / 8, true, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full);
+#endif
 #endif
         return fa4_sm90_softmax<kN / 8>(sc, m, l, corr, k2);
     }
@@ -188,6 +235,7 @@ struct fa4_sm90_consumer {
         float sc[kN / 8][4];
         unsigned pa[kN / 16][4];
         float corr[2];
+        fa4_sm90_early e;
 #define FA4_STAGE(j) ((it0 + (j)) % kStages)
 #define FA4_PHASE(j) ((unsigned)((it0 + (j)) / kStages) & 1u)
 #if !FA4_SM90_OVERLAP
@@ -199,12 +247,13 @@ struct fa4_sm90_consumer {
             issue_qk(sc, s);
             fa4_wgmma_commit();
             pp.release();
+            early(e, j);
             fa4_wgmma_wait<0>();
             fa4_reg_fence(sc);
             release(bars.ek(s));
             if (j == n_tiles - 1)
                 release(bars.eq());
-            if (softmax(sc, j, m, l, corr))
+            if (softmax(sc, j, e, m, l, corr))
                 rescale(o, corr);
             pack(pa, sc);
             fa4_mbar_wait(bars.v(s), FA4_PHASE(j));
@@ -226,12 +275,13 @@ struct fa4_sm90_consumer {
         issue_qk(sc, FA4_STAGE(0));
         fa4_wgmma_commit();
         pp.release();
+        early(e, 0);
         fa4_wgmma_wait<0>();
         fa4_reg_fence(sc);
         release(bars.ek(FA4_STAGE(0)));
         if (n_tiles == 1)
             release(bars.eq());
-        softmax(sc, 0, m, l, corr); /* O is still zero: nothing to rescale */
+        softmax(sc, 0, e, m, l, corr); /* O is still zero: nothing to rescale */
         pack(pa, sc);
         for (int j = 1; j < n_tiles; ++j) {
             const int s = FA4_STAGE(j), sp = FA4_STAGE(j - 1);
@@ -248,12 +298,13 @@ struct fa4_sm90_consumer {
             issue_pv(o, pa, sp);
             fa4_wgmma_commit();
             pp.release();
+            early(e, j);
             fa4_wgmma_wait<1>();
             fa4_reg_fence(sc);
             release(bars.ek(s));
             if (j == n_tiles - 1)
                 release(bars.eq());
-            const bool need = softmax(sc, j, m, l, corr);
+            const bool need = softmax(sc, j, e, m, l, corr);
             fa4_wgmma_wait<0>();
             fa4_reg_fence(o);
             fa4_reg_fence_u(pa);

@@ -65,6 +65,50 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
     }
 }
 
+/* Early mask (FA4_SM90_MASK_EARLY): the sequence bounds and mask_mod of one S fragment as bits,
+ * bit 4 * (ni % 8) + e of word ni / 8, evaluated without the scores so that the consumer computes
+ * them while S = Q K^T is still on the tensor cores (mainloop.cuh); the score stage then only
+ * selects. Evaluated inline after the wait, mask_mod's aux reads (document's doc_id[q_idx] and
+ * doc_id[kv_idx]) sat on the critical path of every partial tile (issue 8). */
+constexpr int kMaskWords = (kN / 8 + 7) / 8;
+template <int NT>
+__device__ __forceinline__ void fa4_sm90_mask_bits(unsigned (&bits)[(NT + 7) / 8], const fa4_params &p,
+                                                   const fa4_aux &aux, int b, int h, int row0, int col0,
+                                                   int len_q, int len_k, bool full)
+{
+#pragma unroll
+    for (int w = 0; w < (NT + 7) / 8; ++w)
+        bits[w] = 0u;
+#pragma unroll
+    for (int ni = 0; ni < NT; ++ni) {
+        unsigned m = 0u;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int qi = row0 + (e >= 2 ? 8 : 0);
+            const int ki = col0 + ni * 8 + (e & 1);
+#if FA4_HAS_MASK_MOD
+            const bool ok = !(qi >= len_q || ki >= len_k) &
+                            (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#else
+            const bool ok = !(qi >= len_q || ki >= len_k);
+#endif
+            m |= (unsigned)ok << e;
+        }
+        bits[ni / 8] |= m << (4 * (ni % 8));
+    }
+}
+
+/* -inf where the early mask's bit is clear. */
+template <int NT>
+__device__ __forceinline__ void fa4_sm90_apply_mask(float (&s)[NT][4], const unsigned (&bits)[(NT + 7) / 8])
+{
+#pragma unroll
+    for (int ni = 0; ni < NT; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            s[ni][e] = (bits[ni / 8] >> (4 * (ni % 8) + e)) & 1u ? s[ni][e] : -FA4_INF;
+}
+
 /* 2^x on the FMA pipe (x <= 0 here: scores minus the row max). */
 __device__ __forceinline__ float fa4_exp2_sw(float x)
 {

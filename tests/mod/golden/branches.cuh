@@ -4,6 +4,7 @@
 #define FA4_HAS_MASK_MOD 1
 #define FA4_NUM_AUX 2
 #define FA4_HAS_TRAINABLE_AUX 1
+#define FA4_MASK_MOD_GATHERS 0
 #ifndef FA4_CHECKED
 #define FA4_CHECKED 0
 #endif
@@ -241,7 +242,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 245 "fa4_mod.cuh"
+#line 246 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -274,9 +275,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 278 "fa4_mod.cuh"
+#line 279 "fa4_mod.cuh"
 #endif
-#line 280 "fa4_mod.cuh"
+#line 281 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -285,7 +286,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 289 "fa4_mod.cuh"
+#line 290 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -307,7 +308,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 311 "fa4_mod.cuh"
+#line 312 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -332,9 +333,9 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 336 "fa4_mod.cuh"
+#line 337 "fa4_mod.cuh"
 #endif
-#line 338 "fa4_mod.cuh"
+#line 339 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 32 "branches.mod"
@@ -343,7 +344,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 347 "fa4_mod.cuh"
+#line 348 "fa4_mod.cuh"
 #else
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -351,9 +352,9 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 355 "fa4_mod.cuh"
+#line 356 "fa4_mod.cuh"
 #endif
-#line 357 "fa4_mod.cuh"
+#line 358 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -397,7 +398,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 401 "fa4_mod.cuh"
+#line 402 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -430,9 +431,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 434 "fa4_mod.cuh"
+#line 435 "fa4_mod.cuh"
 #endif
-#line 436 "fa4_mod.cuh"
+#line 437 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -454,7 +455,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 458 "fa4_mod.cuh"
+#line 459 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -479,9 +480,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 483 "fa4_mod.cuh"
+#line 484 "fa4_mod.cuh"
 #endif
-#line 485 "fa4_mod.cuh"
+#line 486 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

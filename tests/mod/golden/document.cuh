@@ -4,6 +4,7 @@
 #define FA4_HAS_MASK_MOD 1
 #define FA4_NUM_AUX 1
 #define FA4_HAS_TRAINABLE_AUX 0
+#define FA4_MASK_MOD_GATHERS 1
 #ifndef FA4_CHECKED
 #define FA4_CHECKED 1
 #endif
@@ -221,7 +222,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 5 "document.mod"
     return (fa4_aux_doc_id(fa4_a, q_idx) == fa4_aux_doc_id(fa4_a, kv_idx)) && (q_idx >= kv_idx);
 }
-#line 225 "fa4_mod.cuh"
+#line 226 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

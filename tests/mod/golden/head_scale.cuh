@@ -4,6 +4,7 @@
 #define FA4_HAS_MASK_MOD 0
 #define FA4_NUM_AUX 1
 #define FA4_HAS_TRAINABLE_AUX 1
+#define FA4_MASK_MOD_GATHERS 0
 #ifndef FA4_CHECKED
 #define FA4_CHECKED 0
 #endif
@@ -230,7 +231,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 6 "head_scale.mod"
     return score * fa4_expf(fa4_aux_log_temp(fa4_a, h));
 }
-#line 234 "fa4_mod.cuh"
+#line 235 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -262,7 +263,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at)));
 }
-#line 266 "fa4_mod.cuh"
+#line 267 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

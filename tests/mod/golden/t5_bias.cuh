@@ -4,6 +4,7 @@
 #define FA4_HAS_MASK_MOD 0
 #define FA4_NUM_AUX 3
 #define FA4_HAS_TRAINABLE_AUX 1
+#define FA4_MASK_MOD_GATHERS 0
 #ifndef FA4_CHECKED
 #define FA4_CHECKED 0
 #endif
@@ -243,7 +244,7 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1)));
 }
-#line 247 "fa4_mod.cuh"
+#line 248 "fa4_mod.cuh"
 #else
 #line 5 "t5_bias.mod"
 __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max_distance)
@@ -278,16 +279,16 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_done ? fa4_ret : (fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1))));
 }
-#line 282 "fa4_mod.cuh"
+#line 283 "fa4_mod.cuh"
 #endif
-#line 284 "fa4_mod.cuh"
+#line 285 "fa4_mod.cuh"
 
 #line 21 "t5_bias.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
     return score + fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
 }
-#line 291 "fa4_mod.cuh"
+#line 292 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -320,7 +321,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
     return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at));
 }
-#line 324 "fa4_mod.cuh"
+#line 325 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
