@@ -2,7 +2,8 @@
  * test_mod_nvrtc.c - every shipped mod (and the test mods in tests/mod/cases) emits a header that
  * NVRTC compiles for sm_90a and sm_80 with no warnings: the header is wrapped in a small kernel
  * that calls all four entry points (fa4_score_mod, fa4_mask_mod, fa4_score_mod_fwd_deriv,
- * fa4_score_mod_aux_grad), in release and checked builds, with every float aux tensor trainable.
+ * fa4_score_mod_aux_grad) and, where a mod has trainable read sites, the kernels' run-combining
+ * accumulator (fa4_aux_grad_acc), in release and checked builds, with every float aux tensor trainable.
  * NVRTC needs no GPU. Skips (with the reason) where NVRTC cannot be loaded. With
  * FA4_MOD_DUMP_DIR set, the headers are also written there (tests/mod/gpu/run_emitted.py runs them).
  */
@@ -34,6 +35,13 @@ static const char wrapper[] =
     "    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++)\n"
     "        if (where[k])\n"
     "            *where[k] += what[k];\n"
+    "#if FA4_NUM_AUX_GRAD_SITES > 0\n"
+    "    fa4_aux_grad_acc acc;\n"
+    "    fa4_aux_grad_begin(acc);\n"
+    "    fa4_score_mod_aux_grad_acc(s, b, h, q, kv, aux, 0.25f, acc);\n"
+    "    fa4_score_mod_aux_grad_acc(s, b, h, q + 1, kv, aux, 0.25f, acc);\n"
+    "    fa4_aux_grad_flush(acc);\n"
+    "#endif\n"
     "    fa4_mod_checked_finish();\n"
     "    out[4 * t] = v;\n"
     "    out[4 * t + 1] = w;\n"

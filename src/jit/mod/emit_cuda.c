@@ -535,6 +535,76 @@ static void collect_sites(const fa4__stmt *s, const fa4__expr **sites, int *n, i
     collect_sites(s->else_s, sites, n, max);
 }
 
+/*
+ * The kernels' accumulation of the terms (where FA4_NUM_AUX_GRAD_SITES > 0): one atomic per run of
+ * equal addresses in a thread's walk over its elements, then one per warp where its lanes end on
+ * one address. Far from the diagonal a relative-position table is read at one clamped bucket for
+ * a whole tile, and per-element atomics (even warp-aggregated) queued on that one address made the
+ * backward 5x slower than plain attention.
+ */
+static void emit_aux_grad_acc(fa4__emitter *E)
+{
+    fa4__out(
+        E,
+        "\n// Run-combining accumulation for the backward kernels. A thread keeps, per read site,\n"
+        "// the address of its current run of terms and the run's sum (the kernel's registers):\n"
+        "// a term for another address first adds the finished run into global memory, and\n"
+        "// fa4_aux_grad_flush (every lane of the warp, at the end of a tile) adds what is left,\n"
+        "// one atomic per warp where all its lanes end on one address. Not bitwise reproducible\n"
+        "// (float atomics in any order), as fa4_score_mod_aux_grad.\n"
+        "struct fa4_aux_grad_acc {\n"
+        "    float *where[FA4_NUM_AUX_GRAD_SITES];\n"
+        "    float sum[FA4_NUM_AUX_GRAD_SITES];\n"
+        "};\n"
+        "__device__ __forceinline__ void fa4_aux_grad_begin(fa4_aux_grad_acc &acc)\n{\n"
+        "#pragma unroll\n"
+        "    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {\n"
+        "        acc.where[k] = nullptr;\n"
+        "        acc.sum[k] = 0.0f;\n"
+        "    }\n"
+        "}\n"
+        "__device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, int h, "
+        "int q_idx, int kv_idx,\n"
+        "                                                           const fa4_aux &fa4_a, "
+        "float g, fa4_aux_grad_acc &acc)\n{\n"
+        "    float *where[FA4_NUM_AUX_GRAD_SITES];\n"
+        "    float what[FA4_NUM_AUX_GRAD_SITES];\n"
+        "    fa4_score_mod_aux_grad_terms(score, b, h, q_idx, kv_idx, fa4_a, g, where, what);\n"
+        "#pragma unroll\n"
+        "    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {\n"
+        "        if (where[k] == acc.where[k]) {\n"
+        "            acc.sum[k] += what[k];\n"
+        "        } else if (where[k]) {\n"
+        "            if (acc.where[k])\n"
+        "                atomicAdd(acc.where[k], acc.sum[k]);\n"
+        "            acc.where[k] = where[k];\n"
+        "            acc.sum[k] = what[k];\n"
+        "        }\n"
+        "    }\n"
+        "}\n"
+        "__device__ __forceinline__ void fa4_aux_grad_flush(fa4_aux_grad_acc &acc)\n{\n"
+        "    const unsigned act = __activemask();\n"
+        "#pragma unroll\n"
+        "    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {\n"
+        "        float *w = acc.where[k];\n"
+        "        float s = acc.sum[k];\n"
+        "        acc.where[k] = nullptr;\n"
+        "        acc.sum[k] = 0.0f;\n"
+        "        int same = 0;\n"
+        "        if (act == 0xffffffffu)\n"
+        "            (void)__match_all_sync(act, (unsigned long long)w, &same);\n"
+        "        if (same) {\n"
+        "            for (int o = 16; o > 0; o >>= 1)\n"
+        "                s += __shfl_xor_sync(0xffffffffu, s, o);\n"
+        "            if (w && (threadIdx.x & 31) == 0)\n"
+        "                atomicAdd(w, s);\n"
+        "        } else if (w) {\n"
+        "            atomicAdd(w, s);\n"
+        "        }\n"
+        "    }\n"
+        "}\n");
+}
+
 static void emit_deriv_wrappers(fa4__emitter *E)
 {
     const fa4__mod *m = E->m;
@@ -627,6 +697,8 @@ static void emit_deriv_wrappers(fa4__emitter *E)
     else
         fa4__out(E, "    // no trainable aux tensors\n");
     fa4__out(E, "}\n");
+    if (n)
+        emit_aux_grad_acc(E);
     free(sites);
 }
 

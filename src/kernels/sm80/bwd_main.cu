@@ -4,7 +4,9 @@
  * query tile (64 rows) that the block mask (or the dense sequence) pairs with its keys. Per step:
  *   S = Q K^T, dP = dO V^T                 (8 warps as 4 x 2, operands from shared memory)
  *   P = exp2(score_mod(scale S) log2e - lse2), masked; dS = P (dP - dpsum) * d score_mod / d score
- *   trainable aux: fa4_score_mod_aux_grad(.., P (dP - dpsum))
+ *   trainable aux: terms P (dP - dpsum) d mod/d aux[i] summed per run of equal addresses in a
+ *   thread's registers (fa4_score_mod_aux_grad_acc), one atomic per run, the rest per warp at the
+ *   step's end (fa4_aux_grad_flush)
  *   P, dS -> shared memory (16-bit); dV += P^T dO; dK += dS^T Q; dQ += dS K (fp32 atomics into the
  *   workspace, or plain stores into this kv tile's own slot in deterministic mode).
  * The query tiles of all heads of the group form one walk (fa4_bwd_cursor); with two stages the
@@ -143,6 +145,10 @@ extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
         fa4_warp_gemm<16, 32, kD, false, false>(s, sQ + wm * 16 * kLdQ, kLdQ, sK + wn * 32 * kLdQ, kLdQ, lane);
         fa4_warp_gemm<16, 32, kDv, false, false>(dp, sdO + wm * 16 * kLdV, kLdV, sV + wn * 32 * kLdV, kLdV, lane);
 
+#if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
+        fa4_aux_grad_acc acc;
+        fa4_aux_grad_begin(acc);
+#endif
 #pragma unroll
         for (int ni = 0; ni < 4; ++ni) {
 #pragma unroll
@@ -160,9 +166,10 @@ extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
 #endif
                 const float pr = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -sL2[r])) : 0.f;
                 const float ds = pr * (dp[0][ni][e] - sDps[r]);
-#if FA4_HAS_TRAINABLE_AUX
+#if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
                 if (ok)
-                    fa4_score_mod_aux_grad(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, ds);
+                    fa4_score_mod_aux_grad_acc(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, ds,
+                                               acc);
 #endif
                 s[0][ni][e] = pr;
                 dp[0][ni][e] = ok ? ds * dmod : 0.f;
@@ -174,6 +181,9 @@ extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
             *(unsigned *)(sdS + r * kLdP + c) = fa4_pack2(dp[0][ni][0], dp[0][ni][1]);
             *(unsigned *)(sdS + (r + 8) * kLdP + c) = fa4_pack2(dp[0][ni][2], dp[0][ni][3]);
         }
+#if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
+        fa4_aux_grad_flush(acc); /* every lane of the warp is here */
+#endif
         __syncthreads();
 
         /* dV (keys wm*16.., columns wn*Dv/2..) += P^T dO; dK += dS^T Q */

@@ -5,7 +5,9 @@
  * that consume them:
  *   S^T = K Q^T, dP^T = V dO^T              SS-wgmma (K, V resident; Q, dO from the ring)
  *   P^T = exp2(score_mod(scale S) log2e - lse2), masked; dS^T = P^T (dP^T - dpsum) d score_mod/d score
- *   trainable aux: fa4_score_mod_aux_grad(.., P (dP - dpsum)) per element (as the sm80 kernel)
+ *   trainable aux: terms P (dP - dpsum) d mod/d aux[i] summed per run of equal addresses in a
+ *                  thread's registers, one atomic per run, the rest per warp at the tile's end
+ *                  (fa4_score_mod_aux_grad_acc / fa4_aux_grad_flush; as the sm80 kernel)
  *   dV += P^T dO, dK += dS^T Q              RS-wgmma, P^T / dS^T from registers, dO / Q N-major
  *   dS -> shared memory ([query][key], stmatrix.trans), both warpgroups meet on named barrier 1
  *   dQ[:, panel cw] = dS K[:, panel cw]     SS-wgmma, K N-major; fp32 tile staged in shared memory
@@ -147,6 +149,10 @@ struct fa4_bwd_consumer {
     {
         const int g = lane >> 2, t = lane & 3;
         const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
+#if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
+        fa4_aux_grad_acc acc;
+        fa4_aux_grad_begin(acc);
+#endif
 #pragma unroll
         for (int c = 0; c < kBM / 8; ++c) {
             float l2[2], dps[2];
@@ -176,9 +182,10 @@ struct fa4_bwd_consumer {
 #endif
                 const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
                 const float d = pv * (dp[c][e] - dps[e & 1]);
-#if FA4_HAS_TRAINABLE_AUX
+#if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
                 if (ok)
-                    fa4_score_mod_aux_grad(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, d);
+                    fa4_score_mod_aux_grad_acc(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, d,
+                                               acc);
 #endif
                 pr[e] = pv;
                 ds[e] = ok ? d * dmod : 0.f;
@@ -193,6 +200,9 @@ struct fa4_bwd_consumer {
              * ahead of the first (as the forward's score stage) */
             asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+r"(pds[kk][hi]), "+r"(pds[kk][hi + 1])::"memory");
         }
+#if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
+        fa4_aux_grad_flush(acc); /* the warpgroup is converged here */
+#endif
     }
 
     /* dS^T fragment -> dS[query][key] in buffer buf (128-byte swizzle, panel = key / 64). */

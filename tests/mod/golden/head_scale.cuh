@@ -320,3 +320,62 @@ __device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h
         if (where[k])
             fa4_aux_grad_add(where[k], what[k]);
 }
+
+// Run-combining accumulation for the backward kernels. A thread keeps, per read site,
+// the address of its current run of terms and the run's sum (the kernel's registers):
+// a term for another address first adds the finished run into global memory, and
+// fa4_aux_grad_flush (every lane of the warp, at the end of a tile) adds what is left,
+// one atomic per warp where all its lanes end on one address. Not bitwise reproducible
+// (float atomics in any order), as fa4_score_mod_aux_grad.
+struct fa4_aux_grad_acc {
+    float *where[FA4_NUM_AUX_GRAD_SITES];
+    float sum[FA4_NUM_AUX_GRAD_SITES];
+};
+__device__ __forceinline__ void fa4_aux_grad_begin(fa4_aux_grad_acc &acc)
+{
+#pragma unroll
+    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {
+        acc.where[k] = nullptr;
+        acc.sum[k] = 0.0f;
+    }
+}
+__device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, int h, int q_idx, int kv_idx,
+                                                           const fa4_aux &fa4_a, float g, fa4_aux_grad_acc &acc)
+{
+    float *where[FA4_NUM_AUX_GRAD_SITES];
+    float what[FA4_NUM_AUX_GRAD_SITES];
+    fa4_score_mod_aux_grad_terms(score, b, h, q_idx, kv_idx, fa4_a, g, where, what);
+#pragma unroll
+    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {
+        if (where[k] == acc.where[k]) {
+            acc.sum[k] += what[k];
+        } else if (where[k]) {
+            if (acc.where[k])
+                atomicAdd(acc.where[k], acc.sum[k]);
+            acc.where[k] = where[k];
+            acc.sum[k] = what[k];
+        }
+    }
+}
+__device__ __forceinline__ void fa4_aux_grad_flush(fa4_aux_grad_acc &acc)
+{
+    const unsigned act = __activemask();
+#pragma unroll
+    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {
+        float *w = acc.where[k];
+        float s = acc.sum[k];
+        acc.where[k] = nullptr;
+        acc.sum[k] = 0.0f;
+        int same = 0;
+        if (act == 0xffffffffu)
+            (void)__match_all_sync(act, (unsigned long long)w, &same);
+        if (same) {
+            for (int o = 16; o > 0; o >>= 1)
+                s += __shfl_xor_sync(0xffffffffu, s, o);
+            if (w && (threadIdx.x & 31) == 0)
+                atomicAdd(w, s);
+        } else if (w) {
+            atomicAdd(w, s);
+        }
+    }
+}
