@@ -319,10 +319,14 @@ static void interface_shape(void **state)
                                 "    const long long *ix;\n    long long ix_len;\n"
                                 "    bool on;\n};\n"));
     assert_non_null(strstr(out, "#define FA4_NUM_AUX_GRAD_SITES 1\n"));
-    assert_non_null(strstr(out, "where[0] = at >= 0 ? &fa4_a.t_grad[at] : nullptr;"));
+    assert_non_null(strstr(out, "] : nullptr;"));
+    assert_non_null(strstr(out, "where[0] = at["));
+    assert_non_null(strstr(out, "&fa4_a.t_grad[at["));
+    assert_non_null(strstr(out, "fa4_aux_grad_red_if(fa4_a.t_grad + prev, acc.sum[0], i, prev);"));
     assert_non_null(strstr(out, "fa4_aux_grad_add(where[k], what[k]);"));
     assert_non_null(strstr(out, "struct fa4_aux_grad_acc {"));
-    assert_non_null(strstr(out, "__device__ __forceinline__ void fa4_aux_grad_flush(fa4_aux_grad_acc &acc)"));
+    assert_non_null(strstr(out, "__device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &fa4_a, "
+                                "fa4_aux_grad_acc &acc)"));
     assert_non_null(strstr(out, "__uint_as_float((unsigned)fa4_a.t[j] << 16)"));
     assert_non_null(strstr(out, "__trap();"));
     assert_non_null(strstr(out, "fa4_mod_aux_out_of_range();"));

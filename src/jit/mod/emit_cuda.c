@@ -314,7 +314,7 @@ static void emit_expr(fa4__emitter *E, const fa4__expr *e)
         if (E->dual && e->type == TY_FLOAT) {
             fa4__out(E, "fa4_daux_%s(fa4_a, ", e->var->name);
             fa4__emit_bare(E, e->a);
-            fa4__out(E, ", fa4_seed == %d, fa4_at)", e->site);
+            fa4__out(E, ", fa4_seed == %d, fa4_at ? fa4_at + %d : nullptr)", e->site, e->site);
         } else {
             fa4__out(E, "fa4_aux_%s(fa4_a, ", e->var->name);
             fa4__emit_bare(E, e->a);
@@ -537,72 +537,101 @@ static void collect_sites(const fa4__stmt *s, const fa4__expr **sites, int *n, i
 
 /*
  * The kernels' accumulation of the terms (where FA4_NUM_AUX_GRAD_SITES > 0): one atomic per run of
- * equal addresses in a thread's walk over its elements, then one per warp where its lanes end on
- * one address. Far from the diagonal a relative-position table is read at one clamped bucket for
- * a whole tile, and per-element atomics (even warp-aggregated) queued on that one address made the
- * backward 5x slower than plain attention.
+ * equal indices in a thread's walk over its elements, then one per warp where its lanes end on
+ * one index. Far from the diagonal a relative-position table is read at one clamped bucket for a
+ * whole tile, and per-element atomics (even warp-aggregated) queued on that one address made the
+ * backward 5x slower than plain attention. The per-element part has no branch (a predicated
+ * reduction, runs kept as 32-bit indices: the read index is an int): with the branches of a
+ * pointer-compare form it cost ~60 SASS instructions per element and most of the remaining time.
  */
-static void emit_aux_grad_acc(fa4__emitter *E)
+static void emit_aux_grad_acc(fa4__emitter *E, const fa4__expr *const *sites, int n, int nall)
 {
     fa4__out(
         E,
         "\n// Run-combining accumulation for the backward kernels. A thread keeps, per read site,\n"
-        "// the address of its current run of terms and the run's sum (the kernel's registers):\n"
-        "// a term for another address first adds the finished run into global memory, and\n"
+        "// the index of its current run of terms and the run's sum (the kernel's registers):\n"
+        "// a term for another index first adds the finished run into global memory, and\n"
         "// fa4_aux_grad_flush (every lane of the warp, at the end of a tile) adds what is left,\n"
-        "// one atomic per warp where all its lanes end on one address. Not bitwise reproducible\n"
+        "// one atomic per warp where all its lanes end on one index. Not bitwise reproducible\n"
         "// (float atomics in any order), as fa4_score_mod_aux_grad.\n"
         "struct fa4_aux_grad_acc {\n"
-        "    float *where[FA4_NUM_AUX_GRAD_SITES];\n"
+        "    int at[FA4_NUM_AUX_GRAD_SITES]; // -1: no run yet\n"
         "    float sum[FA4_NUM_AUX_GRAD_SITES];\n"
         "};\n"
         "__device__ __forceinline__ void fa4_aux_grad_begin(fa4_aux_grad_acc &acc)\n{\n"
         "#pragma unroll\n"
         "    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {\n"
-        "        acc.where[k] = nullptr;\n"
+        "        acc.at[k] = -1;\n"
         "        acc.sum[k] = 0.0f;\n"
         "    }\n"
         "}\n"
-        "__device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, int h, "
+        "// atomicAdd(p, v) where i != prev and prev >= 0, as one predicated reduction\n"
+        "__device__ __forceinline__ void fa4_aux_grad_red_if(float *p, float v, int i, int prev)\n{\n"
+        "    asm volatile(\"{\\n\\t.reg .pred p;\\n\\tsetp.ne.s32 p, %%2, %%3;\\n\\t"
+        "setp.ge.and.s32 p, %%3, 0, p;\\n\\t@p red.global.add.f32 [%%0], %%1;\\n}\\n\"\n"
+        "                 ::\"l\"(p), \"f\"(v), \"r\"(i), \"r\"(prev));\n"
+        "}\n"
+        "// score_mod's value and d score_mod / d score (fa4_score_mod_fwd_deriv) and, in the same\n"
+        "// pass, the index that trainable site k read (at[k]; -1: the site did not run)\n"
+        "__device__ __forceinline__ float fa4_score_mod_fwd_deriv_sites(float score, int b, int h, "
         "int q_idx, int kv_idx,\n"
-        "                                                           const fa4_aux &fa4_a, "
-        "float g, fa4_aux_grad_acc &acc)\n{\n"
-        "    float *where[FA4_NUM_AUX_GRAD_SITES];\n"
-        "    float what[FA4_NUM_AUX_GRAD_SITES];\n"
-        "    fa4_score_mod_aux_grad_terms(score, b, h, q_idx, kv_idx, fa4_a, g, where, what);\n"
-        "#pragma unroll\n"
-        "    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {\n"
-        "        if (where[k] == acc.where[k]) {\n"
-        "            acc.sum[k] += what[k];\n"
-        "        } else if (where[k]) {\n"
-        "            if (acc.where[k])\n"
-        "                atomicAdd(acc.where[k], acc.sum[k]);\n"
-        "            acc.where[k] = where[k];\n"
-        "            acc.sum[k] = what[k];\n"
-        "        }\n"
-        "    }\n"
-        "}\n"
-        "__device__ __forceinline__ void fa4_aux_grad_flush(fa4_aux_grad_acc &acc)\n{\n"
-        "    const unsigned act = __activemask();\n"
-        "#pragma unroll\n"
-        "    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {\n"
-        "        float *w = acc.where[k];\n"
-        "        float s = acc.sum[k];\n"
-        "        acc.where[k] = nullptr;\n"
-        "        acc.sum[k] = 0.0f;\n"
-        "        int same = 0;\n"
-        "        if (act == 0xffffffffu)\n"
-        "            (void)__match_all_sync(act, (unsigned long long)w, &same);\n"
-        "        if (same) {\n"
-        "            for (int o = 16; o > 0; o >>= 1)\n"
-        "                s += __shfl_xor_sync(0xffffffffu, s, o);\n"
-        "            if (w && (threadIdx.x & 31) == 0)\n"
-        "                atomicAdd(w, s);\n"
-        "        } else if (w) {\n"
-        "            atomicAdd(w, s);\n"
-        "        }\n"
-        "    }\n"
-        "}\n");
+        "                                                               const fa4_aux &fa4_a, "
+        "float *dscore, int *at)\n{\n");
+    fa4__out(E,
+             "    long long s[%d];\n"
+             "    for (int k = 0; k < %d; k++)\n"
+             "        s[k] = -1;\n"
+             "    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, kv_idx, "
+             "fa4_a, -1, s);\n",
+             nall, nall);
+    for (int k = 0; k < n; k++)
+        fa4__out(E, "    at[%d] = (int)s[%d]; // <= INT_MAX: the index of the read is an int\n", k,
+                 sites[k]->site);
+    fa4__out(E, "    *dscore = r.d;\n    return r.v;\n}\n"
+                "// g * d score_mod / d x[at[k]] into the runs (at from fa4_score_mod_fwd_deriv_sites)\n"
+                "__device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, "
+                "int h, int q_idx, int kv_idx,\n"
+                "                                                           const fa4_aux &fa4_a, "
+                "float g, const int *at,\n"
+                "                                                           fa4_aux_grad_acc &acc)\n{\n");
+    for (int k = 0; k < n; k++) {
+        const fa4__expr *x = sites[k];
+        fa4__out(E,
+                 "    { // site %d: %s[...] at line %d\n"
+                 "        const fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, "
+                 "kv_idx, fa4_a, %d, nullptr);\n"
+                 "        const int i = at[%d], prev = acc.at[%d];\n"
+                 "        fa4_aux_grad_red_if(fa4_a.%s_grad + prev, acc.sum[%d], i, prev);\n"
+                 "        acc.sum[%d] = (i == prev ? acc.sum[%d] : 0.0f) + g * r.d;\n"
+                 "        acc.at[%d] = i;\n"
+                 "    }\n",
+                 k, x->var->name, x->line, x->site, k, k, x->var->name, k, k, k, k);
+    }
+    fa4__out(E, "}\n"
+                "__device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &fa4_a, "
+                "fa4_aux_grad_acc &acc)\n{\n"
+                "    const unsigned act = __activemask();\n");
+    for (int k = 0; k < n; k++)
+        fa4__out(E,
+                 "    { // site %d\n"
+                 "        const int i = acc.at[%d];\n"
+                 "        float s = acc.sum[%d];\n"
+                 "        acc.at[%d] = -1;\n"
+                 "        acc.sum[%d] = 0.0f;\n"
+                 "        int same = 0;\n"
+                 "        if (act == 0xffffffffu)\n"
+                 "            (void)__match_all_sync(act, i, &same);\n"
+                 "        if (same) {\n"
+                 "            for (int o = 16; o > 0; o >>= 1)\n"
+                 "                s += __shfl_xor_sync(0xffffffffu, s, o);\n"
+                 "            if (i >= 0 && (threadIdx.x & 31) == 0)\n"
+                 "                atomicAdd(&fa4_a.%s_grad[i], s);\n"
+                 "        } else if (i >= 0) {\n"
+                 "            atomicAdd(&fa4_a.%s_grad[i], s);\n"
+                 "        }\n"
+                 "    }\n",
+                 k, k, k, k, k, sites[k]->var->name, sites[k]->var->name);
+    fa4__out(E, "}\n");
 }
 
 static void emit_deriv_wrappers(fa4__emitter *E)
@@ -614,9 +643,8 @@ static void emit_deriv_wrappers(fa4__emitter *E)
                 "                                                         const fa4_aux &fa4_a, "
                 "float *dscore)\n{\n");
     if (m->score) {
-        fa4__out(E, "    long long at = -1;\n"
-                    "    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, "
-                    "kv_idx, fa4_a, -1, &at);\n"
+        fa4__out(E, "    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, "
+                    "kv_idx, fa4_a, -1, nullptr);\n"
                     "    *dscore = r.d;\n"
                     "    return r.v;\n}\n");
     } else {
@@ -652,13 +680,15 @@ static void emit_deriv_wrappers(fa4__emitter *E)
         const fa4__expr *x = sites[k];
         fa4__out(E, "    { // site %d: %s[...] at line %d\n", k, x->var->name, x->line);
         fa4__out(E,
-                 "        long long at = -1;\n"
+                 "        long long at[%d];\n"
+                 "        for (int s = 0; s < %d; s++)\n"
+                 "            at[s] = -1;\n"
                  "        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, "
-                 "kv_idx, fa4_a, %d, &at);\n"
-                 "        where[%d] = at >= 0 ? &fa4_a.%s_grad[at] : nullptr;\n"
+                 "kv_idx, fa4_a, %d, at);\n"
+                 "        where[%d] = at[%d] >= 0 ? &fa4_a.%s_grad[at[%d]] : nullptr;\n"
                  "        what[%d] = g * r.d;\n"
                  "    }\n",
-                 x->site, k, x->var->name, k);
+                 cap, cap, x->site, k, x->site, x->var->name, x->site, k);
     }
     fa4__out(E, "}\n");
     if (n)
@@ -698,7 +728,7 @@ static void emit_deriv_wrappers(fa4__emitter *E)
         fa4__out(E, "    // no trainable aux tensors\n");
     fa4__out(E, "}\n");
     if (n)
-        emit_aux_grad_acc(E);
+        emit_aux_grad_acc(E, sites, n, cap);
     free(sites);
 }
 

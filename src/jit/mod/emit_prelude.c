@@ -377,8 +377,10 @@ void fa4__emit_aux_access(fa4__emitter *E)
                      "bool seed, long long *at)\n{\n"
                      "    const float v = fa4_aux_%s(fa4_a, i);\n"
                      "    const long long n = fa4_a.%s_len;\n"
-                     "    if (seed && n > 0)\n"
-                     "        *at = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);\n"
+                     "    if (at && n > 0) { // the read's clamp, in 32 bits (i is an int)\n"
+                     "        const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);\n"
+                     "        *at = i < 0 ? 0 : (i > hi ? hi : i);\n"
+                     "    }\n"
                      "    return fa4_dmake(v, seed ? 1.0f : 0.0f);\n}\n",
                      a->name, a->name, a->name);
     }

@@ -159,7 +159,12 @@ extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
                 const float xs = s[0][ni][e] * p.scale;
                 const bool ok = fa4_allowed(p, aux, b, h, qi, ki, seq.len_q, seq.len_k, full);
                 float x = xs, dmod = 1.f;
-#if FA4_HAS_SCORE_MOD
+#if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
+                int at[FA4_NUM_AUX_GRAD_SITES]; /* the index each trainable site read */
+                if (ok)
+                    x = fa4_score_mod_fwd_deriv_sites(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset),
+                                                      aux, &dmod, at);
+#elif FA4_HAS_SCORE_MOD
                 if (ok)
                     x = fa4_score_mod_fwd_deriv(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux,
                                                 &dmod);
@@ -169,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
 #if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
                 if (ok)
                     fa4_score_mod_aux_grad_acc(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, ds,
-                                               acc);
+                                               at, acc);
 #endif
                 s[0][ni][e] = pr;
                 dp[0][ni][e] = ok ? ds * dmod : 0.f;
@@ -182,7 +187,7 @@ extern "C" __global__ void __launch_bounds__(kBwdThreads, 1)
             *(unsigned *)(sdS + (r + 8) * kLdP + c) = fa4_pack2(dp[0][ni][2], dp[0][ni][3]);
         }
 #if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
-        fa4_aux_grad_flush(acc); /* every lane of the warp is here */
+        fa4_aux_grad_flush(aux, acc); /* every lane of the warp is here */
 #endif
         __syncthreads();
 

@@ -177,15 +177,19 @@ struct fa4_bwd_consumer {
                     ok = !(qi >= len_q || ki >= len_k);
 #endif
                 }
-#if FA4_HAS_SCORE_MOD
+#if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
+                int at[FA4_NUM_AUX_GRAD_SITES]; /* the index each trainable site read */
+                x = fa4_score_mod_fwd_deriv_sites(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux,
+                                                  &dmod, at);
+#elif FA4_HAS_SCORE_MOD
                 x = fa4_score_mod_fwd_deriv(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, &dmod);
 #endif
                 const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
                 const float d = pv * (dp[c][e] - dps[e & 1]);
 #if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
-                if (ok)
-                    fa4_score_mod_aux_grad_acc(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, d,
-                                               acc);
+                /* outside the mask a zero term (d may be NaN on rows past the sequence) */
+                fa4_score_mod_aux_grad_acc(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux,
+                                           ok ? d : 0.f, at, acc);
 #endif
                 pr[e] = pv;
                 ds[e] = ok ? d * dmod : 0.f;
@@ -201,7 +205,7 @@ struct fa4_bwd_consumer {
             asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+r"(pds[kk][hi]), "+r"(pds[kk][hi + 1])::"memory");
         }
 #if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
-        fa4_aux_grad_flush(acc); /* the warpgroup is converged here */
+        fa4_aux_grad_flush(aux, acc); /* the warpgroup is converged here */
 #endif
     }
 

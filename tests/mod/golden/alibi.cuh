@@ -211,8 +211,10 @@ __device__ __forceinline__ fa4_dual fa4_daux_slopes(const fa4_aux &fa4_a, int i,
 {
     const float v = fa4_aux_slopes(fa4_a, i);
     const long long n = fa4_a.slopes_len;
-    if (seed && n > 0)
-        *at = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);
+    if (at && n > 0) { // the read's clamp, in 32 bits (i is an int)
+        const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);
+        *at = i < 0 ? 0 : (i > hi ? hi : i);
+    }
     return fa4_dmake(v, seed ? 1.0f : 0.0f);
 }
 
@@ -224,7 +226,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 5 "alibi.mod"
     return score + (fa4_aux_slopes(fa4_a, h) * ((float)fa4_isub(kv_idx, q_idx)));
 }
-#line 228 "fa4_mod.cuh"
+#line 230 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -253,16 +255,15 @@ __device__ __forceinline__ fa4_dual fa4_ddiv(fa4_dual a, fa4_dual b)
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
 {
 #line 5 "alibi.mod"
-    return fa4_dadd(score, fa4_dmul(fa4_daux_slopes(fa4_a, h, fa4_seed == 0, fa4_at), fa4_dconst((float)fa4_isub(kv_idx, q_idx))));
+    return fa4_dadd(score, fa4_dmul(fa4_daux_slopes(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr), fa4_dconst((float)fa4_isub(kv_idx, q_idx))));
 }
-#line 259 "fa4_mod.cuh"
+#line 261 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
                                                          const fa4_aux &fa4_a, float *dscore)
 {
-    long long at = -1;
-    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, kv_idx, fa4_a, -1, &at);
+    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, kv_idx, fa4_a, -1, nullptr);
     *dscore = r.d;
     return r.v;
 }

@@ -213,8 +213,10 @@ __device__ __forceinline__ fa4_dual fa4_daux_w(const fa4_aux &fa4_a, int i, bool
 {
     const float v = fa4_aux_w(fa4_a, i);
     const long long n = fa4_a.w_len;
-    if (seed && n > 0)
-        *at = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);
+    if (at && n > 0) { // the read's clamp, in 32 bits (i is an int)
+        const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);
+        *at = i < 0 ? 0 : (i > hi ? hi : i);
+    }
     return fa4_dmake(v, seed ? 1.0f : 0.0f);
 }
 
@@ -242,7 +244,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 246 "fa4_mod.cuh"
+#line 248 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -275,9 +277,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 279 "fa4_mod.cuh"
-#endif
 #line 281 "fa4_mod.cuh"
+#endif
+#line 283 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -286,7 +288,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 290 "fa4_mod.cuh"
+#line 292 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -308,7 +310,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 312 "fa4_mod.cuh"
+#line 314 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -333,9 +335,9 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 337 "fa4_mod.cuh"
-#endif
 #line 339 "fa4_mod.cuh"
+#endif
+#line 341 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 32 "branches.mod"
@@ -344,7 +346,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 348 "fa4_mod.cuh"
+#line 350 "fa4_mod.cuh"
 #else
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -352,9 +354,9 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 356 "fa4_mod.cuh"
-#endif
 #line 358 "fa4_mod.cuh"
+#endif
+#line 360 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -398,7 +400,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 402 "fa4_mod.cuh"
+#line 404 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -431,9 +433,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 435 "fa4_mod.cuh"
-#endif
 #line 437 "fa4_mod.cuh"
+#endif
+#line 439 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -442,7 +444,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 18 "branches.mod"
     fa4_dual y = fa4_hd_smooth(score, fa4_dconst(2.0f));
     int k = fa4_iadd(fa4_h_bucket(fa4_isub(kv_idx, q_idx)), fa4_opaque_i(fa4_a.n));
-    y = fa4_dadd(y, fa4_dmul(fa4_daux_w(fa4_a, h, fa4_seed == 0, fa4_at), fa4_dconst((float)k)));
+    y = fa4_dadd(y, fa4_dmul(fa4_daux_w(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr), fa4_dconst((float)k)));
     y = fa4_dmul(y, fa4_dadd(fa4_dconst(1.0f), fa4_dmul(fa4_dconst(0.125f), fa4_dconst((float)fa4_imod(b, 3)))));
     if ((!(q_idx >= kv_idx)) || ((k & 1) == 1))
     {
@@ -455,7 +457,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 459 "fa4_mod.cuh"
+#line 461 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -463,7 +465,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 18 "branches.mod"
     fa4_dual y = fa4_hd_smooth(score, fa4_dconst(2.0f));
     int k = fa4_iadd(fa4_h_bucket(fa4_isub(kv_idx, q_idx)), fa4_opaque_i(fa4_a.n));
-    y = fa4_dadd(y, fa4_dmul(fa4_daux_w(fa4_a, h, fa4_seed == 0, fa4_at), fa4_dconst((float)k)));
+    y = fa4_dadd(y, fa4_dmul(fa4_daux_w(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr), fa4_dconst((float)k)));
     y = fa4_dmul(y, fa4_dadd(fa4_dconst(1.0f), fa4_dmul(fa4_dconst(0.125f), fa4_dconst((float)fa4_imod(b, 3)))));
     {
         const bool fa4_c0 = (!(q_idx >= kv_idx)) | ((k & 1) == 1);
@@ -480,16 +482,15 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 484 "fa4_mod.cuh"
-#endif
 #line 486 "fa4_mod.cuh"
+#endif
+#line 488 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
                                                          const fa4_aux &fa4_a, float *dscore)
 {
-    long long at = -1;
-    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, kv_idx, fa4_a, -1, &at);
+    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, kv_idx, fa4_a, -1, nullptr);
     *dscore = r.d;
     return r.v;
 }
@@ -502,9 +503,11 @@ __device__ __forceinline__ void fa4_score_mod_aux_grad_terms(float score, int b,
                                                              float *what)
 {
     { // site 0: w[...] at line 20
-        long long at = -1;
-        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, kv_idx, fa4_a, 0, &at);
-        where[0] = at >= 0 ? &fa4_a.w_grad[at] : nullptr;
+        long long at[1];
+        for (int s = 0; s < 1; s++)
+            at[s] = -1;
+        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, kv_idx, fa4_a, 0, at);
+        where[0] = at[0] >= 0 ? &fa4_a.w_grad[at[0]] : nullptr;
         what[0] = g * r.d;
     }
 }
@@ -541,60 +544,73 @@ __device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h
 }
 
 // Run-combining accumulation for the backward kernels. A thread keeps, per read site,
-// the address of its current run of terms and the run's sum (the kernel's registers):
-// a term for another address first adds the finished run into global memory, and
+// the index of its current run of terms and the run's sum (the kernel's registers):
+// a term for another index first adds the finished run into global memory, and
 // fa4_aux_grad_flush (every lane of the warp, at the end of a tile) adds what is left,
-// one atomic per warp where all its lanes end on one address. Not bitwise reproducible
+// one atomic per warp where all its lanes end on one index. Not bitwise reproducible
 // (float atomics in any order), as fa4_score_mod_aux_grad.
 struct fa4_aux_grad_acc {
-    float *where[FA4_NUM_AUX_GRAD_SITES];
+    int at[FA4_NUM_AUX_GRAD_SITES]; // -1: no run yet
     float sum[FA4_NUM_AUX_GRAD_SITES];
 };
 __device__ __forceinline__ void fa4_aux_grad_begin(fa4_aux_grad_acc &acc)
 {
 #pragma unroll
     for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {
-        acc.where[k] = nullptr;
+        acc.at[k] = -1;
         acc.sum[k] = 0.0f;
     }
 }
-__device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, int h, int q_idx, int kv_idx,
-                                                           const fa4_aux &fa4_a, float g, fa4_aux_grad_acc &acc)
+// atomicAdd(p, v) where i != prev and prev >= 0, as one predicated reduction
+__device__ __forceinline__ void fa4_aux_grad_red_if(float *p, float v, int i, int prev)
 {
-    float *where[FA4_NUM_AUX_GRAD_SITES];
-    float what[FA4_NUM_AUX_GRAD_SITES];
-    fa4_score_mod_aux_grad_terms(score, b, h, q_idx, kv_idx, fa4_a, g, where, what);
-#pragma unroll
-    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {
-        if (where[k] == acc.where[k]) {
-            acc.sum[k] += what[k];
-        } else if (where[k]) {
-            if (acc.where[k])
-                atomicAdd(acc.where[k], acc.sum[k]);
-            acc.where[k] = where[k];
-            acc.sum[k] = what[k];
-        }
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %2, %3;\n\tsetp.ge.and.s32 p, %3, 0, p;\n\t@p red.global.add.f32 [%0], %1;\n}\n"
+                 ::"l"(p), "f"(v), "r"(i), "r"(prev));
+}
+// score_mod's value and d score_mod / d score (fa4_score_mod_fwd_deriv) and, in the same
+// pass, the index that trainable site k read (at[k]; -1: the site did not run)
+__device__ __forceinline__ float fa4_score_mod_fwd_deriv_sites(float score, int b, int h, int q_idx, int kv_idx,
+                                                               const fa4_aux &fa4_a, float *dscore, int *at)
+{
+    long long s[1];
+    for (int k = 0; k < 1; k++)
+        s[k] = -1;
+    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, kv_idx, fa4_a, -1, s);
+    at[0] = (int)s[0]; // <= INT_MAX: the index of the read is an int
+    *dscore = r.d;
+    return r.v;
+}
+// g * d score_mod / d x[at[k]] into the runs (at from fa4_score_mod_fwd_deriv_sites)
+__device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, int h, int q_idx, int kv_idx,
+                                                           const fa4_aux &fa4_a, float g, const int *at,
+                                                           fa4_aux_grad_acc &acc)
+{
+    { // site 0: w[...] at line 20
+        const fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, kv_idx, fa4_a, 0, nullptr);
+        const int i = at[0], prev = acc.at[0];
+        fa4_aux_grad_red_if(fa4_a.w_grad + prev, acc.sum[0], i, prev);
+        acc.sum[0] = (i == prev ? acc.sum[0] : 0.0f) + g * r.d;
+        acc.at[0] = i;
     }
 }
-__device__ __forceinline__ void fa4_aux_grad_flush(fa4_aux_grad_acc &acc)
+__device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &fa4_a, fa4_aux_grad_acc &acc)
 {
     const unsigned act = __activemask();
-#pragma unroll
-    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {
-        float *w = acc.where[k];
-        float s = acc.sum[k];
-        acc.where[k] = nullptr;
-        acc.sum[k] = 0.0f;
+    { // site 0
+        const int i = acc.at[0];
+        float s = acc.sum[0];
+        acc.at[0] = -1;
+        acc.sum[0] = 0.0f;
         int same = 0;
         if (act == 0xffffffffu)
-            (void)__match_all_sync(act, (unsigned long long)w, &same);
+            (void)__match_all_sync(act, i, &same);
         if (same) {
             for (int o = 16; o > 0; o >>= 1)
                 s += __shfl_xor_sync(0xffffffffu, s, o);
-            if (w && (threadIdx.x & 31) == 0)
-                atomicAdd(w, s);
-        } else if (w) {
-            atomicAdd(w, s);
+            if (i >= 0 && (threadIdx.x & 31) == 0)
+                atomicAdd(&fa4_a.w_grad[i], s);
+        } else if (i >= 0) {
+            atomicAdd(&fa4_a.w_grad[i], s);
         }
     }
 }

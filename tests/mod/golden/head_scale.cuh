@@ -218,8 +218,10 @@ __device__ __forceinline__ fa4_dual fa4_daux_log_temp(const fa4_aux &fa4_a, int 
 {
     const float v = fa4_aux_log_temp(fa4_a, i);
     const long long n = fa4_a.log_temp_len;
-    if (seed && n > 0)
-        *at = i < 0 ? 0LL : ((long long)i >= n ? n - 1 : (long long)i);
+    if (at && n > 0) { // the read's clamp, in 32 bits (i is an int)
+        const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);
+        *at = i < 0 ? 0 : (i > hi ? hi : i);
+    }
     return fa4_dmake(v, seed ? 1.0f : 0.0f);
 }
 
@@ -231,7 +233,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 6 "head_scale.mod"
     return score * fa4_expf(fa4_aux_log_temp(fa4_a, h));
 }
-#line 235 "fa4_mod.cuh"
+#line 237 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -261,16 +263,15 @@ __device__ __forceinline__ fa4_dual fa4_d_expf(fa4_dual x) { const float v = fa4
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
 {
 #line 6 "head_scale.mod"
-    return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at)));
+    return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr)));
 }
-#line 267 "fa4_mod.cuh"
+#line 269 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
                                                          const fa4_aux &fa4_a, float *dscore)
 {
-    long long at = -1;
-    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, kv_idx, fa4_a, -1, &at);
+    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, kv_idx, fa4_a, -1, nullptr);
     *dscore = r.d;
     return r.v;
 }
@@ -283,9 +284,11 @@ __device__ __forceinline__ void fa4_score_mod_aux_grad_terms(float score, int b,
                                                              float *what)
 {
     { // site 0: log_temp[...] at line 6
-        long long at = -1;
-        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, kv_idx, fa4_a, 0, &at);
-        where[0] = at >= 0 ? &fa4_a.log_temp_grad[at] : nullptr;
+        long long at[1];
+        for (int s = 0; s < 1; s++)
+            at[s] = -1;
+        fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, kv_idx, fa4_a, 0, at);
+        where[0] = at[0] >= 0 ? &fa4_a.log_temp_grad[at[0]] : nullptr;
         what[0] = g * r.d;
     }
 }
@@ -322,60 +325,73 @@ __device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h
 }
 
 // Run-combining accumulation for the backward kernels. A thread keeps, per read site,
-// the address of its current run of terms and the run's sum (the kernel's registers):
-// a term for another address first adds the finished run into global memory, and
+// the index of its current run of terms and the run's sum (the kernel's registers):
+// a term for another index first adds the finished run into global memory, and
 // fa4_aux_grad_flush (every lane of the warp, at the end of a tile) adds what is left,
-// one atomic per warp where all its lanes end on one address. Not bitwise reproducible
+// one atomic per warp where all its lanes end on one index. Not bitwise reproducible
 // (float atomics in any order), as fa4_score_mod_aux_grad.
 struct fa4_aux_grad_acc {
-    float *where[FA4_NUM_AUX_GRAD_SITES];
+    int at[FA4_NUM_AUX_GRAD_SITES]; // -1: no run yet
     float sum[FA4_NUM_AUX_GRAD_SITES];
 };
 __device__ __forceinline__ void fa4_aux_grad_begin(fa4_aux_grad_acc &acc)
 {
 #pragma unroll
     for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {
-        acc.where[k] = nullptr;
+        acc.at[k] = -1;
         acc.sum[k] = 0.0f;
     }
 }
-__device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, int h, int q_idx, int kv_idx,
-                                                           const fa4_aux &fa4_a, float g, fa4_aux_grad_acc &acc)
+// atomicAdd(p, v) where i != prev and prev >= 0, as one predicated reduction
+__device__ __forceinline__ void fa4_aux_grad_red_if(float *p, float v, int i, int prev)
 {
-    float *where[FA4_NUM_AUX_GRAD_SITES];
-    float what[FA4_NUM_AUX_GRAD_SITES];
-    fa4_score_mod_aux_grad_terms(score, b, h, q_idx, kv_idx, fa4_a, g, where, what);
-#pragma unroll
-    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {
-        if (where[k] == acc.where[k]) {
-            acc.sum[k] += what[k];
-        } else if (where[k]) {
-            if (acc.where[k])
-                atomicAdd(acc.where[k], acc.sum[k]);
-            acc.where[k] = where[k];
-            acc.sum[k] = what[k];
-        }
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %2, %3;\n\tsetp.ge.and.s32 p, %3, 0, p;\n\t@p red.global.add.f32 [%0], %1;\n}\n"
+                 ::"l"(p), "f"(v), "r"(i), "r"(prev));
+}
+// score_mod's value and d score_mod / d score (fa4_score_mod_fwd_deriv) and, in the same
+// pass, the index that trainable site k read (at[k]; -1: the site did not run)
+__device__ __forceinline__ float fa4_score_mod_fwd_deriv_sites(float score, int b, int h, int q_idx, int kv_idx,
+                                                               const fa4_aux &fa4_a, float *dscore, int *at)
+{
+    long long s[1];
+    for (int k = 0; k < 1; k++)
+        s[k] = -1;
+    fa4_dual r = fa4_score_mod_dual(fa4_dmake(score, 1.0f), b, h, q_idx, kv_idx, fa4_a, -1, s);
+    at[0] = (int)s[0]; // <= INT_MAX: the index of the read is an int
+    *dscore = r.d;
+    return r.v;
+}
+// g * d score_mod / d x[at[k]] into the runs (at from fa4_score_mod_fwd_deriv_sites)
+__device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, int h, int q_idx, int kv_idx,
+                                                           const fa4_aux &fa4_a, float g, const int *at,
+                                                           fa4_aux_grad_acc &acc)
+{
+    { // site 0: log_temp[...] at line 6
+        const fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, kv_idx, fa4_a, 0, nullptr);
+        const int i = at[0], prev = acc.at[0];
+        fa4_aux_grad_red_if(fa4_a.log_temp_grad + prev, acc.sum[0], i, prev);
+        acc.sum[0] = (i == prev ? acc.sum[0] : 0.0f) + g * r.d;
+        acc.at[0] = i;
     }
 }
-__device__ __forceinline__ void fa4_aux_grad_flush(fa4_aux_grad_acc &acc)
+__device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &fa4_a, fa4_aux_grad_acc &acc)
 {
     const unsigned act = __activemask();
-#pragma unroll
-    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; k++) {
-        float *w = acc.where[k];
-        float s = acc.sum[k];
-        acc.where[k] = nullptr;
-        acc.sum[k] = 0.0f;
+    { // site 0
+        const int i = acc.at[0];
+        float s = acc.sum[0];
+        acc.at[0] = -1;
+        acc.sum[0] = 0.0f;
         int same = 0;
         if (act == 0xffffffffu)
-            (void)__match_all_sync(act, (unsigned long long)w, &same);
+            (void)__match_all_sync(act, i, &same);
         if (same) {
             for (int o = 16; o > 0; o >>= 1)
                 s += __shfl_xor_sync(0xffffffffu, s, o);
-            if (w && (threadIdx.x & 31) == 0)
-                atomicAdd(w, s);
-        } else if (w) {
-            atomicAdd(w, s);
+            if (i >= 0 && (threadIdx.x & 31) == 0)
+                atomicAdd(&fa4_a.log_temp_grad[i], s);
+        } else if (i >= 0) {
+            atomicAdd(&fa4_a.log_temp_grad[i], s);
         }
     }
 }
