@@ -540,9 +540,12 @@ static void collect_sites(const fa4__stmt *s, const fa4__expr **sites, int *n, i
  * equal indices in a thread's walk over its elements, then one per warp where its lanes end on
  * one index. Far from the diagonal a relative-position table is read at one clamped bucket for a
  * whole tile, and per-element atomics (even warp-aggregated) queued on that one address made the
- * backward 5x slower than plain attention. The per-element part has no branch (a predicated
- * reduction, runs kept as 32-bit indices: the read index is an int): with the branches of a
- * pointer-compare form it cost ~60 SASS instructions per element and most of the remaining time.
+ * backward 5x slower than plain attention. The index comes from the pass that computes the value
+ * (fa4_score_mod_fwd_deriv_sites), runs are 32-bit indices (the read index is an int), and the
+ * per-element update is two compares, a select, an add and one branch around the atomic (ptxas
+ * branches there even for an inline-PTX predicated red): a first form that recomputed the index
+ * and compared pointers under nested branches cost ~60 SASS instructions per element, which
+ * was most of the remaining time once the atomics were combined.
  */
 static void emit_aux_grad_acc(fa4__emitter *E, const fa4__expr *const *sites, int n, int nall)
 {
@@ -565,11 +568,10 @@ static void emit_aux_grad_acc(fa4__emitter *E, const fa4__expr *const *sites, in
         "        acc.sum[k] = 0.0f;\n"
         "    }\n"
         "}\n"
-        "// atomicAdd(p, v) where i != prev and prev >= 0, as one predicated reduction\n"
+        "// a finished run (index prev) into global memory when the next term is for index i\n"
         "__device__ __forceinline__ void fa4_aux_grad_red_if(float *p, float v, int i, int prev)\n{\n"
-        "    asm volatile(\"{\\n\\t.reg .pred p;\\n\\tsetp.ne.s32 p, %%2, %%3;\\n\\t"
-        "setp.ge.and.s32 p, %%3, 0, p;\\n\\t@p red.global.add.f32 [%%0], %%1;\\n}\\n\"\n"
-        "                 ::\"l\"(p), \"f\"(v), \"r\"(i), \"r\"(prev));\n"
+        "    if (i != prev && prev >= 0)\n"
+        "        atomicAdd(p, v);\n"
         "}\n"
         "// score_mod's value and d score_mod / d score (fa4_score_mod_fwd_deriv) and, in the same\n"
         "// pass, the index that trainable site k read (at[k]; -1: the site did not run)\n"

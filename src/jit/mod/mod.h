@@ -40,15 +40,19 @@
  *                                       int q_idx, int kv_idx, const fa4_aux &aux, float g,
  *                                       float **where, float *what);
  *   // (added) only where FA4_NUM_AUX_GRAD_SITES > 0: the kernels' run-combining accumulation of
- *   // the same terms. acc lives in the kernel's registers; a term for another index than the
- *   // site's current run adds that run (a predicated red, no branch); flush (every lane of the
- *   // warp, converged) adds what is left, one atomic per warp where all lanes hold one index,
- *   // and resets acc.
+ *   // the same terms. fwd_deriv_sites is fwd_deriv plus, from the same pass, the index at[k]
+ *   // that trainable site k read (-1: not read); acc lives in the kernel's registers; a term for
+ *   // another index than the site's current run first adds that run (atomicAdd); flush (every
+ *   // lane of the warp, converged) adds what is left, one atomic per warp where all lanes hold
+ *   // one index, and resets acc.
+ *   __device__ __forceinline__ float fa4_score_mod_fwd_deriv_sites(float score, int b, int h,
+ *                                       int q_idx, int kv_idx, const fa4_aux &aux, float *dscore,
+ *                                       int *at);
  *   struct fa4_aux_grad_acc { ... };
  *   __device__ __forceinline__ void fa4_aux_grad_begin(fa4_aux_grad_acc &acc);
  *   __device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, int h,
  *                                       int q_idx, int kv_idx, const fa4_aux &aux, float g,
- *                                       fa4_aux_grad_acc &acc);
+ *                                       const int *at, fa4_aux_grad_acc &acc);
  *   __device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &aux, fa4_aux_grad_acc &acc);
  *   // (added) with FA4_CHECKED_DEFERRED: call once at the end of a kernel; traps if a read of
  *   // this thread was out of range (a no-op otherwise)
