@@ -25,11 +25,13 @@
  * Supported: bf16 and fp16; head dims with padded D, Dv <= 128 (64 and 128 compile-checked), not
  * checked builds (both: an empty stub, the sm80 backward runs instead);
  * strides as the sm90 forward (multiples of 16 bytes, TMA); GQA/MQA; varlen via cu_seqlens; q/kv
- * offsets; score_mod with its derivative, mask_mod, trainable aux (per-element mod atomics, as sm80);
+ * offsets; score_mod with its derivative, mask_mod, trainable aux (terms summed per run of equal
+ * indices in registers, one atomic per run and per warp at the tile's end, as sm80);
  * block masks with q_block a multiple of 64 and kv_block a multiple of 128.
  * STATUS: wired (path_sm90.c); the GPU suite passes on it (H200, 2026-11-29); see notes/sm90-bwd.md.
  * Not yet: dQ by TMA bulk reduce-add from a dedicated warp (tried: any second role in the producer's
- * warpgroup made the producer spill at 24 registers), aux gradients reduced in shared memory,
+ * warpgroup made the producer spill at 24 registers), aux gradients reduced in shared memory (the
+ * register runs made the atomics free for rel_bias; D 128 has no shared memory left),
  * overlap of one step's dQ with the next step's S/dP (intra-warpgroup pipelining), persistent grid, PDL.
  */
 #include "fa4_mod.cuh"

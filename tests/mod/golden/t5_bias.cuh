@@ -400,11 +400,11 @@ __device__ __forceinline__ void fa4_aux_grad_begin(fa4_aux_grad_acc &acc)
         acc.sum[k] = 0.0f;
     }
 }
-// atomicAdd(p, v) where i != prev and prev >= 0, as one predicated reduction
+// a finished run (index prev) into global memory when the next term is for index i
 __device__ __forceinline__ void fa4_aux_grad_red_if(float *p, float v, int i, int prev)
 {
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %2, %3;\n\tsetp.ge.and.s32 p, %3, 0, p;\n\t@p red.global.add.f32 [%0], %1;\n}\n"
-                 ::"l"(p), "f"(v), "r"(i), "r"(prev));
+    if (i != prev && prev >= 0)
+        atomicAdd(p, v);
 }
 // score_mod's value and d score_mod / d score (fa4_score_mod_fwd_deriv) and, in the same
 // pass, the index that trainable site k read (at[k]; -1: the site did not run)
