@@ -187,9 +187,11 @@ struct fa4_bwd_consumer {
                 const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
                 const float d = pv * (dp[c][e] - dps[e & 1]);
 #if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
-                /* outside the mask a zero term (d may be NaN on rows past the sequence) */
-                fa4_score_mod_aux_grad_acc(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux,
-                                           ok ? d : 0.f, at, acc);
+                /* a branch on checked tiles only: the branch-free form (a zero term outside the
+                 * mask) made trainable t5_bias spill 88 bytes at D 128 */
+                if (ok)
+                    fa4_score_mod_aux_grad_acc(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, d,
+                                               at, acc);
 #endif
                 pr[e] = pv;
                 ds[e] = ok ? d * dmod : 0.f;
