@@ -2,9 +2,11 @@
 # (src/kernels/sm90/bwd_main.cu; see notes/sm90-bwd.md):
 #   sm90_bwd_compile   compiles fa4_sm90_bwd_main for sm_90a with NVRTC through the library's
 #                      machinery (embedded kernel sources, the mod front end's fa4_mod.cuh, the
-#                      options of compile.c) for D 64/128, bf16/fp16, plain/alibi/causal/
-#                      softcap_causal/rel_bias (trainable); fails on any spill, stack frame,
-#                      serialized wgmma (C7520) or ptxas warning; skips (77) without NVRTC.
+#                      options of compile.c) for D 64/128 (and the D 256 stub), bf16,
+#                      plain/alibi/causal/softcap_causal/rel_bias (trainable); fails on any
+#                      spill, stack frame, serialized wgmma (C7520) or ptxas warning; skips (77)
+#                      without NVRTC. bf16 only in CI (fp16 allocates alike; the CI run took 12
+#                      minutes with both): `bwd_compile_check` without --filter checks fp16 too.
 #   sm90_all_mods_resources  every shipped mod and plain attention through the library and the
 #                      fa4jit command (all programs, the spill fallback included), bf16 D 128:
 #                      fails on any spill, stack frame or serialized wgmma.
@@ -16,7 +18,7 @@ if(FA4JIT_BUILD_TESTS)
   target_compile_definitions(bwd_compile_check PRIVATE _GNU_SOURCE
                              FA4_TEST_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_link_libraries(bwd_compile_check PRIVATE fa4jit_static)
-  add_test(NAME sm90_bwd_compile COMMAND bwd_compile_check)
+  add_test(NAME sm90_bwd_compile COMMAND bwd_compile_check --filter bf16)
   set_tests_properties(sm90_bwd_compile PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
                        ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
   find_package(Python3 COMPONENTS Interpreter QUIET)
