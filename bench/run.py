@@ -102,6 +102,16 @@ def nvidia_smi():
 
 
 def git_commit():
+    """The build being measured: build-bench-carry/COMMIT when the carry recipe wrote it (the
+    library there was built from that commit; the device's copy of the tree may carry stale git
+    metadata), else git of this tree, else FA4JIT_BENCH_COMMIT."""
+    try:
+        with open(os.path.join(CARRY, "COMMIT")) as f:
+            c = f.read().strip()
+        if c:
+            return c + " (build-bench-carry/COMMIT)"
+    except OSError:
+        pass
     try:
         r = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True,
                            text=True, timeout=10)
