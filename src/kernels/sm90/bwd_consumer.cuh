@@ -311,6 +311,16 @@ struct fa4_bwd_consumer {
         }
     }
 
+    /* dQ partial of this step into the workspace: the CTA's own slot (deterministic with a block
+     * mask), else the TMA reduce-add (in turn when p.dq_sem). */
+    __device__ __forceinline__ void write_dq(const float (&dq)[kBDqN / 8][4], int h, int m0) const
+    {
+        if (p.deterministic && !p.dq_sem)
+            write_dq_slot(dq, h, m0);
+        else
+            write_dq_tma(dq, h, m0);
+    }
+
     /* One step: stage s (ring phase ph), dS buffer buf, query tile (h, m0). */
     __device__ __forceinline__ void step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
                                          int buf, int h, int m0, bool full) const
@@ -347,10 +357,7 @@ struct fa4_bwd_consumer {
             issue_dkv(dk, dv, pp, pds, s);
             fa4_wgmma_wait<1>();
             fa4_reg_fence(dq);
-            if (p.deterministic && !p.dq_sem)
-                write_dq_slot(dq, h, m0);
-            else
-                write_dq_tma(dq, h, m0);
+            write_dq(dq, h, m0);
         } else {
             fa4_wgmma_fence();
             issue_dkv(dk, dv, pp, pds, s);
@@ -381,10 +388,7 @@ struct fa4_bwd_consumer {
                 fa4_mbar_arrive(sm.bar_empty(s));
             fa4_wgmma_wait<0>();
             fa4_reg_fence(dq);
-            if (p.deterministic && !p.dq_sem)
-                write_dq_slot(dq, h, m0);
-            else
-                write_dq_tma(dq, h, m0);
+            write_dq(dq, h, m0);
             if (p.dq_sem && warp == 0 && lane == 0)
                 release_dq_turn();
         } else {
