@@ -104,6 +104,16 @@ fa4_status fa4__spec_key(fa4_ctx *ctx, const fa4_kernel_spec *spec, char key[33]
 /* Release everything a kernel owns (modules unloaded; caller holds the CUDA context). */
 void fa4__kernel_free(fa4_kernel *k);
 
+/* kernel.c: a kernel's programs and the cache. Free the cubins and sources (not the modules). */
+void fa4__kernel_free_programs(fa4_kernel *k);
+/* Put the kernel's programs into the ctx's cache under k->key_inputs (no cache: nothing). */
+void fa4__kernel_cache_store(fa4_ctx *ctx, const fa4_kernel_spec *spec, const char *arch, fa4_kernel *k);
+/* Fill k->programs from a cache entry; 0 on success, -1 when the entry lacks something (a miss). */
+struct fa4__cache_entry;
+int fa4__kernel_from_entry(const struct fa4__cache_entry *e, fa4_kernel *k);
+/* Load every program on the ctx's device; on failure none stays loaded. */
+fa4_status fa4__kernel_load(fa4_ctx *ctx, fa4_kernel *k);
+
 /* Aux block (aux.c): layout from the mod's declarations; launch values checked and written. */
 #define FA4__AUX_BLOCK_MAX 1024
 fa4_status fa4__aux_layout(fa4_kernel *k);
