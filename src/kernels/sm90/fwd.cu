@@ -2,10 +2,13 @@
  * fwd.cu - the sm90 (Hopper, sm_90a) forward program: O = softmax(score_mod(scale * Q K^T) masked) V
  * and LSE, with TMA loads, wgmma and warp specialisation.
  *
- * Persistent: the grid holds at most one CTA per SM and each CTA walks the tiles (kM query rows
- * of one batch entry and head, see config.cuh) blockIdx.x, blockIdx.x + gridDim.x, ... in the order of
- * fa4_sm90_tile(): the query tiles of a head are adjacent (their K and V share L2) and heaviest
- * first (the tile with the most keys under a causal block mask), heads of one KV head adjacent.
+ * Persistent: the grid holds at most one CTA per SM and each CTA takes one tile (kM query rows
+ * of one batch entry and head, see config.cuh) from each wave of gridDim.x consecutive tiles in the
+ * order of fa4_sm90_tile(): the query tiles of a head are adjacent (their K and V share L2) and
+ * heaviest first (the tile with the most keys under a causal block mask), heads of one KV head
+ * adjacent. Dense: tile blockIdx.x of every wave; with a block mask the waves are dealt alternately
+ * forwards and backwards (fa4_sm90_walk), which evens out the CTAs' work. The producer and the
+ * consumers walk the same sequence.
  * The host may also launch one CTA per tile; the kernel is the same.
  *
  * 128 * (1 + kConsumers) threads (config.cuh):
@@ -23,7 +26,8 @@
  * sequence strides that are multiples of 16 bytes (TMA); GQA/MQA; any Sq, Skv (tails: TMA zero fill
  * plus masking); score_mod and mask_mod with aux; block masks (q_block a multiple of 128, kv_block
  * a multiple of the key tile or smaller); varlen via cu_seqlens; q/kv offsets; empty rows give O = 0
- * and LSE = -inf. Not yet: TMA-store epilogue, dynamic (atomic) tile scheduling.
+ * and LSE = -inf. Not yet: TMA-store epilogue, dynamic (atomic) tile scheduling (the API has no
+ * workspace for a per-launch counter, notes/issue8-schedule.md).
  */
 /* Checked builds report an out-of-range aux read through a flag that the consumers test once at
  * the end (fa4_mod_checked_finish): a trap reachable inside the main loop made ptxas spill. */
@@ -56,6 +60,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     const int mt = fa4_sm90_rows(p), nc = mt / 64; /* rows per tile, consumers at work */
     const int n_m = (p.seqlen_q + mt - 1) / mt;
     const int total = n_m * p.hq * p.batch;
+    const bool zigzag = p.has_block_mask != 0; /* how the waves are dealt (fa4_sm90_walk) */
 
     if (tid == 0) {
         /* the empty barriers count one arrival per consumer warp */
@@ -82,7 +87,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         fa4_tma_prefetch(&tm_k);
         fa4_tma_prefetch(&tm_v);
         int it = 0, nq = 0; /* K/V ring iterations and Q loads so far */
-        for (int idx = blockIdx.x; idx < total; idx += gridDim.x) {
+        for (int base = 0, odd = 0; base < total; base += gridDim.x, odd ^= 1) {
+            const int idx = fa4_sm90_walk(base, odd, blockIdx.x, gridDim.x, zigzag);
+            if (idx >= total)
+                continue;
             int m_tile, h, b;
             fa4_sm90_tile(idx, n_m, p.hq, &m_tile, &h, &b);
             const fa4_seq seq = fa4_seq_info(p, b);
@@ -136,7 +144,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #endif
         fa4_sm90_pingpong pp = {cw, nc, false};
         int it = 0, nq = 0;
-        for (int idx = kConsumers == 2 || cw < nc ? (int)blockIdx.x : total; idx < total; idx += gridDim.x) {
+        for (int base = kConsumers == 2 || cw < nc ? 0 : total, odd = 0; base < total;
+             base += gridDim.x, odd ^= 1) {
+            const int idx = fa4_sm90_walk(base, odd, blockIdx.x, gridDim.x, zigzag);
+            if (idx >= total)
+                continue;
             int m_tile, h, b;
             fa4_sm90_tile(idx, n_m, p.hq, &m_tile, &h, &b);
             const fa4_seq seq = fa4_seq_info(p, b);

@@ -5,8 +5,8 @@
  * walked in tiles of kN keys starting at the block's first key. A block smaller than kN (64-key
  * blocks with 128-key tiles) still loads kN keys but only its own `span` keys count: the rest are
  * masked, so blocks of any multiple-of-16 size work, at the price of idle tensor-core work.
- * fa4_sm90_tile orders the tiles of the persistent grid; fa4_sm90_rows says how many query rows a
- * tile has.
+ * fa4_sm90_tile orders the tiles of the persistent grid, fa4_sm90_walk deals them to the CTAs;
+ * fa4_sm90_rows says how many query rows a tile has.
  */
 #ifndef FA4_SM90_SCHEDULE_CUH
 #define FA4_SM90_SCHEDULE_CUH
@@ -81,6 +81,20 @@ __device__ __forceinline__ void fa4_sm90_tile(int idx, int n_m, int hq, int *m_t
     *m_tile = n_m - 1 - (idx - hb * n_m);
     *h = hb % hq;
     *b = hb / hq;
+}
+
+/* Which tile of the wave that starts at `base` (tiles base .. base + g - 1 of the order above) CTA c of a grid of g
+ * takes. Plain round robin (c) gave CTA c the tiles c, c + g, ...: with the heaviest query tile of
+ * each head first and g = 132 = 4 heads + 4 tiles of 32, a CTA saw one class of query tiles and
+ * causal's split was max/mean 1.12 (modelled, notes/issue8-schedule.md). With a block mask the
+ * waves are dealt in a boustrophedon instead, forwards in even waves and backwards in odd ones,
+ * so a CTA that drew a heavy tile in one wave draws a light one in the next (modelled 1.03, the
+ * granularity of whole tiles). Each wave still holds the same tiles, so the heads in flight (and
+ * their K and V in L2) are those of round robin. Dense attention keeps round robin: its tiles
+ * are equal. */
+__device__ __forceinline__ int fa4_sm90_walk(int base, bool odd_wave, int c, int g, bool boustrophedon)
+{
+    return base + (boustrophedon && odd_wave ? g - 1 - c : c);
 }
 
 #endif /* FA4_SM90_SCHEDULE_CUH */
