@@ -70,6 +70,12 @@ static_assert(kDp <= 256 && kDvp <= 256, "head dims above 256 are not supported"
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
 static_assert(kConsumers == 2 || kConsumers == 3, "2 or 3 consumer warpgroups");
 static_assert(kM % kQBox == 0, "Q loads in whole boxes");
-static_assert(kProducerRegs * 128 + kConsumers * kConsumerRegs * 128 <= 65536, "register file");
+/* setmaxnreg moves registers between the warpgroups of a CTA inside what the launch allocated:
+ * ptxas's count under the launch bound (65536 / kThreads, rounded down to a multiple of 8) times
+ * kThreads, not the whole file; asking for more leaves the consumers' setmaxnreg.inc waiting for
+ * ever (an experimental variant with a 32 / 240 split hung on the H200, 2026-12-01; it also changed
+ * the tile hand-off, so the split is the likely, not a separately confirmed, cause). */
+static_assert(kProducerRegs * 128 + kConsumers * kConsumerRegs * 128 <= (65536 / kThreads) / 8 * 8 * kThreads,
+              "setmaxnreg split over the registers the launch allocates");
 
 #endif /* FA4_SM90_CONFIG_CUH */
