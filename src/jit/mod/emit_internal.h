@@ -49,9 +49,11 @@ void fa4__emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent);
 int fa4__stmt_branches(const fa4__stmt *s);
 int fa4__stmt_has_nested_return(const fa4__stmt *s);
 void fa4__emit_stmt_spec(fa4__emitter *E, const fa4__stmt *s, int indent);
-/* emit_cuda.c: mask_mod reads an aux tensor at an index depending on q_idx or kv_idx */
+/* emit_gathers.c: mask_mod reads an aux tensor at an index depending on q_idx or kv_idx */
 int fa4__mask_gathers(const fa4__mod *m);
 /* A helper whose dual form differs from its forward form (it takes or returns float). */
 int fa4__needs_dual(const fa4__func *f);
+/* emit_deriv.c: fa4_score_mod_fwd_deriv, _fwd_deriv_sites, _aux_grad and the aux-grad runs */
+void fa4__emit_deriv_wrappers(fa4__emitter *E);
 
 #endif /* FA4_JIT_MOD_EMIT_INTERNAL_H */
