@@ -1,4 +1,5 @@
-# mod.cmake - build pieces owned by the mod front end (src/jit/mod): the libFuzzer target.
+# mod.cmake - build pieces owned by the mod front end (src/jit/mod): the libFuzzer target and the
+# check of fa4_tanhf's derived coefficients.
 #
 # -DFA4JIT_FUZZ=ON with clang (-DCMAKE_C_COMPILER=clang) builds `fuzz_mod`, the front end compiled
 # with -fsanitize=fuzzer,address,undefined, and registers a short smoke run over the corpus as the
@@ -27,5 +28,17 @@ if(FA4JIT_FUZZ)
                        ${CMAKE_SOURCE_DIR}/fuzz/mod/corpus)
       set_tests_properties(fuzz_mod_smoke PROPERTIES TIMEOUT 300)
     endif()
+  endif()
+endif()
+
+# fa4_tanhf's coefficients in src/jit/mod/mathfn.h are the ones tests/mod/mathfn_tanh.py derives
+# (mpmath); the test skips where python3 or mpmath is missing.
+if(FA4JIT_BUILD_TESTS)
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  if(Python3_Interpreter_FOUND)
+    add_test(NAME mod_mathfn_tanh_coefficients
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/mod/mathfn_tanh.py
+                     --check ${CMAKE_SOURCE_DIR}/src/jit/mod/mathfn.h)
+    set_tests_properties(mod_mathfn_tanh_coefficients PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
   endif()
 endif()

@@ -333,9 +333,19 @@ static void tanh_bound(void **state)
 {
     (void)state;
     tally t = {0};
+    float biggest = 0.0f;
     for (int i = -600000; i <= 600000; i++) {
         float x = (float)i * 0x1p-15f; /* [-18.3, 18.3] */
         check1(&t, fa4_tanhf, x, tanhl((long double)x));
+    }
+    for (int32_t b = fa4_as_int(0x1p-13f); b <= fa4_as_int(9.1f); b += 61) { /* every 61st float */
+        float x = fa4_as_float(b);
+        check1(&t, fa4_tanhf, x, tanhl((long double)x));
+        for (int mode = ERR_UP; mode <= ERR_DOWN; mode++) {
+            ex2_mode = mode;
+            biggest = fmaxf(biggest, fabsf(fa4_tanhf(x)));
+        }
+        ex2_mode = ERR_EXACT;
     }
     for (int i = 0; i < 2000; i++) { /* both sides of the split at 1, and tiny arguments */
         float x = fa4_as_float(fa4_as_int(1.0f) - 1000 + i);
@@ -348,18 +358,26 @@ static void tanh_bound(void **state)
         float x = random_float();
         check1(&t, fa4_tanhf, x, tanhl((long double)x));
     }
-    report("tanhf", &t, 2.0);
-    assert_true(t.worst <= 2.0);
-    assert_true(fa4_tanhf(0.0f) == 0.0f && signbit(fa4_tanhf(-0.0f)));
-    assert_true(fa4_tanhf(INFINITY) == 1.0f && fa4_tanhf(-INFINITY) == -1.0f);
-    assert_true(isnan(fa4_tanhf(NAN)) && fa4_tanhf(1e30f) == 1.0f && fa4_tanhf(-50.0f) == -1.0f);
-    /* 1 - 2 / (e^2x + 1) everywhere cancels near 0: far beyond the bound */
+    report("tanhf", &t, 1.5);
+    printf("tanhf: largest |result| below 9.1: %a\n", (double)biggest);
+    assert_true(t.worst <= 1.5 && biggest <= 1.0f);
+    for (int mode = ERR_EXACT; mode <= ERR_DOWN; mode++) {
+        ex2_mode = mode;
+        assert_true(fa4_tanhf(0.0f) == 0.0f && signbit(fa4_tanhf(-0.0f)));
+        assert_true(fa4_tanhf(INFINITY) == 1.0f && fa4_tanhf(-INFINITY) == -1.0f);
+        assert_true(isnan(fa4_tanhf(NAN)) && fa4_tanhf(1e30f) == 1.0f && fa4_tanhf(-50.0f) == -1.0f);
+        assert_true(fa4_tanhf(9.1f) == 1.0f && fa4_tanhf(0x1p-20f) == 0x1p-20f);
+    }
+    ex2_mode = ERR_EXACT;
+    /* (1 - u) / (1 + u) with u from ex2.approx, even divided exactly, cancels near 0: far beyond */
     double naive = 0;
+    ex2_mode = ERR_UP;
     for (int i = 1; i < 20000; i++) {
         float x = (float)i * 0x1p-16f;
-        float e = fa4_ex2_approx(x * 0x1.715476p+1f);
-        naive = fmax(naive, ulps(fmaf(-2.0f, fa4_rcp_approx(e + 1.0f), 1.0f), tanhl(x)));
+        long double u = fa4_ex2_approx(x * -0x1.715476p+1f);
+        naive = fmax(naive, ulps((float)((1.0L - u) / (1.0L + u)), tanhl(x)));
     }
+    ex2_mode = ERR_EXACT;
     printf("tanhf without the polynomial: worst %.1f ulp\n", naive);
     assert_true(naive > 100.0);
 }

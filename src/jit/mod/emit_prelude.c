@@ -129,7 +129,7 @@ static void emit_math(fa4__emitter *E)
         "//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where\n"
         "//             a / b is a float\n"
         "//   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps\n"
-        "//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps\n"
+        "//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 1.5 ulps\n"
         "// Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by\n"
         "// tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx\n"
         "// 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),\n"

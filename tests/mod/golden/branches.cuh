@@ -46,7 +46,7 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 //   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
 //             a / b is a float
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
-//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps
+//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 1.5 ulps
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
 // tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
 // 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
@@ -156,8 +156,14 @@ __device__ __forceinline__ float fa4_tanhf(float x)
     p = fmaf(p, z, 0x1.1110f2p-3f);
     p = fmaf(p, z, -0x1.555556p-2f);
     const float small = fmaf(x * z, p, x);
-    const float e = fa4_ex2_approx(ax * 0x1.715476p+1f);
-    const float big = fmaf(-2.0f, fa4_rcp_approx(e + 1.0f), 1.0f);
+    const float u = fa4_ex2_approx(ax * -0x1.715476p+1f);
+    float w = 0x1.5bc172p+0f;
+    w = fmaf(w, u, -0x1.e8f24cp+0f);
+    w = fmaf(w, u, 0x1.fe716ep+0f);
+    w = fmaf(w, u, -0x1.fff39cp+0f);
+    w = fmaf(w, u, 0x1.ffffdcp+0f);
+    w = fmaf(w, u, -0x1p+1f);
+    const float big = fmaf(u, w, 1.0f);
     return copysignf(ax < 1.0f ? small : big, x);
 }
 #endif
@@ -244,7 +250,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 248 "fa4_mod.cuh"
+#line 254 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -277,9 +283,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 281 "fa4_mod.cuh"
+#line 287 "fa4_mod.cuh"
 #endif
-#line 283 "fa4_mod.cuh"
+#line 289 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -288,7 +294,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 292 "fa4_mod.cuh"
+#line 298 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -310,7 +316,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 314 "fa4_mod.cuh"
+#line 320 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -335,9 +341,9 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 339 "fa4_mod.cuh"
+#line 345 "fa4_mod.cuh"
 #endif
-#line 341 "fa4_mod.cuh"
+#line 347 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 32 "branches.mod"
@@ -346,7 +352,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 350 "fa4_mod.cuh"
+#line 356 "fa4_mod.cuh"
 #else
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -354,9 +360,9 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 358 "fa4_mod.cuh"
+#line 364 "fa4_mod.cuh"
 #endif
-#line 360 "fa4_mod.cuh"
+#line 366 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -400,7 +406,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 404 "fa4_mod.cuh"
+#line 410 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -433,9 +439,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 437 "fa4_mod.cuh"
+#line 443 "fa4_mod.cuh"
 #endif
-#line 439 "fa4_mod.cuh"
+#line 445 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -457,7 +463,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 461 "fa4_mod.cuh"
+#line 467 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -482,9 +488,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 486 "fa4_mod.cuh"
+#line 492 "fa4_mod.cuh"
 #endif
-#line 488 "fa4_mod.cuh"
+#line 494 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

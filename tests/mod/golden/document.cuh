@@ -44,7 +44,7 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 //   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
 //             a / b is a float
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
-//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps
+//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 1.5 ulps
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
 // tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
 // 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
@@ -154,8 +154,14 @@ __device__ __forceinline__ float fa4_tanhf(float x)
     p = fmaf(p, z, 0x1.1110f2p-3f);
     p = fmaf(p, z, -0x1.555556p-2f);
     const float small = fmaf(x * z, p, x);
-    const float e = fa4_ex2_approx(ax * 0x1.715476p+1f);
-    const float big = fmaf(-2.0f, fa4_rcp_approx(e + 1.0f), 1.0f);
+    const float u = fa4_ex2_approx(ax * -0x1.715476p+1f);
+    float w = 0x1.5bc172p+0f;
+    w = fmaf(w, u, -0x1.e8f24cp+0f);
+    w = fmaf(w, u, 0x1.fe716ep+0f);
+    w = fmaf(w, u, -0x1.fff39cp+0f);
+    w = fmaf(w, u, 0x1.ffffdcp+0f);
+    w = fmaf(w, u, -0x1p+1f);
+    const float big = fmaf(u, w, 1.0f);
     return copysignf(ax < 1.0f ? small : big, x);
 }
 #endif
@@ -222,7 +228,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 5 "document.mod"
     return (fa4_aux_doc_id(fa4_a, q_idx) == fa4_aux_doc_id(fa4_a, kv_idx)) && (q_idx >= kv_idx);
 }
-#line 226 "fa4_mod.cuh"
+#line 232 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -47,7 +47,7 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 //   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
 //             a / b is a float
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
-//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 2 ulps
+//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 1.5 ulps
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
 // tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
 // 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
@@ -157,8 +157,14 @@ __device__ __forceinline__ float fa4_tanhf(float x)
     p = fmaf(p, z, 0x1.1110f2p-3f);
     p = fmaf(p, z, -0x1.555556p-2f);
     const float small = fmaf(x * z, p, x);
-    const float e = fa4_ex2_approx(ax * 0x1.715476p+1f);
-    const float big = fmaf(-2.0f, fa4_rcp_approx(e + 1.0f), 1.0f);
+    const float u = fa4_ex2_approx(ax * -0x1.715476p+1f);
+    float w = 0x1.5bc172p+0f;
+    w = fmaf(w, u, -0x1.e8f24cp+0f);
+    w = fmaf(w, u, 0x1.fe716ep+0f);
+    w = fmaf(w, u, -0x1.fff39cp+0f);
+    w = fmaf(w, u, 0x1.ffffdcp+0f);
+    w = fmaf(w, u, -0x1p+1f);
+    const float big = fmaf(u, w, 1.0f);
     return copysignf(ax < 1.0f ? small : big, x);
 }
 #endif
@@ -246,7 +252,7 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1)));
 }
-#line 250 "fa4_mod.cuh"
+#line 256 "fa4_mod.cuh"
 #else
 #line 5 "t5_bias.mod"
 __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max_distance)
@@ -281,16 +287,16 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_done ? fa4_ret : (fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1))));
 }
-#line 285 "fa4_mod.cuh"
+#line 291 "fa4_mod.cuh"
 #endif
-#line 287 "fa4_mod.cuh"
+#line 293 "fa4_mod.cuh"
 
 #line 21 "t5_bias.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
     return score + fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
 }
-#line 294 "fa4_mod.cuh"
+#line 300 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -323,7 +329,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
     return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr));
 }
-#line 327 "fa4_mod.cuh"
+#line 333 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
