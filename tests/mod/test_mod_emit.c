@@ -164,7 +164,7 @@ static void math_forms(void **state)
         "float fa4_fdiv(float a, float b)\n{\n    const float ab = fabsf(b);\n",
         "    const float q1 = fmaf(fmaf(-b, q, a), r, q);\n    return q1 != q1 ? q : q1;\n}\n",
         "    return fabsf(t) < 128.0f ? fmaf(y, c * 0x1.62e43p-1f, y) : y;\n}\n",
-        "    return copysignf(ax < 1.0f ? small : big, x);\n}\n",
+        "    return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);\n}\n",
         "float fa4_log2f(float x)\n{\n    float k;\n"};
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         const char *p = strstr(out, lines[i]);

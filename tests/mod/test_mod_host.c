@@ -57,6 +57,10 @@ static const struct {
     {"asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));", "y = exp2f(x);"},
     {"asm(\"lg2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));", "y = log2f(x);"},
     {"asm(\"tanh.approx.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));", "y = tanhf(x);"},
+    {"asm(\"min.NaN.xorsign.abs.f32 %0, %1, %2;\" : \"=f\"(y) : \"f\"(x), \"f\"(c));",
+     "y = x != x ? x : copysignf(fminf(fabsf(x), c), x);"},
+    {"asm(\"min.NaN.f32 %0, %1, %2;\" : \"=f\"(y) : \"f\"(fabsf(x)), \"f\"(c));",
+     "y = x != x ? x : fminf(fabsf(x), c);"},
     {"asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));", "f = fa4_host_half(h);"},
     {"asm volatile(\"\" : \"+f\"(x));", ""}, /* the opaque reads of the dual form */
     {"asm volatile(\"\" : \"+r\"(x));", ""},

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -91,6 +92,12 @@ static float fa4_ex2_approx(float x)
     if (x == -INFINITY)
         return 0.0f;
     return ftz(approx(exp2l((long double)ftz(x)), 0x1.6a09e667f3bcc909p-23L /* 2^-22.5 */, ex2_mode));
+}
+
+/* min.NaN.xorsign.abs.f32 x, c for c > 0: copysign(min(|x|, c), x), NaN stays NaN */
+static float fa4_clamp_xorsign(float x, float c)
+{
+    return isnan(x) ? x : copysignf(fminf(fabsf(x), c), x);
 }
 
 static int fa4_as_int(float x)
@@ -329,57 +336,95 @@ static void log_bounds(void **state)
 }
 
 /* -------------------------------------------------------------------------------------- tanh */
+/* fa4_tanhf's rational with the quotient by the approximate reciprocal alone (no correction); the
+ * literals are read from the macro's own text, so it stays the header's rational */
+static float tanh_p[8], tanh_q[8], tanh_clamp;
+static int tanh_np, tanh_nq;
+
+/* the literal after each occurrence of `prefix` in `text`, in order */
+static int literals_after(const char *text, const char *prefix, float *out, int max)
+{
+    int n = 0;
+    for (const char *c = strstr(text, prefix); c && n < max; c = strstr(c + 1, prefix))
+        out[n++] = strtof(c + strlen(prefix), NULL);
+    return n;
+}
+
+static void tanh_literals(void)
+{
+    const char *t = FA4__MATH_TEXT(FA4__MATHFN_TANHF);
+    float c[2];
+    assert_int_equal(literals_after(t, "fa4_clamp_xorsign(x, ", c, 2), 1);
+    tanh_clamp = c[0];
+    tanh_np = literals_after(t, "float p = ", tanh_p, 1);
+    tanh_np += literals_after(t, "p = fmaf(p, z, ", tanh_p + tanh_np, 7);
+    tanh_nq = literals_after(t, "float q = ", tanh_q, 1);
+    tanh_nq += literals_after(t, "q = fmaf(q, z, ", tanh_q + tanh_nq, 7);
+}
+
+static float tanh_uncorrected(float x)
+{
+    const float a = fa4_clamp_xorsign(x, tanh_clamp), z = a * a;
+    float p = tanh_p[0], q = tanh_q[0];
+    for (int i = 1; i < tanh_np; i++)
+        p = fmaf(p, z, tanh_p[i]);
+    for (int i = 1; i < tanh_nq; i++)
+        q = fmaf(q, z, tanh_q[i]);
+    return fa4_clamp_xorsign(fmaf(a * z, p, a) * fa4_rcp_approx(q), 1.0f);
+}
+
+static void tanh_case(tally *t, float *biggest, float x)
+{
+    check1(t, fa4_tanhf, x, tanhl((long double)x));
+    for (int mode = ERR_UP; mode <= ERR_DOWN; mode++) {
+        rcp_mode = mode;
+        *biggest = fmaxf(*biggest, fabsf(fa4_tanhf(x)));
+    }
+    rcp_mode = ERR_EXACT;
+}
+
 static void tanh_bound(void **state)
 {
     (void)state;
     tally t = {0};
     float biggest = 0.0f;
-    for (int i = -600000; i <= 600000; i++) {
-        float x = (float)i * 0x1p-15f; /* [-18.3, 18.3] */
-        check1(&t, fa4_tanhf, x, tanhl((long double)x));
+    for (int i = -600000; i <= 600000; i++) /* [-18.3, 18.3] */
+        tanh_case(&t, &biggest, (float)i * 0x1p-15f);
+    for (int32_t b = fa4_as_int(0x1p-13f); b <= fa4_as_int(9.6f); b += 61) /* every 61st float */
+        tanh_case(&t, &biggest, fa4_as_float(b));
+    for (int i = 0; i < 4000; i++) { /* where tanh rounds to 1, the clamp, tiny arguments */
+        tanh_case(&t, &biggest, fa4_as_float(fa4_as_int(9.0109f) - 2000 + i));
+        tanh_case(&t, &biggest, -fa4_as_float(fa4_as_int(9.5f) - 2000 + i));
+        tanh_case(&t, &biggest, ldexpf(1.0f + (float)i / 4000.0f, -(i % 150)));
     }
-    for (int32_t b = fa4_as_int(0x1p-13f); b <= fa4_as_int(9.1f); b += 61) { /* every 61st float */
-        float x = fa4_as_float(b);
-        check1(&t, fa4_tanhf, x, tanhl((long double)x));
-        for (int mode = ERR_UP; mode <= ERR_DOWN; mode++) {
-            ex2_mode = mode;
-            biggest = fmaxf(biggest, fabsf(fa4_tanhf(x)));
-        }
-        ex2_mode = ERR_EXACT;
-    }
-    for (int i = 0; i < 2000; i++) { /* both sides of the split at 1, and tiny arguments */
-        float x = fa4_as_float(fa4_as_int(1.0f) - 1000 + i);
-        check1(&t, fa4_tanhf, x, tanhl((long double)x));
-        check1(&t, fa4_tanhf, -x, tanhl(-(long double)x));
-        float y = ldexpf(1.0f + (float)i / 2000.0f, -(i % 140));
-        check1(&t, fa4_tanhf, y, tanhl((long double)y));
-    }
-    for (int i = 0; i < 100000; i++) {
-        float x = random_float();
-        check1(&t, fa4_tanhf, x, tanhl((long double)x));
-    }
-    report("tanhf", &t, 1.5);
-    printf("tanhf: largest |result| below 9.1: %a\n", (double)biggest);
-    assert_true(t.worst <= 1.5 && biggest <= 1.0f);
-    for (int mode = ERR_EXACT; mode <= ERR_DOWN; mode++) {
-        ex2_mode = mode;
-        assert_true(fa4_tanhf(0.0f) == 0.0f && signbit(fa4_tanhf(-0.0f)));
+    for (int i = 0; i < 100000; i++)
+        tanh_case(&t, &biggest, random_float());
+    report("tanhf", &t, 5.25);
+    printf("tanhf: largest |result| %a\n", (double)biggest);
+    assert_true(t.worst <= 5.25 && biggest <= 1.0f);
+    for (int mode = ERR_EXACT; mode <= ERR_DOWN; mode++) { /* the reciprocal off either way */
+        rcp_mode = mode;
+        assert_true(fa4_tanhf(0.0f) == 0.0f && !signbit(fa4_tanhf(0.0f)) && signbit(fa4_tanhf(-0.0f)));
+        assert_true(fa4_tanhf(9.5f) == 1.0f && fa4_tanhf(-9.5f) == -1.0f);
         assert_true(fa4_tanhf(INFINITY) == 1.0f && fa4_tanhf(-INFINITY) == -1.0f);
-        assert_true(isnan(fa4_tanhf(NAN)) && fa4_tanhf(1e30f) == 1.0f && fa4_tanhf(-50.0f) == -1.0f);
-        assert_true(fa4_tanhf(9.1f) == 1.0f && fa4_tanhf(0x1p-20f) == 0x1p-20f);
+        assert_true(fa4_tanhf(1e30f) == 1.0f && fa4_tanhf(-50.0f) == -1.0f);
+        assert_true(fa4_tanhf(0x1p-20f) == 0x1p-20f && fa4_tanhf(-0x1p-100f) == -0x1p-100f);
+        assert_true(isnan(fa4_tanhf(NAN)) && isnan(fa4_tanhf(-NAN)));
     }
-    ex2_mode = ERR_EXACT;
-    /* (1 - u) / (1 + u) with u from ex2.approx, even divided exactly, cancels near 0: far beyond */
+    rcp_mode = ERR_EXACT;
+    /* the quotient without the residual correction: beyond the bound */
+    tanh_literals();
+    assert_true(tanh_np == 4 && tanh_nq == 5 && tanh_clamp == 9.5f && tanh_q[4] == 1.0f);
+    assert_true(fabsf(tanh_uncorrected(0.5f) - fa4_tanhf(0.5f)) <= 0x1p-23f);
     double naive = 0;
-    ex2_mode = ERR_UP;
-    for (int i = 1; i < 20000; i++) {
-        float x = (float)i * 0x1p-16f;
-        long double u = fa4_ex2_approx(x * -0x1.715476p+1f);
-        naive = fmax(naive, ulps((float)((1.0L - u) / (1.0L + u)), tanhl(x)));
+    for (int mode = ERR_UP; mode <= ERR_DOWN; mode++) {
+        rcp_mode = mode;
+        for (int32_t b = fa4_as_int(0.5f); b <= fa4_as_int(9.5f); b += 97)
+            naive = fmax(naive, ulps(tanh_uncorrected(fa4_as_float(b)), tanhl(fa4_as_float(b))));
     }
-    ex2_mode = ERR_EXACT;
-    printf("tanhf without the polynomial: worst %.1f ulp\n", naive);
-    assert_true(naive > 100.0);
+    rcp_mode = ERR_EXACT;
+    printf("tanhf without the correction: worst %.2f ulp\n", naive);
+    assert_true(naive > 5.25);
 }
 
 int main(void)

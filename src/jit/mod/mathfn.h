@@ -27,24 +27,30 @@
  *   fa4_logf(x)     <= 2 ulps   no hardware approximation: x = 2^k m, m in [sqrt(1/2), sqrt(2)),
  *                              log1p(m - 1) by a degree-7 polynomial, k ln 2 in two parts.
  *   fa4_log2f(x)    <= 2 ulps   the same core times log2(e); exact for powers of two.
- *   fa4_tanhf(x)    <= 1.5 ulps |x| < 1: x + x^3 P(x^2), P of degree 7 (no cancellation); else
- *                              with u = e^(-2|x|) by ex2.approx, (1 - u) / (1 + u) = 1 + u W(u),
- *                              W of degree 5 on (0, e^-2]: one MUFU operation (the ex2) per
- *                              element instead of two (ex2, rcp), which soft-capping pays at every
- *                              score besides the softmax's own ex2 (issue 8). Both branches are
- *                              computed and one selected. Measured worst 1.45 ulps on the CPU with
- *                              ex2.approx emulated at its bound (test_mod_mathfn).
+ *   fa4_tanhf(x)    <= 5.25 ulps a rational of degrees (4, 4) in x^2 (minimax relative error
+ *                              2^-24.75 on [0, 9.5]) on x clamped to where tanh rounds to 1; one
+ *                              reciprocal (rcp.approx, corrected by the exact residual) and no
+ *                              exponential: one MUFU operation per element instead of two (ex2,
+ *                              rcp), which soft-capping pays at every score besides the softmax's
+ *                              own ex2 (issue 8; the sm_90a soft-cap forward: 5576 SASS
+ *                              instructions instead of 5704, MUFU 276 instead of 404). Its error is
+ *                              the rounding of N and Q where tanh is near 1 and an ulp is 2^-24 of
+ *                              the value: measured worst 5.13 ulps on the CPU with rcp.approx
+ *                              emulated at its bound (test_mod_mathfn). The result is held to
+ *                              [-1, 1] and exactly +-1 from |x| = 9.5.
  *
  * Results below 2^-126 may flush to zero (the .ftz approximations); NaN, infinities and zeros
  * follow C99 Annex F for every function. Polynomial coefficients: Chebyshev interpolation in long
- * double, rounded to float, checked by the test; tanhf's are derived by tests/mod/mathfn_tanh.py
- * (mpmath), which the ctest mod_mathfn_tanh_coefficients checks against this file. The PTX bounds
+ * double, rounded to float, checked by the test; tanhf's rational comes from the Remez algorithm in
+ * tests/mod/mathfn_tanh.py (mpmath), which the ctest mod_mathfn_tanh_coefficients checks against
+ * this file. The PTX bounds
  * assumed (PTX ISA): ex2.approx.f32 relative 2^-22.5, rcp.approx.f32 1 ulp, div.approx.f32 2 ulps
  * for |b| in [2^-126, 2^126].
  *
  * The includer defines fa4_rcp_approx(x) (rcp.approx.ftz.f32), fa4_rcp_div(x) (1 / x by
- * div.approx.f32), fa4_ex2_approx(x) (ex2.approx.ftz.f32), fa4_as_int(x), fa4_as_float(i) and
- * provides fmaf, fabsf, copysignf. Each ?: has plain operands (a chain of ?: becomes branches).
+ * div.approx.f32), fa4_ex2_approx(x) (ex2.approx.ftz.f32), fa4_clamp_xorsign(x, c) for c > 0
+ * (min.NaN.xorsign.abs.f32: copysign(min(|x|, c), x), NaN stays, one instruction),
+ * fa4_as_int(x), fa4_as_float(i) and provides fmaf, fabsf, copysignf. Each ?: has plain operands (a chain of ?: becomes branches).
  * Comments stay outside the macros (they vanish from the text).
  */
 #ifndef FA4_JIT_MOD_MATHFN_H
@@ -122,31 +128,27 @@
         return ok ? r : sp;                                                                       \
     }
 
-/* tanh: an odd polynomial below 1, (1 - u) / (1 + u) = 1 + u W(u) with u = e^(-2|x|) above; no
- * reciprocal (u -> 0 for large |x| gives 1) */
+/* tanh: N / Q on a = x clamped to [-9.5, 9.5] (tanh rounds to 1 from 13 ln 2 ~ 9.011), N = a +
+ * a^3 P(a^2), Q = 1 + a^2 R(a^2); the quotient by rcp.approx corrected once by the exact residual
+ * (negated, which keeps the sign of 0), then held to [-1, 1] */
 #define FA4__MATHFN_TANHF(FN)                                                                     \
     FN float fa4_tanhf(float x)                                                                   \
     {                                                                                             \
-        const float ax = fabsf(x);                                                                \
-        const float z = x * x;                                                                    \
-        float p = 0x1.2b7582p-13f;                                                                \
-        p = fmaf(p, z, -0x1.e42e3p-11f);                                                          \
-        p = fmaf(p, z, 0x1.a45278p-9f);                                                           \
-        p = fmaf(p, z, -0x1.1d02d6p-7f);                                                          \
-        p = fmaf(p, z, 0x1.65a7c4p-6f);                                                           \
-        p = fmaf(p, z, -0x1.ba117cp-5f);                                                          \
-        p = fmaf(p, z, 0x1.1110f2p-3f);                                                           \
-        p = fmaf(p, z, -0x1.555556p-2f);                                                          \
-        const float small = fmaf(x * z, p, x);                                                    \
-        const float u = fa4_ex2_approx(ax * -0x1.715476p+1f);                                     \
-        float w = 0x1.5bc172p+0f;                                                                 \
-        w = fmaf(w, u, -0x1.e8f24cp+0f);                                                          \
-        w = fmaf(w, u, 0x1.fe716ep+0f);                                                           \
-        w = fmaf(w, u, -0x1.fff39cp+0f);                                                          \
-        w = fmaf(w, u, 0x1.ffffdcp+0f);                                                           \
-        w = fmaf(w, u, -0x1p+1f);                                                                 \
-        const float big = fmaf(u, w, 1.0f);                                                       \
-        return copysignf(ax < 1.0f ? small : big, x);                                             \
+        const float a = fa4_clamp_xorsign(x, 0x1.3p+3f);                                          \
+        const float z = a * a;                                                                    \
+        float p = 0x1.af5f46p-27f;                                                                \
+        p = fmaf(p, z, 0x1.50035p-16f);                                                           \
+        p = fmaf(p, z, 0x1.c589d8p-9f);                                                           \
+        p = fmaf(p, z, 0x1.116f18p-3f);                                                           \
+        const float n = fmaf(a * z, p, a);                                                        \
+        float q = 0x1.8fd9a2p-21f;                                                                \
+        q = fmaf(q, z, 0x1.5275eep-12f);                                                          \
+        q = fmaf(q, z, 0x1.a5c3c8p-6f);                                                           \
+        q = fmaf(q, z, 0x1.de0cd4p-2f);                                                           \
+        q = fmaf(q, z, 1.0f);                                                                     \
+        const float r = fa4_rcp_approx(q);                                                        \
+        const float y = n * r;                                                                    \
+        return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);                              \
     }
 
 /* The text of one function, for the emitter (one line; emit_prelude.c lays it out). */

@@ -46,7 +46,8 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 //   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
 //             a / b is a float
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
-//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 1.5 ulps
+//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)
+//   fa4_tanhf <= 5.25 ulps (|result| <= 1, exactly 1 from |x| = 9.5)
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
 // tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
 // 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
@@ -62,6 +63,18 @@ __device__ __forceinline__ float fa4_ex2_approx(float x)
 {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+// copysign(min(|x|, c), x) for c > 0, NaN stays NaN: one instruction from sm_86 on
+__device__ __forceinline__ float fa4_clamp_xorsign(float x, float c)
+{
+    float y;
+#if __CUDA_ARCH__ >= 860
+    asm("min.NaN.xorsign.abs.f32 %0, %1, %2;" : "=f"(y) : "f"(x), "f"(c));
+#else
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(fabsf(x)), "f"(c));
+    y = copysignf(y, x);
+#endif
     return y;
 }
 #if FA4_FAST_MATH
@@ -145,26 +158,21 @@ __device__ __forceinline__ float fa4_log2f(float x)
 }
 __device__ __forceinline__ float fa4_tanhf(float x)
 {
-    const float ax = fabsf(x);
-    const float z = x * x;
-    float p = 0x1.2b7582p-13f;
-    p = fmaf(p, z, -0x1.e42e3p-11f);
-    p = fmaf(p, z, 0x1.a45278p-9f);
-    p = fmaf(p, z, -0x1.1d02d6p-7f);
-    p = fmaf(p, z, 0x1.65a7c4p-6f);
-    p = fmaf(p, z, -0x1.ba117cp-5f);
-    p = fmaf(p, z, 0x1.1110f2p-3f);
-    p = fmaf(p, z, -0x1.555556p-2f);
-    const float small = fmaf(x * z, p, x);
-    const float u = fa4_ex2_approx(ax * -0x1.715476p+1f);
-    float w = 0x1.5bc172p+0f;
-    w = fmaf(w, u, -0x1.e8f24cp+0f);
-    w = fmaf(w, u, 0x1.fe716ep+0f);
-    w = fmaf(w, u, -0x1.fff39cp+0f);
-    w = fmaf(w, u, 0x1.ffffdcp+0f);
-    w = fmaf(w, u, -0x1p+1f);
-    const float big = fmaf(u, w, 1.0f);
-    return copysignf(ax < 1.0f ? small : big, x);
+    const float a = fa4_clamp_xorsign(x, 0x1.3p+3f);
+    const float z = a * a;
+    float p = 0x1.af5f46p-27f;
+    p = fmaf(p, z, 0x1.50035p-16f);
+    p = fmaf(p, z, 0x1.c589d8p-9f);
+    p = fmaf(p, z, 0x1.116f18p-3f);
+    const float n = fmaf(a * z, p, a);
+    float q = 0x1.8fd9a2p-21f;
+    q = fmaf(q, z, 0x1.5275eep-12f);
+    q = fmaf(q, z, 0x1.a5c3c8p-6f);
+    q = fmaf(q, z, 0x1.de0cd4p-2f);
+    q = fmaf(q, z, 1.0f);
+    const float r = fa4_rcp_approx(q);
+    const float y = n * r;
+    return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);
 }
 #endif
 
@@ -250,7 +258,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 254 "fa4_mod.cuh"
+#line 262 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -283,9 +291,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 287 "fa4_mod.cuh"
+#line 295 "fa4_mod.cuh"
 #endif
-#line 289 "fa4_mod.cuh"
+#line 297 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -294,7 +302,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 298 "fa4_mod.cuh"
+#line 306 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -316,7 +324,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 320 "fa4_mod.cuh"
+#line 328 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -341,9 +349,9 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 345 "fa4_mod.cuh"
+#line 353 "fa4_mod.cuh"
 #endif
-#line 347 "fa4_mod.cuh"
+#line 355 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 32 "branches.mod"
@@ -352,7 +360,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 356 "fa4_mod.cuh"
+#line 364 "fa4_mod.cuh"
 #else
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -360,9 +368,9 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 364 "fa4_mod.cuh"
+#line 372 "fa4_mod.cuh"
 #endif
-#line 366 "fa4_mod.cuh"
+#line 374 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -406,7 +414,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 410 "fa4_mod.cuh"
+#line 418 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -439,9 +447,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 443 "fa4_mod.cuh"
+#line 451 "fa4_mod.cuh"
 #endif
-#line 445 "fa4_mod.cuh"
+#line 453 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -463,7 +471,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 467 "fa4_mod.cuh"
+#line 475 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -488,9 +496,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 492 "fa4_mod.cuh"
+#line 500 "fa4_mod.cuh"
 #endif
-#line 494 "fa4_mod.cuh"
+#line 502 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -45,7 +45,8 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 //   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
 //             a / b is a float
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
-//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 1.5 ulps
+//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)
+//   fa4_tanhf <= 5.25 ulps (|result| <= 1, exactly 1 from |x| = 9.5)
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
 // tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
 // 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
@@ -61,6 +62,18 @@ __device__ __forceinline__ float fa4_ex2_approx(float x)
 {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+// copysign(min(|x|, c), x) for c > 0, NaN stays NaN: one instruction from sm_86 on
+__device__ __forceinline__ float fa4_clamp_xorsign(float x, float c)
+{
+    float y;
+#if __CUDA_ARCH__ >= 860
+    asm("min.NaN.xorsign.abs.f32 %0, %1, %2;" : "=f"(y) : "f"(x), "f"(c));
+#else
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(fabsf(x)), "f"(c));
+    y = copysignf(y, x);
+#endif
     return y;
 }
 #if FA4_FAST_MATH
@@ -144,26 +157,21 @@ __device__ __forceinline__ float fa4_log2f(float x)
 }
 __device__ __forceinline__ float fa4_tanhf(float x)
 {
-    const float ax = fabsf(x);
-    const float z = x * x;
-    float p = 0x1.2b7582p-13f;
-    p = fmaf(p, z, -0x1.e42e3p-11f);
-    p = fmaf(p, z, 0x1.a45278p-9f);
-    p = fmaf(p, z, -0x1.1d02d6p-7f);
-    p = fmaf(p, z, 0x1.65a7c4p-6f);
-    p = fmaf(p, z, -0x1.ba117cp-5f);
-    p = fmaf(p, z, 0x1.1110f2p-3f);
-    p = fmaf(p, z, -0x1.555556p-2f);
-    const float small = fmaf(x * z, p, x);
-    const float u = fa4_ex2_approx(ax * -0x1.715476p+1f);
-    float w = 0x1.5bc172p+0f;
-    w = fmaf(w, u, -0x1.e8f24cp+0f);
-    w = fmaf(w, u, 0x1.fe716ep+0f);
-    w = fmaf(w, u, -0x1.fff39cp+0f);
-    w = fmaf(w, u, 0x1.ffffdcp+0f);
-    w = fmaf(w, u, -0x1p+1f);
-    const float big = fmaf(u, w, 1.0f);
-    return copysignf(ax < 1.0f ? small : big, x);
+    const float a = fa4_clamp_xorsign(x, 0x1.3p+3f);
+    const float z = a * a;
+    float p = 0x1.af5f46p-27f;
+    p = fmaf(p, z, 0x1.50035p-16f);
+    p = fmaf(p, z, 0x1.c589d8p-9f);
+    p = fmaf(p, z, 0x1.116f18p-3f);
+    const float n = fmaf(a * z, p, a);
+    float q = 0x1.8fd9a2p-21f;
+    q = fmaf(q, z, 0x1.5275eep-12f);
+    q = fmaf(q, z, 0x1.a5c3c8p-6f);
+    q = fmaf(q, z, 0x1.de0cd4p-2f);
+    q = fmaf(q, z, 1.0f);
+    const float r = fa4_rcp_approx(q);
+    const float y = n * r;
+    return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);
 }
 #endif
 
@@ -239,7 +247,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 6 "head_scale.mod"
     return score * fa4_expf(fa4_aux_log_temp(fa4_a, h));
 }
-#line 243 "fa4_mod.cuh"
+#line 251 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -271,7 +279,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr)));
 }
-#line 275 "fa4_mod.cuh"
+#line 283 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -47,7 +47,8 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 //   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
 //             a / b is a float
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
-//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)   fa4_tanhf <= 1.5 ulps
+//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)
+//   fa4_tanhf <= 5.25 ulps (|result| <= 1, exactly 1 from |x| = 9.5)
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
 // tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
 // 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
@@ -63,6 +64,18 @@ __device__ __forceinline__ float fa4_ex2_approx(float x)
 {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+// copysign(min(|x|, c), x) for c > 0, NaN stays NaN: one instruction from sm_86 on
+__device__ __forceinline__ float fa4_clamp_xorsign(float x, float c)
+{
+    float y;
+#if __CUDA_ARCH__ >= 860
+    asm("min.NaN.xorsign.abs.f32 %0, %1, %2;" : "=f"(y) : "f"(x), "f"(c));
+#else
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(fabsf(x)), "f"(c));
+    y = copysignf(y, x);
+#endif
     return y;
 }
 #if FA4_FAST_MATH
@@ -146,26 +159,21 @@ __device__ __forceinline__ float fa4_log2f(float x)
 }
 __device__ __forceinline__ float fa4_tanhf(float x)
 {
-    const float ax = fabsf(x);
-    const float z = x * x;
-    float p = 0x1.2b7582p-13f;
-    p = fmaf(p, z, -0x1.e42e3p-11f);
-    p = fmaf(p, z, 0x1.a45278p-9f);
-    p = fmaf(p, z, -0x1.1d02d6p-7f);
-    p = fmaf(p, z, 0x1.65a7c4p-6f);
-    p = fmaf(p, z, -0x1.ba117cp-5f);
-    p = fmaf(p, z, 0x1.1110f2p-3f);
-    p = fmaf(p, z, -0x1.555556p-2f);
-    const float small = fmaf(x * z, p, x);
-    const float u = fa4_ex2_approx(ax * -0x1.715476p+1f);
-    float w = 0x1.5bc172p+0f;
-    w = fmaf(w, u, -0x1.e8f24cp+0f);
-    w = fmaf(w, u, 0x1.fe716ep+0f);
-    w = fmaf(w, u, -0x1.fff39cp+0f);
-    w = fmaf(w, u, 0x1.ffffdcp+0f);
-    w = fmaf(w, u, -0x1p+1f);
-    const float big = fmaf(u, w, 1.0f);
-    return copysignf(ax < 1.0f ? small : big, x);
+    const float a = fa4_clamp_xorsign(x, 0x1.3p+3f);
+    const float z = a * a;
+    float p = 0x1.af5f46p-27f;
+    p = fmaf(p, z, 0x1.50035p-16f);
+    p = fmaf(p, z, 0x1.c589d8p-9f);
+    p = fmaf(p, z, 0x1.116f18p-3f);
+    const float n = fmaf(a * z, p, a);
+    float q = 0x1.8fd9a2p-21f;
+    q = fmaf(q, z, 0x1.5275eep-12f);
+    q = fmaf(q, z, 0x1.a5c3c8p-6f);
+    q = fmaf(q, z, 0x1.de0cd4p-2f);
+    q = fmaf(q, z, 1.0f);
+    const float r = fa4_rcp_approx(q);
+    const float y = n * r;
+    return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);
 }
 #endif
 
@@ -252,7 +260,7 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1)));
 }
-#line 256 "fa4_mod.cuh"
+#line 264 "fa4_mod.cuh"
 #else
 #line 5 "t5_bias.mod"
 __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max_distance)
@@ -287,16 +295,16 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_done ? fa4_ret : (fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1))));
 }
-#line 291 "fa4_mod.cuh"
+#line 299 "fa4_mod.cuh"
 #endif
-#line 293 "fa4_mod.cuh"
+#line 301 "fa4_mod.cuh"
 
 #line 21 "t5_bias.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
     return score + fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
 }
-#line 300 "fa4_mod.cuh"
+#line 308 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -329,7 +337,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
     return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr));
 }
-#line 333 "fa4_mod.cuh"
+#line 341 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
