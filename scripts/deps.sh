@@ -3,7 +3,7 @@
 # The CUDA toolkit is expected at /usr/local/cuda (NVRTC and headers; no GPU or driver needed).
 set -euo pipefail
 need=()
-for pkg in build-essential cmake pkg-config libffi-dev libxxhash-dev libcmocka-dev python3 python3-pytest python3-torch; do
+for pkg in build-essential cmake pkg-config libffi-dev libxxhash-dev libcmocka-dev python3 python3-pytest python3-torch python3-mpmath; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
