@@ -29,7 +29,7 @@ static const fa4__program_desc programs[] = {
     {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd", NULL},
     {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", NULL},
     {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", NULL},
-    {"bwd_main90", "sm90/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", "-DFA4_SM90_BWD_FAST_TILES=0"},
+    {"bwd_main90", "sm90/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", "-DFA4_SM90_BWD_FALLBACK=1"},
     {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", NULL},
     {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", NULL},
 };

@@ -25,13 +25,51 @@
 #define FA4_SM90_BWD_DQ_FIRST 1
 #endif
 
+/* FA4_SM90_BWD_FALLBACK=1: the build with the fewest registers (FA4_SM90_BWD_FAST_TILES 0,
+ * FA4_SM90_BWD_DQ_PASS 0, FA4_SM90_BWD_DQ_PEEK 0, whatever else was set). Where the default build
+ * spills (rel_bias and t5_bias at D 128), the library compiles the program again with it
+ * (path_sm90.c's spill_fallback) and keeps the build with fewer spill bytes. */
+#if defined(FA4_SM90_BWD_FALLBACK) && FA4_SM90_BWD_FALLBACK
+#undef FA4_SM90_BWD_FAST_TILES
+#undef FA4_SM90_BWD_DQ_PASS
+#undef FA4_SM90_BWD_DQ_PEEK
+#define FA4_SM90_BWD_FAST_TILES 0
+#define FA4_SM90_BWD_DQ_PASS 0
+#define FA4_SM90_BWD_DQ_PEEK 0
+#endif
+
 /* 1: tiles inside the sequence (and, with a mask_mod, inside a full block of a block mask) skip
  * every check (H200: causal +4.5%, sliding window +10% in the backward). The second copy of the
- * score stage costs registers: where ptxas spills with it (softcap + causal at D 128: 16 bytes),
- * the library compiles the program again with FA4_SM90_BWD_FAST_TILES=0 (path_sm90.c's
- * spill_fallback), where every tile is checked. */
+ * score stage costs registers (the spill fallback above turns it off). */
 #ifndef FA4_SM90_BWD_FAST_TILES
 #define FA4_SM90_BWD_FAST_TILES 1
+#endif
+
+/* Deterministic dQ (p.dq_sem): where a dQ warpgroup's issuer passes a step's turn on, after its
+ * wait for that step's reduce-adds to complete (the warpgroup's other warps wait for the issuer at
+ * their next wgmma, so that wait must not come right before one):
+ *   1: in the next step's S/dP window, while those wgmmas run (H200, plain B4 H16 S4096 D128:
+ *      4.17 ms against 4.56); one more register over the walk (rel_bias D 128 spilled with it);
+ *   0: at the step's own end, after dV/dK (the spill fallback, and padded D 64).
+ * Measured and dropped (same run): two steps later (wait_group 1, no completion wait) 5.04 ms,
+ * and at the next step's dQ write 4.30 ms: the turn's lag along the chain of key tiles costs more
+ * than the issuer's wait (notes/sm90-bwd.md). */
+#ifndef FA4_SM90_BWD_DQ_PASS
+#if FA4_HEAD_DIM > 64
+#define FA4_SM90_BWD_DQ_PASS 1
+#else /* one dQ warpgroup: deterministic D64 B8 H8 3.11 -> 3.05 ms, but non-deterministic 1.94 -> 2.01 */
+#define FA4_SM90_BWD_DQ_PASS 0
+#endif
+#endif
+/* 1 (with FA4_SM90_BWD_DQ_PASS 1): in the S/dP window the issuer also reads this step's turn
+ * counter once (no wait; the fence that passes the previous turn on makes it an acquire); when the
+ * turn has come, the dQ write skips its poll. 4.04 ms against 4.17, but softcap_causal D 128 then
+ * spills and takes the spill fallback, so it is off. */
+#ifndef FA4_SM90_BWD_DQ_PEEK
+#define FA4_SM90_BWD_DQ_PEEK 0
+#endif
+#if FA4_SM90_BWD_DQ_PEEK && FA4_SM90_BWD_DQ_PASS != 1
+#error "FA4_SM90_BWD_DQ_PEEK needs FA4_SM90_BWD_DQ_PASS 1"
 #endif
 
 template <int R> __device__ __forceinline__ void fa4_bwd_fence_u(unsigned (&a)[R][4])
@@ -247,9 +285,28 @@ struct fa4_bwd_consumer {
         }
     }
 
-    /* Deterministic: pass on the turn this warpgroup's issuer still holds, once its adds are
-     * complete (issuer only; called at the step's end, after dV and dK, so that the adds' latency
-     * hides behind those wgmmas). */
+    /* Deterministic, issuer only: pass on the turn still held (sm.dq_pending), once the adds are
+     * complete. The fence (acq_rel) is the store's release, and an acquire for the issuer's
+     * earlier relaxed reads; kFence: fence even when no turn is held. */
+    template <bool kFence>
+    __device__ __forceinline__ void pass_dq_turn(void) const
+    {
+        unsigned long long ctr;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(ctr) : "r"(sm.dq_pending(cw)) : "memory");
+        if (ctr) {
+            fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        }
+        if (kFence || ctr)
+            asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+        if (ctr) {
+            asm volatile("st.relaxed.gpu.global.b32 [%0], %1;\n" ::"l"(ctr), "r"(n_tile + 1) : "memory");
+            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
+        }
+    }
+
+    /* Deterministic, issuer only, FA4_SM90_BWD_DQ_PASS 0: the same at the step's end (a release
+     * store, no acquire needed). */
     __device__ __forceinline__ void release_dq_turn(void) const
     {
         unsigned long long ctr;
@@ -260,6 +317,28 @@ struct fa4_bwd_consumer {
             asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(ctr), "r"(n_tile + 1) : "memory");
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
         }
+    }
+
+    /* The turn counter of (head h, query tile m0) for this warpgroup's column half. */
+    __device__ __forceinline__ int *dq_turn_ctr(int h, int m0) const
+    {
+        const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
+        return p.dq_sem + (row0 >> 2) * kBDqWgs + cw;
+    }
+
+    /* Deterministic, issuer only, while the step's S/dP wgmmas run (FA4_SM90_BWD_DQ_PASS 1): pass
+     * on the previous step's turn and, with FA4_SM90_BWD_DQ_PEEK, note whether this step's turn
+     * has already come. */
+    __device__ __forceinline__ void dq_turn_window(int h, int m0) const
+    {
+#if FA4_SM90_BWD_DQ_PEEK
+        int v;
+        asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(dq_turn_ctr(h, m0)) : "memory");
+#endif
+        pass_dq_turn<FA4_SM90_BWD_DQ_PEEK>();
+#if FA4_SM90_BWD_DQ_PEEK
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_seen(cw)), "r"((unsigned)(v == n_tile)) : "memory");
+#endif
     }
 
     /* dQ partial of this step added into the workspace by TMA: the fragment goes to this
@@ -298,14 +377,21 @@ struct fa4_bwd_consumer {
             const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
             int *ctr = p.dq_sem ? p.dq_sem + (row0 >> 2) * kBDqWgs + cw : nullptr;
             if (ctr) {
+#if FA4_SM90_BWD_DQ_PEEK
+                unsigned seen;
+                asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(seen) : "r"(sm.dq_seen(cw)) : "memory");
+                if (!seen)
+                    fa4_bwd_wait_turn(ctr, n_tile);
+#else
                 fa4_bwd_wait_turn(ctr, n_tile);
+#endif
                 asm volatile("fence.proxy.async.global;\n" ::: "memory");
             }
 #pragma unroll
             for (int box = 0; box < 2; ++box)
                 fa4_tma_reduce_add_2d(tm_dq, buf + box * kBDqBoxBytes, cw * kBDqN + box * kBDqBox, row0);
             fa4_bulk_commit();
-            if (ctr) /* passed on by release_dq_turn at the step's end */
+            if (ctr) /* passed on by pass_dq_turn (FA4_SM90_BWD_DQ_PASS) */
                 asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"((unsigned long long)ctr)
                              : "memory");
         }
@@ -331,6 +417,10 @@ struct fa4_bwd_consumer {
             fa4_mbar_wait(sm.bar_full(s), ph);
             fa4_wgmma_fence();
             issue_s_dp(sc, dp, s);
+#if FA4_SM90_BWD_DQ_PASS == 1
+            if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
+                dq_turn_window(h, m0); /* the previous step's turn */
+#endif
             fa4_wgmma_wait<0>();
             fa4_reg_fence(sc);
             fa4_reg_fence(dp);
@@ -369,7 +459,7 @@ struct fa4_bwd_consumer {
         fa4_bwd_fence_u(pds);
         if (lane == 0)
             fa4_mbar_arrive(sm.bar_empty(s));
-        if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
+        if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
             release_dq_turn(); /* the adds issued before dV, dK have had their time */
 #else
         fa4_wgmma_fence();
@@ -389,7 +479,7 @@ struct fa4_bwd_consumer {
             fa4_wgmma_wait<0>();
             fa4_reg_fence(dq);
             write_dq(dq, h, m0);
-            if (p.dq_sem && warp == 0 && lane == 0)
+            if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0)
                 release_dq_turn();
         } else {
             fa4_wgmma_wait<0>();

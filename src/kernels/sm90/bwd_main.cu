@@ -181,7 +181,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         float *dq_slot = p.dq_accum + (long long)n_tile * p.hq * p.ws_rows * kD + seq.ws_row * kD;
         const fa4_bwd_consumer c = {p,     aux,      sm,          b,      cw,           warp,    lane,
                                     n0,    seq.len_q, seq.len_k,  n_tile, (int)seq.ws_row, dq_slot, &tm_dq};
-        if (warp == 0 && lane == 0 && cw < kBDqWgs)
+        if (warp == 0 && lane == 0 && cw < kBDqWgs) /* no turn held yet (read by the first step) */
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
 
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
@@ -191,8 +191,13 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it & 1, w.h, w.m0, w.full);
 
         if (warp == 0 && lane == 0 && cw < kBDqWgs) {
+#if FA4_SM90_BWD_DQ_PASS == 1
             if (p.dq_sem)
-                c.release_dq_turn();
+                c.pass_dq_turn<false>(); /* the last step's */
+#else
+            if (p.dq_sem)
+                c.release_dq_turn(); /* none left: each step passed its own */
+#endif
             fa4_bulk_wait<0>(); /* the last dQ reduce-adds are done before the CTA's shared memory goes */
         }
         /* epilogue: dK (scaled) and dV of the keys inside the sequence */

@@ -200,12 +200,13 @@ int main(int argc, char **argv)
                 ran++;
                 st = fa4__nvrtc_run(&job, 1);
                 /* as the library (path_sm90.c's spill_fallback for bwd_main90): a build that spills
-                 * is compiled once more without the fast interior tiles, and that one must be clean */
+                 * is compiled once more as the fallback build (no fast interior tiles, the deterministic
+                 * dQ turn passed at the step's end), and that one must be clean */
                 int fell_back = 0;
                 if (st == FA4_OK && job.info.registers >= 0 &&
                     (job.info.spill_stores || job.info.spill_loads || job.info.wgmma_serialized)) {
                     fa4__nvrtc_job_release(&job);
-                    job.opts[job.num_opts++] = "-DFA4_SM90_BWD_FAST_TILES=0";
+                    job.opts[job.num_opts++] = "-DFA4_SM90_BWD_FALLBACK=1";
                     st = fa4__nvrtc_run(&job, 1);
                     fell_back = 1;
                 }
@@ -229,7 +230,7 @@ int main(int argc, char **argv)
                            "%.0f ms%s\n",
                            bad ? "FAIL" : "ok  ", label, in->registers, in->spill_stores, in->spill_loads,
                            in->stack_frame, in->shared_static, in->wgmma_serialized, in->compile_ms,
-                           fell_back ? "  (spilled: fallback -DFA4_SM90_BWD_FAST_TILES=0)" : "");
+                           fell_back ? "  (spilled: fallback -DFA4_SM90_BWD_FALLBACK=1)" : "");
                     if (bad || verbose)
                         printf("%s\n", job.log ? job.log : "");
                     failed |= bad;
