@@ -19,7 +19,8 @@ git archive "$commit" | tar -x -C "$snap"
 bash scripts/deps.sh >/dev/null
 cmake -S "$snap" -B "$snap/build" -DCMAKE_BUILD_TYPE=Release -DFA4JIT_BUILD_TESTS=ON >/dev/null
 cmake --build "$snap/build" -j"$(nproc)" >/dev/null
-ffi=$(ldconfig -p | awk '/libffi\.so\.8 /{print $NF; exit}')
+# (awk reads to the end: an early exit would SIGPIPE ldconfig, which pipefail turns into rc 141)
+ffi=$(ldconfig -p | awk '/libffi\.so\.8 / && !f {print $NF; f = 1}')
 [ -n "$ffi" ] || { echo "device_carry: libffi.so.8 not found on this machine" >&2; exit 1; }
 out=.devcarry
 rm -rf "$out" && mkdir -p "$out/dump"
