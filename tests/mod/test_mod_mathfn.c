@@ -116,6 +116,8 @@ static float fa4_as_float(int i)
 
 /* the code under test, as C */
 FA4__MATHFN_FDIV(static)
+FA4__MATHFN_RCP_U(static)
+FA4__MATHFN_FDIV_U(static)
 FA4__MATHFN_EXPF(static)
 FA4__MATHFN_EXP2F(static)
 FA4__MATHFN_LOG_CORE(static)
@@ -253,6 +255,34 @@ static void division_bound(void **state)
     rcp_mode = ERR_EXACT;
     printf("fdiv without the correction: worst %.2f ulp\n", naive);
     assert_true(naive > 1.0);
+}
+
+/* a / b for a divisor the same at every position: a times the IEEE reciprocal (C's float division
+ * is IEEE on this host, as div.rn.f32 is on the GPU), two roundings */
+static void division_uniform_bound(void **state)
+{
+    (void)state;
+    tally t;
+    memset(&t, 0, sizeof t);
+    for (int i = 0; i < 300000; i++) {
+        float a = random_float(), b = random_float();
+        if (i % 3 == 1)
+            a = (float)(uniform_pm1() * 200.0L), b = 30.0f + (float)(i % 4096) * 0x1p-7f;
+        if (i % 3 == 2)
+            b = 1.0f + (float)(i % 131072) * 0x1p-17f;
+        long double want = (long double)a / (long double)b;
+        if (fabsf(b) < 0x1p-126f || fabsf(b) > 0x1p126f || fabsl(want) < 0x1p-126L ||
+            fabsl(want) > 0x1.fffffep127L)
+            continue;
+        note(&t, ulps(fa4_fdiv_u(a, b), want), a, b);
+    }
+    report("fdiv_u", &t, 2.0);
+    assert_true(t.worst < 2.0 && t.n > 100000);
+    assert_true(fa4_fdiv_u(1.0f, 0.0f) == INFINITY && isnan(fa4_fdiv_u(0.0f, 0.0f)));
+    assert_true(fa4_fdiv_u(5.0f, INFINITY) == 0.0f && isnan(fa4_fdiv_u(INFINITY, INFINITY)));
+    assert_true(fa4_fdiv_u(-INFINITY, -1.0f) == INFINITY && isnan(fa4_fdiv_u(NAN, 2.0f)));
+    assert_true(isnan(fa4_fdiv_u(3.0f, NAN)) && fa4_fdiv_u(1.0f, -0.0f) == -INFINITY);
+    assert_true(fa4_fdiv_u(7.5f, 2.5f) == 3.0f && fa4_fdiv_u(-6.0f, 0.25f) == -24.0f);
 }
 
 /* ------------------------------------------------------------------------------------ exp, exp2 */
@@ -431,6 +461,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(division_bound),
+        cmocka_unit_test(division_uniform_bound),
         cmocka_unit_test(exp_bounds),
         cmocka_unit_test(log_bounds),
         cmocka_unit_test(tanh_bound),

@@ -174,6 +174,10 @@ static void emit_binary(fa4__emitter *E, const fa4__expr *e)
         return;
     }
     if (E->dual && e->type == TY_FLOAT) {
+        /* the dual form keeps fa4_fdiv even for a divisor that is the same at every position: its
+         * scalar aux reads are opaque (not hoisted, for the backward's registers), and an IEEE
+         * reciprocal per score would cost more than the correction (softcap's sm90 backward:
+         * 4472 -> 5312 SASS instructions) */
         const char *dfn = e->op == TK_PLUS    ? "fa4_dadd"
                           : e->op == TK_MINUS ? "fa4_dsub"
                           : e->op == TK_STAR  ? "fa4_dmul"
@@ -186,7 +190,10 @@ static void emit_binary(fa4__emitter *E, const fa4__expr *e)
         return;
     }
     if (e->type == TY_FLOAT && e->op == TK_SLASH) {
-        fa4__out(E, "fa4_fdiv(");
+        /* a divisor that is the same at every position: a multiply by its reciprocal, which the
+         * compiler computes once instead of fa4_fdiv's 5 instructions per score */
+        const int uniform = E->vary && !fa4__expr_depends(e->b, E->vary);
+        fa4__out(E, uniform ? "fa4_fdiv_u(" : "fa4_fdiv(");
         fa4__emit_bare(E, e->a);
         fa4__out(E, ", ");
         fa4__emit_bare(E, e->b);
@@ -449,6 +456,8 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual, int spe
 {
     E->dual = dual;
     E->spec = spec;
+    unsigned char *vary = fa4__varying_slots(f); /* NULL (out of memory): every division general */
+    E->vary = vary;
     E->spec_ret = spec && fa4__stmt_has_nested_return(f->body);
     E->returned = 0;
     E->npred = 0;
@@ -492,6 +501,8 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual, int spe
     fa4__reset_line(E);
     E->dual = 0;
     E->spec = 0;
+    E->vary = NULL;
+    free(vary);
 }
 
 /* The function as written; where it branches, the straight-line form for release builds. */

@@ -1,8 +1,9 @@
 /*
- * emit_internal.h - the text buffer and line bookkeeping shared by the CUDA emitter's three files:
+ * emit_internal.h - the text buffer and line bookkeeping shared by the CUDA emitter's files:
  * emit_cuda.c (the user's functions, forward and dual), emit_straight.c (their straight-line form
- * for release builds) and emit_prelude.c (the fixed pieces: interface macros, the aux struct and
- * accessors, int32 helpers, the float math, dual-number arithmetic).
+ * for release builds), emit_deriv.c (the backward's entry points), emit_deps.c (dependence
+ * analyses) and emit_prelude.c (the fixed pieces: interface macros, the aux struct and accessors,
+ * int32 helpers, the float math, dual-number arithmetic).
  */
 #ifndef FA4_JIT_MOD_EMIT_INTERNAL_H
 #define FA4_JIT_MOD_EMIT_INTERNAL_H
@@ -18,6 +19,8 @@ typedef struct fa4__emitter {
     int mapped;        /* a #line into the user's source is in force */
     int map_line;      /* the user line the next output line stands for */
     int dual;          /* emitting the dual-number form */
+    const unsigned char *vary; /* slots of the function being emitted that vary by position
+                                  (fa4__varying_slots), NULL: take every value as varying */
     int bare;          /* the next operator needs no parentheses of its own */
     int bare_pending;
     int spec;          /* straight-line form: statements run under predicates (emit_cuda.c) */
@@ -49,8 +52,12 @@ void fa4__emit_stmt(fa4__emitter *E, const fa4__stmt *s, int indent);
 int fa4__stmt_branches(const fa4__stmt *s);
 int fa4__stmt_has_nested_return(const fa4__stmt *s);
 void fa4__emit_stmt_spec(fa4__emitter *E, const fa4__stmt *s, int indent);
-/* emit_gathers.c: mask_mod reads an aux tensor at an index depending on q_idx or kv_idx */
+/* emit_deps.c: mask_mod reads an aux tensor at an index depending on q_idx or kv_idx */
 int fa4__mask_gathers(const fa4__mod *m);
+/* emit_deps.c: the slots of f whose values vary by (query, key) position (calloc'd, NULL when out
+ * of memory), and whether e depends on a marked slot */
+unsigned char *fa4__varying_slots(const fa4__func *f);
+int fa4__expr_depends(const fa4__expr *e, const unsigned char *dep);
 /* A helper whose dual form differs from its forward form (it takes or returns float). */
 int fa4__needs_dual(const fa4__func *f);
 /* emit_deriv.c: fa4_score_mod_fwd_deriv, _fwd_deriv_sites, _aux_grad and the aux-grad runs */

@@ -128,6 +128,7 @@ static void emit_math(fa4__emitter *E)
         "// straight-line forms on the PTX approximations, no slow paths; worst errors:\n"
         "//   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where\n"
         "//             a / b is a float\n"
+        "//   fa4_fdiv_u < 2 ulps for |b| in [2^-126, 2^126] (a divisor the same at every position)\n"
         "//   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps\n"
         "//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)\n"
         "//   fa4_tanhf <= 5.25 ulps (|result| <= 1, exactly 1 from |x| = 9.5)\n"
@@ -174,6 +175,9 @@ static void emit_math(fa4__emitter *E)
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         emit_math_text(E, texts[i]);
     fa4__out(E, "#endif\n");
+    /* the same with or without FA4_FAST_MATH: already as cheap as __fdividef per score */
+    emit_math_text(E, FA4__MATH_TEXT(FA4__MATHFN_RCP_U));
+    emit_math_text(E, FA4__MATH_TEXT(FA4__MATHFN_FDIV_U));
 }
 
 /* ------------------------------------------------------------------------------------ prelude */

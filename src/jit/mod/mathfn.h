@@ -15,11 +15,15 @@
  *                              (fma(-b, q, a)); a representable quotient comes out exact.
  *                              (<= 4.5 ulps where |a| < 2^-102: the residual is not representable;
  *                              |b| <= 2^-128 divides like 0, as under flush-to-zero.)
- *                              Where b does not change between calls (a scalar aux, a value built
- *                              only from them), r is common code the compiler hoists, and the one
- *                              register it keeps is all the division costs across elements:
- *                              div.approx is an intrinsic NVVM can merge and hoist, inline asm is
- *                              not (NVVM never merges two asm statements).
+ *                              r is common code the compiler hoists where b does not change
+ *                              between calls (div.approx is an intrinsic NVVM can merge and hoist,
+ *                              inline asm is not), but q, the correction and the NaN select still
+ *                              cost 5 instructions per score.
+ *   fa4_fdiv_u(a, b) < 2 ulps  a times RN(1 / b): the emitter's form where b is the same at every
+ *                              position (emit_deps.c: built from aux scalars, literals, b and h);
+ *                              the IEEE reciprocal is computed once, a score pays one multiply.
+ *                              Special values as IEEE a / b; |b| < 2^-126 divides like 0 (1 / b
+ *                              overflows), |b| > 2^126 loses bits to the subnormal reciprocal.
  *   fa4_expf(x)     <= 2^-22.5 relative + 1/2 ulp   2^t by ex2.approx with t = x log2(e) split
  *                              into its rounded product and the exact remainder, which corrects
  *                              the result to first order (without it: up to 88 ulps near |x| = 88).
@@ -72,6 +76,14 @@
         const float q1 = fmaf(fmaf(-b, q, a), r, q);                                              \
         return q1 != q1 ? q : q1;                                                                 \
     }
+
+/* a / b where b is the same at every position (soft-capping's score / cap): a times the IEEE
+ * reciprocal, which the compiler computes once, so a score costs one multiply instead of fa4_fdiv's
+ * five instructions; two roundings, < 2 ulps for |b| in [2^-126, 2^126] */
+#define FA4__MATHFN_RCP_U(FN)                                                                     \
+    FN float fa4_rcp_u(float b) { return 1.0f / b; }
+#define FA4__MATHFN_FDIV_U(FN)                                                                    \
+    FN float fa4_fdiv_u(float a, float b) { return a * fa4_rcp_u(b); }
 
 /* e^x: 2^t with t = RN(x L), plus the exact remainder c = x L - t + x (log2 e - L) */
 #define FA4__MATHFN_EXPF(FN)                                                                      \

@@ -45,6 +45,7 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 // straight-line forms on the PTX approximations, no slow paths; worst errors:
 //   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
 //             a / b is a float
+//   fa4_fdiv_u < 2 ulps for |b| in [2^-126, 2^126] (a divisor the same at every position)
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
 //   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)
 //   fa4_tanhf <= 5.25 ulps (|result| <= 1, exactly 1 from |x| = 9.5)
@@ -175,6 +176,14 @@ __device__ __forceinline__ float fa4_tanhf(float x)
     return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);
 }
 #endif
+__device__ __forceinline__ float fa4_rcp_u(float b)
+{
+    return 1.0f / b;
+}
+__device__ __forceinline__ float fa4_fdiv_u(float a, float b)
+{
+    return a * fa4_rcp_u(b);
+}
 
 // Checked builds: an out-of-range aux read traps, or with FA4_CHECKED_DEFERRED sets
 // fa4_aux_oob and fa4_mod_checked_finish() traps once, at the end of the kernel.
@@ -258,7 +267,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 262 "fa4_mod.cuh"
+#line 271 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -291,9 +300,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 295 "fa4_mod.cuh"
+#line 304 "fa4_mod.cuh"
 #endif
-#line 297 "fa4_mod.cuh"
+#line 306 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -302,7 +311,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 306 "fa4_mod.cuh"
+#line 315 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -318,13 +327,13 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 23 "branches.mod"
         y = y - (0.5f * score);
     }
-    float t = (__float2int_rz(score * 4.0f) > 2) ? ((y * y) * 0.1f) : fa4_fdiv(y, 3.0f);
+    float t = (__float2int_rz(score * 4.0f) > 2) ? ((y * y) * 0.1f) : fa4_fdiv_u(y, 3.0f);
     bool flip = ((((float)h) * 0.5f) > 1.0f) && (kv_idx != 0);
     t = flip ? (-t) : t;
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 328 "fa4_mod.cuh"
+#line 337 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -343,15 +352,15 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
         }
     }
 #line 25 "branches.mod"
-    float t = (__float2int_rz(score * 4.0f) > 2) ? ((y * y) * 0.1f) : fa4_fdiv(y, 3.0f);
+    float t = (__float2int_rz(score * 4.0f) > 2) ? ((y * y) * 0.1f) : fa4_fdiv_u(y, 3.0f);
     bool flip = ((((float)h) * 0.5f) > 1.0f) & (kv_idx != 0);
     t = flip ? (-t) : t;
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 353 "fa4_mod.cuh"
+#line 362 "fa4_mod.cuh"
 #endif
-#line 355 "fa4_mod.cuh"
+#line 364 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 32 "branches.mod"
@@ -360,7 +369,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 364 "fa4_mod.cuh"
+#line 373 "fa4_mod.cuh"
 #else
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -368,9 +377,9 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 372 "fa4_mod.cuh"
+#line 381 "fa4_mod.cuh"
 #endif
-#line 374 "fa4_mod.cuh"
+#line 383 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -414,7 +423,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 418 "fa4_mod.cuh"
+#line 427 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -447,9 +456,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 451 "fa4_mod.cuh"
+#line 460 "fa4_mod.cuh"
 #endif
-#line 453 "fa4_mod.cuh"
+#line 462 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -471,7 +480,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 475 "fa4_mod.cuh"
+#line 484 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -496,9 +505,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 500 "fa4_mod.cuh"
+#line 509 "fa4_mod.cuh"
 #endif
-#line 502 "fa4_mod.cuh"
+#line 511 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -44,6 +44,7 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 // straight-line forms on the PTX approximations, no slow paths; worst errors:
 //   fa4_fdiv  <= 1 ulp (<= 4.5 ulps for |a| < 2^-102; |b| <= 2^-128 acts as 0), exact where
 //             a / b is a float
+//   fa4_fdiv_u < 2 ulps for |b| in [2^-126, 2^126] (a divisor the same at every position)
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
 //   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)
 //   fa4_tanhf <= 5.25 ulps (|result| <= 1, exactly 1 from |x| = 9.5)
@@ -174,6 +175,14 @@ __device__ __forceinline__ float fa4_tanhf(float x)
     return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);
 }
 #endif
+__device__ __forceinline__ float fa4_rcp_u(float b)
+{
+    return 1.0f / b;
+}
+__device__ __forceinline__ float fa4_fdiv_u(float a, float b)
+{
+    return a * fa4_rcp_u(b);
+}
 
 // Checked builds: an out-of-range aux read traps, or with FA4_CHECKED_DEFERRED sets
 // fa4_aux_oob and fa4_mod_checked_finish() traps once, at the end of the kernel.
@@ -247,7 +256,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 6 "head_scale.mod"
     return score * fa4_expf(fa4_aux_log_temp(fa4_a, h));
 }
-#line 251 "fa4_mod.cuh"
+#line 260 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -279,7 +288,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr)));
 }
-#line 283 "fa4_mod.cuh"
+#line 292 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

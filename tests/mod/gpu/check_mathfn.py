@@ -1,6 +1,6 @@
 """Measure the default float math of emitted mods on a GPU against float64: the worst error of
-fa4_fdiv, fa4_expf, fa4_exp2f, fa4_logf, fa4_log2f and fa4_tanhf over dense sweeps and random
-inputs, in ulps of the float result, against the bounds the header documents (src/jit/mod/mathfn.h;
+fa4_fdiv, fa4_fdiv_u, fa4_expf, fa4_exp2f, fa4_logf, fa4_log2f and fa4_tanhf over dense sweeps and
+random inputs, in ulps of the float result, against the bounds the header documents (src/jit/mod/mathfn.h;
 tests/mod/test_mod_mathfn.c checks the same bounds on the CPU with the PTX approximations
 emulated at their documented worst case; this is the check on the real instructions).
 
@@ -23,12 +23,13 @@ extern "C" __global__ void fa4_mathfn_check(const float *x, const float *y, floa
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n)
         return;
-    out[6 * t + 0] = fa4_fdiv(x[t], y[t]);
-    out[6 * t + 1] = fa4_expf(x[t]);
-    out[6 * t + 2] = fa4_exp2f(x[t]);
-    out[6 * t + 3] = fa4_logf(y[t]);
-    out[6 * t + 4] = fa4_log2f(y[t]);
-    out[6 * t + 5] = fa4_tanhf(x[t]);
+    out[7 * t + 0] = fa4_fdiv(x[t], y[t]);
+    out[7 * t + 1] = fa4_expf(x[t]);
+    out[7 * t + 2] = fa4_exp2f(x[t]);
+    out[7 * t + 3] = fa4_logf(y[t]);
+    out[7 * t + 4] = fa4_log2f(y[t]);
+    out[7 * t + 5] = fa4_tanhf(x[t]);
+    out[7 * t + 6] = fa4_fdiv_u(x[t], y[t]);
 }
 """
 
@@ -40,6 +41,7 @@ CHECKS = [
     ("fa4_logf", 3, 2.0, np.log, "y"),
     ("fa4_log2f", 4, 2.0, np.log2, "y"),
     ("fa4_tanhf", 5, 5.25, np.tanh, "x"),
+    ("fa4_fdiv_u", 6, 2.0, None, None),
 ]
 
 
@@ -64,20 +66,20 @@ def inputs(seed):
 INF, NAN = float("inf"), float("nan")
 # (x, y) and what each column must be exactly (None: not checked); C99 Annex F's special values
 SPECIALS = [
-    ((1.0, 0.0), (INF, None, None, -INF, -INF, None)),
-    ((0.0, 0.0), (NAN, 1.0, 1.0, -INF, -INF, 0.0)),
-    ((5.0, INF), (0.0, None, None, INF, INF, None)),
-    ((-INF, -1.0), (INF, 0.0, 0.0, NAN, NAN, -1.0)),
-    ((INF, NAN), (NAN, INF, INF, NAN, NAN, 1.0)),
-    ((NAN, 2.0), (NAN, NAN, NAN, None, 1.0, NAN)),
+    ((1.0, 0.0), (INF, None, None, -INF, -INF, None, INF)),
+    ((0.0, 0.0), (NAN, 1.0, 1.0, -INF, -INF, 0.0, NAN)),
+    ((5.0, INF), (0.0, None, None, INF, INF, None, 0.0)),
+    ((-INF, -1.0), (INF, 0.0, 0.0, NAN, NAN, -1.0, INF)),
+    ((INF, NAN), (NAN, INF, INF, NAN, NAN, 1.0, NAN)),
+    ((NAN, 2.0), (NAN, NAN, NAN, None, 1.0, NAN, NAN)),
 ]
 
 
 def run(fn, x, y):
     n = len(x)
-    out = cupy.zeros(6 * n, dtype=cupy.float32)
+    out = cupy.zeros(7 * n, dtype=cupy.float32)
     fn(((n + 255) // 256,), (256,), (cupy.asarray(x), cupy.asarray(y), out, cupy.int32(n)))
-    return cupy.asnumpy(out).reshape(n, 6)
+    return cupy.asnumpy(out).reshape(n, 7)
 
 
 def main():
