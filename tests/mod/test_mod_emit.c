@@ -382,6 +382,53 @@ static void mask_gathers(void **state)
     }
 }
 
+/* A float division by a value the same at every position is a multiply by a reciprocal computed
+ * once (fa4_fdiv_u); one whose divisor depends on the score or the indices, directly, through a
+ * local, a condition or an aux read at such an index, keeps fa4_fdiv. Only the user's functions
+ * are searched (the prelude defines both). */
+static void uniform_divisors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src;
+        int uniform;
+    } cases[] = {
+        {"float score_mod(float s, int b, int h, int q, int kv, float cap) { return s / cap; }", 1},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s / t[h]; }",
+         1},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s / (float)(b + h + 2); }", 1},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s / (float)(kv + 1); }", 0},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s / t[kv]; }",
+         0},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return 2.0f / s; }", 0},
+        {"float score_mod(float s, int b, int h, int q, int kv, float c) { float d = c; if (q > kv) "
+         "{ d = 2.0f * c; } return s / d; }",
+         0},
+        {"float score_mod(float s, int b, int h, int q, int kv, float c) { const float d = c * c; "
+         "return s / d; }",
+         1},
+        {"float ratio(float x, float y) { return x / y; }\n"
+         "float score_mod(float s, int b, int h, int q, int kv, float c) { return ratio(s, c); }",
+         0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fa4__mod *m = mt_parse(cases[i].src, strlen(cases[i].src), "u");
+        assert_non_null(m);
+        char *out = fa4__mod_emit_cuda(m, "u", 0);
+        assert_non_null(out);
+        const char *user = strstr(out, "// ---- the user's functions");
+        const char *dual = user ? strstr(user, "\n// Dual-number arithmetic") : NULL;
+        assert_non_null(dual);
+        const char *u = strstr(user, "fa4_fdiv_u("), *g = strstr(user, "fa4_fdiv(");
+        const int got_u = u && u < dual, got_g = g && g < dual;
+        if (got_u != cases[i].uniform || got_g == cases[i].uniform)
+            fail_msg("case %zu: expected %s in the forward", i,
+                     cases[i].uniform ? "fa4_fdiv_u only" : "fa4_fdiv only");
+        free(out);
+        fa4__mod_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +438,7 @@ int main(void)
         cmocka_unit_test(hash_stability),
         cmocka_unit_test(interface_shape),
         cmocka_unit_test(mask_gathers),
+        cmocka_unit_test(uniform_divisors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
