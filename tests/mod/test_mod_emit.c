@@ -384,8 +384,8 @@ static void mask_gathers(void **state)
 
 /* A float division by a value the same at every position is a multiply by a reciprocal computed
  * once (fa4_fdiv_u); one whose divisor depends on the score or the indices, directly, through a
- * local, a condition or an aux read at such an index, keeps fa4_fdiv. Only the user's functions
- * are searched (the prelude defines both). */
+ * local, a condition, an aux read at such an index or a helper parameter that some call passes
+ * such a value, keeps fa4_fdiv. Only the user's functions are searched (the prelude defines both). */
 static void uniform_divisors(void **state)
 {
     (void)state;
@@ -408,6 +408,14 @@ static void uniform_divisors(void **state)
          "return s / d; }",
          1},
         {"float ratio(float x, float y) { return x / y; }\n"
+         "float score_mod(float s, int b, int h, int q, int kv, float c) { return ratio(s, c); }",
+         1},
+        {"float ratio(float x, float y) { return x / y; }\n"
+         "float score_mod(float s, int b, int h, int q, int kv, float c) { return ratio(s, c) + "
+         "ratio(c, (float)kv); }",
+         0},
+        {"float ratio(float x, float y) { return x / y; }\n"
+         "bool mask_mod(int b, int h, int q, int kv, float c) { return ratio(1.0f, (float)q) < c; }\n"
          "float score_mod(float s, int b, int h, int q, int kv, float c) { return ratio(s, c); }",
          0},
     };

@@ -456,8 +456,11 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual, int spe
 {
     E->dual = dual;
     E->spec = spec;
-    unsigned char *vary = fa4__varying_slots(f); /* NULL (out of memory): every division general */
-    E->vary = vary;
+    /* a helper without a dual form is also called by score_mod's dual form, whose scalar aux
+     * reads are opaque: there fa4_fdiv_u's reciprocal would be an IEEE division per score
+     * (t5_bias's sm90 backward: 4304 -> 10448 SASS instructions), so such a helper keeps fa4_fdiv */
+    const int in_dual = f->role == FR_HELPER && f->used_in_score && !fa4__needs_dual(f);
+    E->vary = in_dual ? NULL : fa4__func_varying(E->m, E->varying, f);
     E->spec_ret = spec && fa4__stmt_has_nested_return(f->body);
     E->returned = 0;
     E->npred = 0;
@@ -502,7 +505,6 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual, int spe
     E->dual = 0;
     E->spec = 0;
     E->vary = NULL;
-    free(vary);
 }
 
 /* The function as written; where it branches, the straight-line form for release builds. */
@@ -538,6 +540,7 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
         return NULL;
     fa4__emitter E;
     fa4__emitter_init(&E, m, source_name);
+    E.varying = fa4__mod_varying(m);
     fa4__emit_prelude(&E, checked);
     fa4__emit_aux_access(&E);
 
@@ -579,5 +582,6 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
         emit_function_forms(&E, m->score, 1);
     }
     fa4__emit_deriv_wrappers(&E);
+    fa4__mod_varying_free(m, E.varying);
     return fa4__emitter_finish(&E);
 }

@@ -132,16 +132,88 @@ int fa4__mask_gathers(const fa4__mod *m)
     return func_gathers(m->mask, index_params);
 }
 
-/* score_mod's score, q_idx and kv_idx and mask_mod's q_idx and kv_idx vary by position; b, h and
- * the aux do not. A helper's parameters are taken as varying (its body is emitted once for every
- * call site). Locals follow their assignments and the conditions around them. */
-unsigned char *fa4__varying_slots(const fa4__func *f)
+/* The helper calls in an expression or statement: each argument that varies under dep makes that
+ * parameter of the callee vary (pv: one row of 64 flags per function, as m->order). */
+static int order_index(const fa4__mod *m, const fa4__func *f)
 {
-    unsigned char vary[64];
-    memset(vary, f->role == FR_HELPER ? 1 : 0, sizeof vary);
-    if (f->role == FR_SCORE)
-        vary[0] = vary[3] = vary[4] = 1;
-    else if (f->role == FR_MASK)
-        vary[2] = vary[3] = 1;
-    return mark_dependent(f, vary);
+    for (int i = 0; i < m->nfuncs; i++)
+        if (m->order[i] == f)
+            return i;
+    return -1;
+}
+
+static void expr_calls(const fa4__mod *m, const fa4__expr *e, const unsigned char *dep,
+                       unsigned char (*pv)[64])
+{
+    if (!e)
+        return;
+    if (e->kind == EX_CALL && e->func) {
+        const int j = order_index(m, e->func);
+        for (int a = 0; j >= 0 && a < e->nargs && a < 64; a++)
+            if (fa4__expr_depends(e->args[a], dep))
+                pv[j][a] = 1;
+    }
+    expr_calls(m, e->a, dep, pv);
+    expr_calls(m, e->b, dep, pv);
+    expr_calls(m, e->c, dep, pv);
+    for (int i = 0; i < e->nargs; i++)
+        expr_calls(m, e->args[i], dep, pv);
+}
+
+static void stmt_calls(const fa4__mod *m, const fa4__stmt *s, const unsigned char *dep,
+                       unsigned char (*pv)[64])
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nitems; i++)
+        stmt_calls(m, s->items[i], dep, pv);
+    expr_calls(m, s->e, dep, pv);
+    stmt_calls(m, s->then_s, dep, pv);
+    stmt_calls(m, s->else_s, dep, pv);
+}
+
+/* score_mod's score, q_idx and kv_idx and mask_mod's q_idx and kv_idx vary by position; b, h and
+ * the aux do not. A helper's parameter varies where some call passes it a varying value (its body
+ * is emitted once for every call site); callers come before callees in the reverse of m->order,
+ * so each helper's parameters are settled before its body is marked. Locals follow their
+ * assignments and the conditions around them. */
+unsigned char **fa4__mod_varying(const fa4__mod *m)
+{
+    unsigned char **dep = calloc((size_t)m->nfuncs + 1, sizeof *dep);
+    unsigned char(*pv)[64] = calloc((size_t)m->nfuncs + 1, sizeof *pv);
+    if (!dep || !pv)
+        goto fail;
+    for (int k = m->nfuncs - 1; k >= 0; k--) {
+        const fa4__func *f = m->order[k];
+        if (f->role == FR_SCORE)
+            pv[k][0] = pv[k][3] = pv[k][4] = 1;
+        else if (f->role == FR_MASK)
+            pv[k][2] = pv[k][3] = 1;
+        dep[k] = mark_dependent(f, pv[k]);
+        if (!dep[k])
+            goto fail;
+        stmt_calls(m, f->body, dep[k], pv);
+    }
+    free(pv);
+    return dep;
+    /* fail: out of memory; the emitter then takes every division as general */
+fail:
+    fa4__mod_varying_free(m, dep);
+    free(pv);
+    return NULL;
+}
+
+void fa4__mod_varying_free(const fa4__mod *m, unsigned char **dep)
+{
+    if (!dep)
+        return;
+    for (int k = 0; k < m->nfuncs; k++)
+        free(dep[k]);
+    free(dep);
+}
+
+const unsigned char *fa4__func_varying(const fa4__mod *m, unsigned char *const *dep, const fa4__func *f)
+{
+    const int k = dep ? order_index(m, f) : -1;
+    return k >= 0 ? dep[k] : NULL;
 }

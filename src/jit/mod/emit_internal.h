@@ -19,8 +19,9 @@ typedef struct fa4__emitter {
     int mapped;        /* a #line into the user's source is in force */
     int map_line;      /* the user line the next output line stands for */
     int dual;          /* emitting the dual-number form */
-    const unsigned char *vary; /* slots of the function being emitted that vary by position
-                                  (fa4__varying_slots), NULL: take every value as varying */
+    unsigned char **varying;   /* fa4__mod_varying of the mod (NULL: out of memory) */
+    const unsigned char *vary; /* its row for the function being emitted; NULL: take every value
+                                  as varying */
     int bare;          /* the next operator needs no parentheses of its own */
     int bare_pending;
     int spec;          /* straight-line form: statements run under predicates (emit_cuda.c) */
@@ -54,9 +55,12 @@ int fa4__stmt_has_nested_return(const fa4__stmt *s);
 void fa4__emit_stmt_spec(fa4__emitter *E, const fa4__stmt *s, int indent);
 /* emit_deps.c: mask_mod reads an aux tensor at an index depending on q_idx or kv_idx */
 int fa4__mask_gathers(const fa4__mod *m);
-/* emit_deps.c: the slots of f whose values vary by (query, key) position (calloc'd, NULL when out
- * of memory), and whether e depends on a marked slot */
-unsigned char *fa4__varying_slots(const fa4__func *f);
+/* emit_deps.c: per function of m (as m->order), the slots whose values vary by (query, key)
+ * position (NULL when out of memory; release with fa4__mod_varying_free); one function's row
+ * (NULL: unknown); whether e depends on a marked slot */
+unsigned char **fa4__mod_varying(const fa4__mod *m);
+void fa4__mod_varying_free(const fa4__mod *m, unsigned char **dep);
+const unsigned char *fa4__func_varying(const fa4__mod *m, unsigned char *const *dep, const fa4__func *f);
 int fa4__expr_depends(const fa4__expr *e, const unsigned char *dep);
 /* A helper whose dual form differs from its forward form (it takes or returns float). */
 int fa4__needs_dual(const fa4__func *f);
