@@ -437,6 +437,78 @@ static void uniform_divisors(void **state)
     }
 }
 
+/* Which subexpressions of score_mod fa4_score_mod_uniform computes once (emit_deps.c
+ * fa4__collect_uniform), and how fa4_score_mod_u reads them. */
+static void uniform_hoist(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src;
+        int n;              /* FA4_SCORE_MOD_UNIFORM */
+        const char *want;   /* in fa4_score_mod_uniform (NULL: nothing) */
+        const char *body;   /* in fa4_score_mod_u (NULL: not checked) */
+    } cases[] = {
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[h] * "
+         "(float)(kv - q); }",
+         1, "fa4_u.u0 = fa4_aux_t(fa4_a, h);", "s + (fa4_u.u0 * ((float)fa4_isub(kv, q)))"},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s * expf(t[h]); }",
+         1, "fa4_u.u0 = fa4_expf(fa4_aux_t(fa4_a, h));", "return s * fa4_u.u0;"},
+        {"float score_mod(float s, int b, int h, int q, int kv, float c) { return s / (c * 2.0f); }", 1,
+         "fa4_u.u0 = fa4_rcp_u(fa4_a.c * 2.0f)", "(s * fa4_u.u0)"},
+        {"float score_mod(float s, int b, int h, int q, int kv, float c) { return s / c; }", 1,
+         "fa4_u.u0 = fa4_rcp_u(fa4_a.c)", "(s * fa4_u.u0)"},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[q]; }", 0,
+         NULL, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv, float c) { return s * c; }", 0, NULL, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { float d = t[h]; "
+         "return s + d; }",
+         1, "fa4_u.u0 = fa4_aux_t(fa4_a, h);", "float d = fa4_u.u0;"},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return q > kv ? s + "
+         "t[h + 1] : s; }",
+         1, "fa4_u.u0 = fa4_aux_t(fa4_a, fa4_iadd(h, 1));", "s + fa4_u.u0"},
+        {"float f(int x) { return (float)(x * x); }\n"
+         "float score_mod(float s, int b, int h, int q, int kv) { return s + f(h) + f(kv); }",
+         1, "fa4_u.u0 = fa4_h_f(h);", "fa4_h_f(kv)"},
+        {"float score_mod(float x, int bb, int hh, int qi, int ki, const float *t) { return x + t[hh * "
+         "2 + bb] + t[ki]; }",
+         1, "fa4_score_mod_uniform(int bb, int hh,", "fa4_aux_t(fa4_a, ki)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fa4__mod *m = mt_parse(cases[i].src, strlen(cases[i].src), "u");
+        assert_non_null(m);
+        char *out = fa4__mod_emit_cuda(m, "u", 0);
+        assert_non_null(out);
+        char def[64];
+        snprintf(def, sizeof def, "#define FA4_SCORE_MOD_UNIFORM %d\n", cases[i].n);
+        if (!strstr(out, def))
+            fail_msg("case %zu: expected %s", i, def);
+        const char *rel = strstr(out, "#if FA4_CHECKED || !FA4_SCORE_MOD_UNIFORM");
+        assert_non_null(rel);
+        rel = strstr(rel, "#else\n");
+        const char *end = rel ? strstr(rel, "\n#endif\n") : NULL;
+        if (cases[i].n == 0) {
+            const char *next = strstr(strstr(out, "#if FA4_CHECKED || !FA4_SCORE_MOD_UNIFORM"), "#endif\n");
+            if (rel && next && rel < next)
+                fail_msg("case %zu: a hoisted form where nothing is uniform", i);
+        } else {
+            assert_non_null(end);
+            const char *u = strstr(rel, "fa4_score_mod_uniform(");
+            const char *fu = strstr(rel, "fa4_score_mod_u(");
+            assert_true(u && fu && fu < end);
+            const char *w = strstr(rel, cases[i].want);
+            if (!w || w > fu)
+                fail_msg("case %zu: expected '%s' in fa4_score_mod_uniform", i, cases[i].want);
+            if (cases[i].body) {
+                const char *bd = strstr(fu, cases[i].body);
+                if (!bd || bd > end)
+                    fail_msg("case %zu: expected '%s' in fa4_score_mod_u", i, cases[i].body);
+            }
+        }
+        free(out);
+        fa4__mod_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -447,6 +519,7 @@ int main(void)
         cmocka_unit_test(interface_shape),
         cmocka_unit_test(mask_gathers),
         cmocka_unit_test(uniform_divisors),
+        cmocka_unit_test(uniform_hoist),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

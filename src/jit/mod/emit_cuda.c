@@ -189,6 +189,13 @@ static void emit_binary(fa4__emitter *E, const fa4__expr *e)
         fa4__out(E, ")");
         return;
     }
+    if (e->type == TY_FLOAT && e->op == TK_SLASH && E->use_hoist && fa4__hoisted(E, e->b, 1) >= 0) {
+        /* fa4_fdiv_u with the reciprocal from fa4_score_mod_uniform */
+        fa4__out(E, "(");
+        fa4__emit_bare(E, e->a);
+        fa4__out(E, " * fa4_u.u%d)", fa4__hoisted(E, e->b, 1));
+        return;
+    }
     if (e->type == TY_FLOAT && e->op == TK_SLASH) {
         /* a divisor that is the same at every position: a multiply by its reciprocal, which the
          * compiler computes once instead of fa4_fdiv's 5 instructions per score */
@@ -289,6 +296,14 @@ static void emit_builtin(fa4__emitter *E, const fa4__expr *e)
 
 static void emit_expr(fa4__emitter *E, const fa4__expr *e)
 {
+    if (E->use_hoist) {
+        const int k = fa4__hoisted(E, e, 0);
+        if (k >= 0) {
+            E->bare = 0;
+            fa4__out(E, "fa4_u.u%d", k);
+            return;
+        }
+    }
     /* only operators use `bare`; leaves and calls drop it */
     if (e->kind != EX_BINARY && e->kind != EX_UNARY && e->kind != EX_COND && e->kind != EX_CAST)
         E->bare = 0;
@@ -468,7 +483,8 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual, int spe
     const char *ret = type_text(E, f->ret);
     fa4__line_directive(E, f->line);
     if (f->role == FR_SCORE)
-        fa4__out(E, "__device__ __forceinline__ %s fa4_score_mod%s(", ret, dual ? "_dual" : "");
+        fa4__out(E, "__device__ __forceinline__ %s fa4_score_mod%s(", ret,
+                 dual ? "_dual" : E->use_hoist ? "_u" : "");
     else if (f->role == FR_MASK)
         fa4__out(E, "__device__ __forceinline__ bool fa4_mask_mod(");
     else
@@ -484,6 +500,8 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual, int spe
         fa4__out(E, ", const fa4_aux &fa4_a");
     if (f->role == FR_SCORE && dual)
         fa4__out(E, ", int fa4_seed, long long *fa4_at");
+    if (f->role == FR_SCORE && E->use_hoist)
+        fa4__out(E, ", const fa4_score_uniform &fa4_u");
     fa4__out(E, ")\n");
     fa4__out(E, "{\n");
     if (E->spec_ret)
@@ -519,6 +537,57 @@ static void emit_function_forms(fa4__emitter *E, const fa4__func *f, int dual)
     fa4__out(E, "#else\n");
     emit_function(E, f, dual, 1);
     /* the #line that closed the first form was skipped with it where the second one is compiled */
+    fa4__out(E, "#endif\n");
+    fa4__out(E, "#line %d \"fa4_mod.cuh\"\n", E->out_line + 1);
+}
+
+/*
+ * The sm90 forward's form of score_mod: fa4_score_mod_uniform(b, h, aux) computes the subexpressions
+ * that are the same at every position (emit_deps.c) once per score fragment; fa4_score_mod_u is
+ * score_mod reading them from it. Checked builds (where an aux read out of range is reported, so
+ * only the reads score_mod reaches may run) keep score_mod as it is behind the same interface.
+ */
+static void emit_uniform_forms(fa4__emitter *E)
+{
+    const fa4__func *f = E->m->score;
+    fa4__out(E, "\n// ---- score_mod's position-independent part, computed once per score fragment\n");
+    fa4__out(E, "#define FA4_SCORE_MOD_UNIFORM %d\n", f ? E->nhoist : 0);
+    fa4__out(E, "#if FA4_CHECKED || !FA4_SCORE_MOD_UNIFORM\n");
+    fa4__out(E, "struct fa4_score_uniform {\n    int fa4_unused_;\n};\n"
+                "__device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h, "
+                "const fa4_aux &fa4_a)\n{\n    fa4_score_uniform u;\n    u.fa4_unused_ = 0;\n"
+                "    return u;\n}\n"
+                "__device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, "
+                "int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &)\n{\n"
+                "    return fa4_score_mod(score, b, h, q_idx, kv_idx, fa4_a);\n}\n");
+    if (!f || E->nhoist == 0) {
+        fa4__out(E, "#endif\n");
+        return;
+    }
+    fa4__out(E, "#else\n");
+    fa4__out(E, "struct fa4_score_uniform {\n");
+    for (int k = 0; k < E->nhoist; k++)
+        fa4__out(E, "    %s u%d;\n", E->hoist_rcp[k] || E->hoist[k]->type == TY_FLOAT ? "float"
+                                     : E->hoist[k]->type == TY_INT                  ? "int"
+                                                                                     : "bool",
+                 k);
+    fa4__out(E, "};\n");
+    fa4__out(E, "__device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int %s, int %s, "
+                "const fa4_aux &fa4_a)\n{\n    fa4_score_uniform fa4_u;\n",
+             f->params[1]->name, f->params[2]->name);
+    E->vary = fa4__func_varying(E->m, E->varying, f);
+    for (int k = 0; k < E->nhoist; k++) {
+        fa4__line_directive(E, E->hoist[k]->line);
+        fa4__out(E, "    fa4_u.u%d = %s", k, E->hoist_rcp[k] ? "fa4_rcp_u(" : "");
+        fa4__emit_bare(E, E->hoist[k]);
+        fa4__out(E, "%s;\n", E->hoist_rcp[k] ? ")" : "");
+    }
+    E->vary = NULL;
+    fa4__out(E, "    return fa4_u;\n}\n");
+    fa4__reset_line(E);
+    E->use_hoist = 1;
+    emit_function(E, f, 0, fa4__stmt_branches(f->body));
+    E->use_hoist = 0;
     fa4__out(E, "#endif\n");
     fa4__out(E, "#line %d \"fa4_mod.cuh\"\n", E->out_line + 1);
 }
@@ -560,6 +629,8 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
                      "__device__ __forceinline__ float fa4_score_mod(float score, int b, int h, "
                      "int q_idx, int kv_idx, const fa4_aux &fa4_a)\n{\n    return score;\n}\n");
     }
+    fa4__collect_uniform(&E, m->score);
+    emit_uniform_forms(&E);
     if (m->mask) {
         fa4__out(&E, "\n");
         emit_function_forms(&E, m->mask, 0);

@@ -217,3 +217,113 @@ const unsigned char *fa4__func_varying(const fa4__mod *m, unsigned char *const *
     const int k = dep ? order_index(m, f) : -1;
     return k >= 0 ? dep[k] : NULL;
 }
+
+/*
+ * Uniform subexpressions of score_mod: built only from literals, b, h, aux scalars, aux tensor
+ * reads at such indices, builtins and helper calls of such arguments, they are the same at every
+ * (query, key) position of a tile. The sm90 forward computes them once per score fragment
+ * (fa4_score_mod_uniform) instead of at each of its 64 positions, where an aux read (alibi's
+ * slopes[h]) was reloaded and re-clamped per 8-column chunk and head_scale's expf(log_temp[h])
+ * recomputed. Reads are clamped and integer arithmetic is total in release builds, so computing
+ * a subexpression that the score_mod would not have reached (under an if, a ?:, an && or ||)
+ * changes no value; checked builds, where an out-of-range read is reported, do not hoist.
+ * A float division whose divisor is uniform hoists the divisor's reciprocal.
+ */
+static int uniform_expr(const fa4__func *f, const fa4__expr *e)
+{
+    if (!e)
+        return 1;
+    switch (e->kind) {
+    case EX_INT:
+    case EX_FLOAT:
+    case EX_BOOL: return 1;
+    case EX_VAR:
+        if (e->var->kind == VK_AUX)
+            return e->var->type != TY_TENSOR;
+        return e->var->kind == VK_PARAM && f->nparams >= 3 &&
+               (e->var == f->params[1] || e->var == f->params[2]);
+    default: break;
+    }
+    if (!uniform_expr(f, e->a) || !uniform_expr(f, e->b) || !uniform_expr(f, e->c))
+        return 0;
+    for (int i = 0; i < e->nargs; i++)
+        if (!uniform_expr(f, e->args[i]))
+            return 0;
+    return 1;
+}
+
+/* Worth a register: reads b, h or an aux value (a constant expression the compiler folds), and is
+ * more than a bare variable or literal (aux scalars and b, h are already at hand). */
+static int reads_something(const fa4__expr *e)
+{
+    if (!e)
+        return 0;
+    if (e->kind == EX_VAR || e->kind == EX_INDEX || e->kind == EX_CALL)
+        return 1;
+    if (reads_something(e->a) || reads_something(e->b) || reads_something(e->c))
+        return 1;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads_something(e->args[i]))
+            return 1;
+    return 0;
+}
+
+static void add_hoist(fa4__emitter *E, const fa4__expr *e, int rcp)
+{
+    if (E->nhoist < FA4__MAX_HOIST) {
+        E->hoist[E->nhoist] = e;
+        E->hoist_rcp[E->nhoist] = (unsigned char)rcp;
+        E->nhoist++;
+    }
+}
+
+static void collect_expr(fa4__emitter *E, const fa4__func *f, const fa4__expr *e)
+{
+    if (!e || e->kind == EX_INT || e->kind == EX_FLOAT || e->kind == EX_BOOL || e->kind == EX_VAR)
+        return;
+    if (uniform_expr(f, e) && reads_something(e)) {
+        add_hoist(E, e, 0);
+        return;
+    }
+    if (e->kind == EX_BINARY && e->type == TY_FLOAT && e->op == TK_SLASH &&
+        uniform_expr(f, e->b) && reads_something(e->b)) {
+        add_hoist(E, e->b, 1);
+        collect_expr(E, f, e->a);
+        return;
+    }
+    collect_expr(E, f, e->a);
+    collect_expr(E, f, e->b);
+    collect_expr(E, f, e->c);
+    for (int i = 0; i < e->nargs; i++)
+        collect_expr(E, f, e->args[i]);
+}
+
+static void collect_stmt(fa4__emitter *E, const fa4__func *f, const fa4__stmt *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nitems; i++)
+        collect_stmt(E, f, s->items[i]);
+    if (s->kind == ST_DECL || s->kind == ST_ASSIGN) {
+        if (!s->var->reads)
+            return; /* dropped by the emitter */
+    }
+    collect_expr(E, f, s->e);
+    collect_stmt(E, f, s->then_s);
+    collect_stmt(E, f, s->else_s);
+}
+
+void fa4__collect_uniform(fa4__emitter *E, const fa4__func *f)
+{
+    E->nhoist = 0;
+    if (f && f->role == FR_SCORE)
+        collect_stmt(E, f, f->body);
+}
+
+int fa4__hoisted(const fa4__emitter *E, const fa4__expr *e, int rcp)
+{
+    for (int k = 0; k < E->nhoist; k++)
+        if (E->hoist[k] == e && E->hoist_rcp[k] == rcp)
+            return k;
+    return -1;
+}

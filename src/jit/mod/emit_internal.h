@@ -10,6 +10,8 @@
 
 #include "mod_internal.h"
 
+#define FA4__MAX_HOIST 32
+
 typedef struct fa4__emitter {
     const fa4__mod *m;
     char *buf;
@@ -30,6 +32,13 @@ typedef struct fa4__emitter {
     int npred;         /* predicates named so far in this function */
     char pred[24];     /* the predicate of the statements being emitted; "" = always */
     char source[96];   /* the user's source name, safe inside a #line string */
+    /* score_mod's subexpressions that are the same at every position (emit_deps.c,
+     * fa4__collect_uniform): fa4_score_mod_uniform computes them once, fa4_score_mod_u reads them
+     * as fa4_u.u<k> (hoist_rcp[k]: the entry is the reciprocal of a divisor, fa4_rcp_u(e)) */
+    const fa4__expr *hoist[FA4__MAX_HOIST];
+    unsigned char hoist_rcp[FA4__MAX_HOIST];
+    int nhoist;
+    int use_hoist;     /* emitting fa4_score_mod_u */
 } fa4__emitter;
 
 void fa4__emitter_init(fa4__emitter *E, const fa4__mod *m, const char *source_name);
@@ -62,6 +71,10 @@ unsigned char **fa4__mod_varying(const fa4__mod *m);
 void fa4__mod_varying_free(const fa4__mod *m, unsigned char **dep);
 const unsigned char *fa4__func_varying(const fa4__mod *m, unsigned char *const *dep, const fa4__func *f);
 int fa4__expr_depends(const fa4__expr *e, const unsigned char *dep);
+/* emit_deps.c: fill E->hoist with score_mod f's maximal position-independent subexpressions */
+void fa4__collect_uniform(fa4__emitter *E, const fa4__func *f);
+/* E->hoist index of e (of its reciprocal when rcp), or -1 */
+int fa4__hoisted(const fa4__emitter *E, const fa4__expr *e, int rcp);
 /* A helper whose dual form differs from its forward form (it takes or returns float). */
 int fa4__needs_dual(const fa4__func *f);
 /* emit_deriv.c: fa4_score_mod_fwd_deriv, _fwd_deriv_sites, _aux_grad and the aux-grad runs */

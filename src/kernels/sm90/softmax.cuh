@@ -66,6 +66,11 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
     if (kCheck)
         fa4_sm90_mask_rolled<NT>(bits, p, aux, b, h, row0, col0, len_q, len_k, full);
 #endif
+#if FA4_HAS_SCORE_MOD
+    /* score_mod's position-independent part (alibi's slopes[h]), once per fragment: the chunk
+     * barrier below would otherwise make the compiler reload it at every 8-column chunk */
+    const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
+#endif
 #pragma unroll
     for (int ni = 0; ni < NT; ++ni) {
 #pragma unroll
@@ -89,13 +94,13 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
 #endif
 #if FA4_HAS_SCORE_MOD
                 if (kMod && ok)
-                    x = fa4_score_mod(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
+                    x = fa4_score_mod_u(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, su);
 #endif
                 x = ok ? x : -FA4_INF;
             } else {
 #if FA4_HAS_SCORE_MOD
                 if (kMod)
-                    x = fa4_score_mod(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
+                    x = fa4_score_mod_u(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, su);
 #endif
             }
             s[ni][e] = x;

@@ -362,6 +362,66 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #endif
 #line 364 "fa4_mod.cuh"
 
+// ---- score_mod's position-independent part, computed once per score fragment
+#define FA4_SCORE_MOD_UNIFORM 3
+#if FA4_CHECKED || !FA4_SCORE_MOD_UNIFORM
+struct fa4_score_uniform {
+    int fa4_unused_;
+};
+__device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h, const fa4_aux &fa4_a)
+{
+    fa4_score_uniform u;
+    u.fa4_unused_ = 0;
+    return u;
+}
+__device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &)
+{
+    return fa4_score_mod(score, b, h, q_idx, kv_idx, fa4_a);
+}
+#else
+struct fa4_score_uniform {
+    float u0;
+    float u1;
+    bool u2;
+};
+__device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h, const fa4_aux &fa4_a)
+{
+    fa4_score_uniform fa4_u;
+#line 20 "branches.mod"
+    fa4_u.u0 = fa4_aux_w(fa4_a, h);
+    fa4_u.u1 = 1.0f + (0.125f * ((float)fa4_imod(b, 3)));
+#line 26 "branches.mod"
+    fa4_u.u2 = (((float)h) * 0.5f) > 1.0f;
+    return fa4_u;
+}
+#line 398 "fa4_mod.cuh"
+#line 17 "branches.mod"
+__device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)
+{
+#line 18 "branches.mod"
+    float y = fa4_h_smooth(score, 2.0f);
+    int k = fa4_iadd(fa4_h_bucket(fa4_isub(kv_idx, q_idx)), fa4_a.n);
+    y = y + (fa4_u.u0 * ((float)k));
+    y = y * fa4_u.u1;
+    {
+        const bool fa4_c0 = (!(q_idx >= kv_idx)) | ((k & 1) == 1);
+        const bool fa4_p0 = fa4_c0;
+        {
+#line 23 "branches.mod"
+            y = fa4_p0 ? (y - (0.5f * score)) : y;
+        }
+    }
+#line 25 "branches.mod"
+    float t = (__float2int_rz(score * 4.0f) > 2) ? ((y * y) * 0.1f) : fa4_fdiv_u(y, 3.0f);
+    bool flip = fa4_u.u2 & (kv_idx != 0);
+    t = flip ? (-t) : t;
+    y = y - ((float)__float2int_rz(score));
+    return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
+}
+#line 422 "fa4_mod.cuh"
+#endif
+#line 424 "fa4_mod.cuh"
+
 #if FA4_CHECKED
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -369,7 +429,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 373 "fa4_mod.cuh"
+#line 433 "fa4_mod.cuh"
 #else
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -377,9 +437,9 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 381 "fa4_mod.cuh"
+#line 441 "fa4_mod.cuh"
 #endif
-#line 383 "fa4_mod.cuh"
+#line 443 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -423,7 +483,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 427 "fa4_mod.cuh"
+#line 487 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -456,9 +516,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 460 "fa4_mod.cuh"
+#line 520 "fa4_mod.cuh"
 #endif
-#line 462 "fa4_mod.cuh"
+#line 522 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -480,7 +540,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 484 "fa4_mod.cuh"
+#line 544 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -505,9 +565,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 509 "fa4_mod.cuh"
+#line 569 "fa4_mod.cuh"
 #endif
-#line 511 "fa4_mod.cuh"
+#line 571 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

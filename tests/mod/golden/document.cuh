@@ -239,13 +239,31 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     return score;
 }
 
+// ---- score_mod's position-independent part, computed once per score fragment
+#define FA4_SCORE_MOD_UNIFORM 0
+#if FA4_CHECKED || !FA4_SCORE_MOD_UNIFORM
+struct fa4_score_uniform {
+    int fa4_unused_;
+};
+__device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h, const fa4_aux &fa4_a)
+{
+    fa4_score_uniform u;
+    u.fa4_unused_ = 0;
+    return u;
+}
+__device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &)
+{
+    return fa4_score_mod(score, b, h, q_idx, kv_idx, fa4_a);
+}
+#endif
+
 #line 4 "document.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
 #line 5 "document.mod"
     return (fa4_aux_doc_id(fa4_a, q_idx) == fa4_aux_doc_id(fa4_a, kv_idx)) && (q_idx >= kv_idx);
 }
-#line 249 "fa4_mod.cuh"
+#line 267 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -258,6 +258,44 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 }
 #line 260 "fa4_mod.cuh"
 
+// ---- score_mod's position-independent part, computed once per score fragment
+#define FA4_SCORE_MOD_UNIFORM 1
+#if FA4_CHECKED || !FA4_SCORE_MOD_UNIFORM
+struct fa4_score_uniform {
+    int fa4_unused_;
+};
+__device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h, const fa4_aux &fa4_a)
+{
+    fa4_score_uniform u;
+    u.fa4_unused_ = 0;
+    return u;
+}
+__device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &)
+{
+    return fa4_score_mod(score, b, h, q_idx, kv_idx, fa4_a);
+}
+#else
+struct fa4_score_uniform {
+    float u0;
+};
+__device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h, const fa4_aux &fa4_a)
+{
+    fa4_score_uniform fa4_u;
+#line 6 "head_scale.mod"
+    fa4_u.u0 = fa4_expf(fa4_aux_log_temp(fa4_a, h));
+    return fa4_u;
+}
+#line 289 "fa4_mod.cuh"
+#line 5 "head_scale.mod"
+__device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)
+{
+#line 6 "head_scale.mod"
+    return score * fa4_u.u0;
+}
+#line 296 "fa4_mod.cuh"
+#endif
+#line 298 "fa4_mod.cuh"
+
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
@@ -288,7 +326,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr)));
 }
-#line 292 "fa4_mod.cuh"
+#line 330 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -315,6 +315,43 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 }
 #line 317 "fa4_mod.cuh"
 
+// ---- score_mod's position-independent part, computed once per score fragment
+#define FA4_SCORE_MOD_UNIFORM 1
+#if FA4_CHECKED || !FA4_SCORE_MOD_UNIFORM
+struct fa4_score_uniform {
+    int fa4_unused_;
+};
+__device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h, const fa4_aux &fa4_a)
+{
+    fa4_score_uniform u;
+    u.fa4_unused_ = 0;
+    return u;
+}
+__device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &)
+{
+    return fa4_score_mod(score, b, h, q_idx, kv_idx, fa4_a);
+}
+#else
+struct fa4_score_uniform {
+    int u0;
+};
+__device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h, const fa4_aux &fa4_a)
+{
+    fa4_score_uniform fa4_u;
+#line 23 "t5_bias.mod"
+    fa4_u.u0 = fa4_imul(h, fa4_a.num_buckets);
+    return fa4_u;
+}
+#line 346 "fa4_mod.cuh"
+#line 21 "t5_bias.mod"
+__device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)
+{
+    return score + fa4_aux_bias(fa4_a, fa4_iadd(fa4_u.u0, fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
+}
+#line 352 "fa4_mod.cuh"
+#endif
+#line 354 "fa4_mod.cuh"
+
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
@@ -346,7 +383,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
     return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr));
 }
-#line 350 "fa4_mod.cuh"
+#line 387 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -2,7 +2,8 @@
 
 The headers come from `FA4_MOD_DUMP_DIR=DIR build/test_mod_nvrtc` (one `<mod>.cuh` per shipped mod,
 with the twin's trainable aux tensors marked trainable, and `<mod>.checked.cuh`). For each mod this
-script wraps the header in a kernel that calls fa4_score_mod, fa4_score_mod_fwd_deriv, fa4_mask_mod
+script wraps the header in a kernel that calls fa4_score_mod (and its hoisted form fa4_score_mod_u),
+fa4_score_mod_fwd_deriv, fa4_mask_mod
 and fa4_score_mod_aux_grad at random (b, h, q_idx, kv_idx, score), compiles it with NVRTC through
 CuPy, lays out struct fa4_aux by hand (natural C layout, as mod.h describes it), and checks:
 
@@ -41,10 +42,12 @@ extern "C" __global__ void fa4_mod_gpu_check(const float *scores, const int *coo
     const float s = scores[t];
     const int b = coords[4 * t], h = coords[4 * t + 1], q = coords[4 * t + 2], kv = coords[4 * t + 3];
     float d = 0.0f;
-    out[4 * t] = fa4_score_mod(s, b, h, q, kv, aux);
-    out[4 * t + 1] = fa4_score_mod_fwd_deriv(s, b, h, q, kv, aux, &d);
-    out[4 * t + 2] = d;
-    out[4 * t + 3] = fa4_mask_mod(b, h, q, kv, aux) ? 1.0f : 0.0f;
+    out[5 * t] = fa4_score_mod(s, b, h, q, kv, aux);
+    out[5 * t + 1] = fa4_score_mod_fwd_deriv(s, b, h, q, kv, aux, &d);
+    out[5 * t + 2] = d;
+    out[5 * t + 3] = fa4_mask_mod(b, h, q, kv, aux) ? 1.0f : 0.0f;
+    /* the sm90 forward's form: the position-independent part computed apart */
+    out[5 * t + 4] = fa4_score_mod_u(s, b, h, q, kv, aux, fa4_score_mod_uniform(b, h, aux));
     if (use_terms) {
         /* the deterministic interface, added up here the same way */
         float *where[FA4_NUM_AUX_GRAD_SITES > 0 ? FA4_NUM_AUX_GRAD_SITES : 1];
@@ -119,13 +122,13 @@ def run_kernel(header, aux, grads, scores, coords, use_terms=0):
     mod = cupy.RawModule(code=header + KERNEL, options=("-std=c++17",))
     fn = mod.get_function("fa4_mod_gpu_check")
     aux_bytes = pack_aux(header, aux, grads)
-    out = cupy.zeros(4 * n, dtype=cupy.float32)
+    out = cupy.zeros(5 * n, dtype=cupy.float32)
     torch.cuda.synchronize()
     fn(((n + 127) // 128,), (128,),
        (cupy.asarray(scores), cupy.asarray(coords), aux_bytes, out, cupy.float32(1.0),
         cupy.int32(n), cupy.int32(use_terms)))
     cupy.cuda.runtime.deviceSynchronize()
-    return cupy.asnumpy(out).reshape(n, 4)
+    return cupy.asnumpy(out).reshape(n, 5)
 
 
 def reference(name, aux, scores, coords):
@@ -172,6 +175,7 @@ def check_mod(dump, name, seed, prefix="", rtol=1e-4):
     out = run_kernel(header, aux, grads, scores, coords)
     val, dval, mask, aux_grads = reference(name, aux, scores, coords)
     bad_v = int((~close(out[:, 0], val, rtol)).sum())
+    bad_u = int((~close(out[:, 4], val, rtol)).sum())
     bad_w = int((out[:, 0] != out[:, 1]).sum())  # fwd_deriv's value is the forward's value
     bad_d = int((~close(out[:, 2], dval, rtol)).sum())
     bad_m = int(((out[:, 3] != 0) != mask).sum())
@@ -188,10 +192,10 @@ def check_mod(dump, name, seed, prefix="", rtol=1e-4):
             bad_g += int((~close(got, g.numpy(), 1e-3)).sum())
     # float32 on the GPU against float64: a value may cross a discontinuity (an int cast, a
     # bucket boundary) on a handful of points, never more
-    ok = bad_v <= N // 200 and bad_d <= N // 200 and bad_m == 0 and bad_g == 0
+    ok = bad_v <= N // 200 and bad_u <= N // 200 and bad_d <= N // 200 and bad_m == 0 and bad_g == 0
     label = name + (" (fast math)" if prefix else "")
-    print(f"{label:24s} value {bad_v:4d}  fwd==value {bad_w:4d}  d/dscore {bad_d:4d}  "
-          f"mask {bad_m:4d}  aux grads {bad_g:4d}  -> {'ok' if ok else 'FAIL'}", flush=True)
+    print(f"{label:24s} value {bad_v:4d}  hoisted {bad_u:4d}  fwd==value {bad_w:4d}  d/dscore "
+          f"{bad_d:4d}  mask {bad_m:4d}  aux grads {bad_g:4d}  -> {'ok' if ok else 'FAIL'}", flush=True)
     return ok
 
 
@@ -226,11 +230,12 @@ def check_case(dump, name):
     coords = pts[:, 1:5].astype(np.int32).reshape(-1)
     out = run_kernel(header, aux, grads, scores, coords)
     bad_v = int((~close(out[:, 0], pts[:, 5], 1e-4)).sum())
+    bad_u = int((~close(out[:, 4], pts[:, 5], 1e-4)).sum())
     bad_d = int((~close(out[:, 2], pts[:, 6], 1e-4)).sum())
     bad_m = int(((out[:, 3] != 0) != (pts[:, 7] != 0)).sum())
     n = len(scores)
-    ok = bad_v <= n // 200 and bad_d <= n // 200 and bad_m == 0
-    print(f"{name + ' (CPU evaluator)':24s} value {bad_v:4d}  d/dscore {bad_d:4d}  mask {bad_m:4d}"
+    ok = bad_v <= n // 200 and bad_u <= n // 200 and bad_d <= n // 200 and bad_m == 0
+    print(f"{name + ' (CPU evaluator)':24s} value {bad_v:4d}  hoisted {bad_u:4d}  d/dscore {bad_d:4d}  mask {bad_m:4d}"
           f"  -> {'ok' if ok else 'FAIL'}", flush=True)
     return ok
 
