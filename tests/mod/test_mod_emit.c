@@ -509,6 +509,69 @@ static void uniform_hoist(void **state)
     }
 }
 
+/* Which score_mods get a tile form (emit_tile.c) and what it reads from the tile. */
+static void tile_forms(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src;
+        int n;              /* FA4_SCORE_MOD_TILE of the release build */
+        const char *want;   /* in fa4_score_mod_tile */
+        const char *body;   /* in fa4_score_mod_t */
+    } cases[] = {
+        {"float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias, int d) "
+         "{ const int span = 2 * d + 1; int rel = clamp(kv_idx - q_idx, -d, d); return score + "
+         "bias[h * span + rel + d]; }",
+         1, "fa4_t.c0 = fa4_aux_bias(fa4_a, fa4_iadd(fa4_iadd(fa4_imul(h, span), rel), fa4_a.d));",
+         "return score + fa4_t.c0;"},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return q >= kv ? s : s * 0.5f; }", 1,
+         "fa4_t.c0 = q >= kv;", "fa4_t.c0 ? s : (s * 0.5f)"},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s + (float)(kv / 128); }", 1,
+         "fa4_t.c0 = (float)fa4_idiv(kv, 128);", "return s + fa4_t.c0;"},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[h] * "
+         "(float)(kv - q); }",
+         0, NULL, NULL},
+        {"int f(int r) { return r > 0 ? 1 : 0; }\n"
+         "float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[f(kv - q)]; }",
+         0, NULL, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { if (q > kv) { return s; } return 0.0f; }",
+         0, NULL, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s; }", 0, NULL, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[h]; }", 0,
+         NULL, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[kv % 7]; }",
+         0, NULL, NULL},
+        {"bool mask_mod(int b, int h, int q, int kv) { return q >= kv; }", 0, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fa4__mod *m = mt_parse(cases[i].src, strlen(cases[i].src), "t");
+        assert_non_null(m);
+        char *out = fa4__mod_emit_cuda(m, "t", 0);
+        assert_non_null(out);
+        const char *sec = strstr(out, "// ---- score_mod over a tile");
+        assert_non_null(sec);
+        if (cases[i].n == 0) {
+            const char *d = strstr(sec, "#define FA4_SCORE_MOD_TILE ");
+            if (!d || strncmp(d, "#define FA4_SCORE_MOD_TILE 0\n", 29) != 0 ||
+                strstr(sec, "fa4_score_mod_tile("))
+                fail_msg("case %zu: expected no tile form", i);
+        } else {
+            char def[64];
+            snprintf(def, sizeof def, "#else\n#define FA4_SCORE_MOD_TILE %d\n", cases[i].n);
+            const char *tf = strstr(sec, "fa4_score_mod_tile("), *tt = strstr(sec, "fa4_score_mod_t(");
+            if (!strstr(sec, def) || !tf || !tt)
+                fail_msg("case %zu: expected a tile form of %d candidates", i, cases[i].n);
+            const char *w = strstr(tf, cases[i].want);
+            if (!w || w > tt)
+                fail_msg("case %zu: expected '%s' in fa4_score_mod_tile", i, cases[i].want);
+            if (!strstr(tt, cases[i].body))
+                fail_msg("case %zu: expected '%s' in fa4_score_mod_t", i, cases[i].body);
+        }
+        free(out);
+        fa4__mod_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +583,7 @@ int main(void)
         cmocka_unit_test(mask_gathers),
         cmocka_unit_test(uniform_divisors),
         cmocka_unit_test(uniform_hoist),
+        cmocka_unit_test(tile_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -296,6 +296,12 @@ static void emit_builtin(fa4__emitter *E, const fa4__expr *e)
 
 static void emit_expr(fa4__emitter *E, const fa4__expr *e)
 {
+    for (int k = 0; k < E->ntile_cand; k++)
+        if (E->tile_cand[k] == e) {
+            E->bare = 0;
+            fa4__out(E, "fa4_t.c%d", k);
+            return;
+        }
     if (E->use_hoist) {
         const int k = fa4__hoisted(E, e, 0);
         if (k >= 0) {
@@ -631,6 +637,7 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
     }
     fa4__collect_uniform(&E, m->score);
     emit_uniform_forms(&E);
+    fa4__emit_tile_forms(&E);
     if (m->mask) {
         fa4__out(&E, "\n");
         emit_function_forms(&E, m->mask, 0);

@@ -39,6 +39,9 @@ typedef struct fa4__emitter {
     unsigned char hoist_rcp[FA4__MAX_HOIST];
     int nhoist;
     int use_hoist;     /* emitting fa4_score_mod_u */
+    /* emitting fa4_score_mod_t (emit_tile.c): these subexpressions read fa4_t.c<k> */
+    const fa4__expr *const *tile_cand;
+    int ntile_cand;
 } fa4__emitter;
 
 void fa4__emitter_init(fa4__emitter *E, const fa4__mod *m, const char *source_name);
@@ -77,6 +80,8 @@ void fa4__collect_uniform(fa4__emitter *E, const fa4__func *f);
 int fa4__hoisted(const fa4__emitter *E, const fa4__expr *e, int rcp);
 /* A helper whose dual form differs from its forward form (it takes or returns float). */
 int fa4__needs_dual(const fa4__func *f);
+/* emit_tile.c: FA4_SCORE_MOD_TILE, and where nonzero fa4_score_mod_tile and fa4_score_mod_t */
+void fa4__emit_tile_forms(fa4__emitter *E);
 /* emit_deriv.c: fa4_score_mod_fwd_deriv, _fwd_deriv_sites, _aux_grad and the aux-grad runs */
 void fa4__emit_deriv_wrappers(fa4__emitter *E);
 

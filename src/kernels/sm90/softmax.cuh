@@ -66,6 +66,31 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
     if (kCheck)
         fa4_sm90_mask_rolled<NT>(bits, p, aux, b, h, row0, col0, len_q, len_k, full);
 #endif
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_TILE
+    /* score_mod's index-dependent parts one value over the warp's 16 rows and this tile's keys
+     * (rel_bias away from the diagonal): take them once, apply the rest (emit_tile.c). The test is
+     * the same for every lane of the warp. */
+    if (kMod && !kCheck) {
+        const int lane = threadIdx.x & 31;
+        const long long q_lo = (long long)row0 - (lane >> 2) + p.q_offset, q_hi = q_lo + 15;
+        const long long k_lo = (long long)col0 - 2 * (lane & 3) + p.kv_offset, k_hi = k_lo + NT * 8 - 1;
+        fa4_score_tile t;
+        if (q_lo >= -2147483647LL - 1 && q_hi <= 2147483647LL && k_lo >= -2147483647LL - 1 &&
+            k_hi <= 2147483647LL &&
+            fa4_score_mod_tile(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, t)) {
+#pragma unroll
+            for (int ni = 0; ni < NT; ++ni)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int qi = row0 + (e >= 2 ? 8 : 0);
+                    const int ki = col0 + ni * 8 + (e & 1);
+                    s[ni][e] = fa4_score_mod_t(s[ni][e] * p.scale, b, h, (int)(qi + p.q_offset),
+                                               (int)(ki + p.kv_offset), aux, t);
+                }
+            return;
+        }
+    }
+#endif
 #if FA4_HAS_SCORE_MOD
     /* score_mod's position-independent part (alibi's slopes[h]), once per fragment: the chunk
      * barrier below would otherwise make the compiler reload it at every 8-column chunk */

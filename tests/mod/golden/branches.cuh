@@ -422,6 +422,9 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 #endif
 #line 424 "fa4_mod.cuh"
 
+// ---- score_mod over a tile whose index-dependent parts are one value there
+#define FA4_SCORE_MOD_TILE 0
+
 #if FA4_CHECKED
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -429,7 +432,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 433 "fa4_mod.cuh"
+#line 436 "fa4_mod.cuh"
 #else
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -437,9 +440,9 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 441 "fa4_mod.cuh"
+#line 444 "fa4_mod.cuh"
 #endif
-#line 443 "fa4_mod.cuh"
+#line 446 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -483,7 +486,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 487 "fa4_mod.cuh"
+#line 490 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -516,9 +519,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 520 "fa4_mod.cuh"
+#line 523 "fa4_mod.cuh"
 #endif
-#line 522 "fa4_mod.cuh"
+#line 525 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -540,7 +543,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 544 "fa4_mod.cuh"
+#line 547 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -565,9 +568,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 569 "fa4_mod.cuh"
+#line 572 "fa4_mod.cuh"
 #endif
-#line 571 "fa4_mod.cuh"
+#line 574 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -9,6 +9,8 @@ CuPy, lays out struct fa4_aux by hand (natural C layout, as mod.h describes it),
 
   value and d/dscore   against the twin evaluated in float64 with torch.autograd
   mask                 against the twin's mask, exactly
+  tile form            where fa4_score_mod_tile finds a box's index-dependent parts one value,
+                       fa4_score_mod_t inside the box against fa4_score_mod
   aux gradients        (atomicAdd of g * d mod / d aux[i] over all points) against autograd's
 
 the test mods of tests/mod/cases against the CPU evaluator's values (`<case>.expect.json`, written by
@@ -62,6 +64,30 @@ extern "C" __global__ void fa4_mod_gpu_check(const float *scores, const int *coo
     fa4_mod_checked_finish();
 }
 """
+
+TILE_KERNEL = r"""
+extern "C" __global__ void fa4_mod_tile_check(const float *scores, const int *boxes,
+                                              const unsigned char *aux_bytes, float *out, int n)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n)
+        return;
+    const fa4_aux aux = *reinterpret_cast<const fa4_aux *>(aux_bytes);
+    const int *x = boxes + 8 * t; /* b, h, q_lo, q_hi, kv_lo, kv_hi, q, kv */
+    const float s = scores[t];
+    out[3 * t] = 0.0f;
+    out[3 * t + 1] = fa4_score_mod(s, x[0], x[1], x[6], x[7], aux);
+    out[3 * t + 2] = 0.0f;
+#if FA4_SCORE_MOD_TILE
+    fa4_score_tile tile;
+    if (fa4_score_mod_tile(x[0], x[1], x[2], x[3], x[4], x[5], aux, tile)) {
+        out[3 * t] = 1.0f;
+        out[3 * t + 2] = fa4_score_mod_t(s, x[0], x[1], x[6], x[7], aux, tile);
+    }
+#endif
+}
+"""
+
 
 B, H, S, N = 2, 4, 64, 8192
 
@@ -240,6 +266,46 @@ def check_case(dump, name):
     return ok
 
 
+def check_tile(dump, name, seed, need_taken=False):
+    """The tile form (emit_tile.c) where the header has one: over random boxes of positions,
+    some 16 x 128 like the kernel's, some wider or narrower, and where fa4_score_mod_tile says the
+    index-dependent parts are one value over the box, fa4_score_mod_t at a random position inside
+    must agree with fa4_score_mod there (the same value up to FMA contraction)."""
+    import re
+    import numpy as np
+    header = open(os.path.join(dump, name + ".cuh")).read()
+    if not re.search(r"#define FA4_SCORE_MOD_TILE [1-9]", header):
+        return True
+    ST = 1024
+    aux = twins.example_aux(name, B, H, ST, device="cuda", seed=seed)
+    grads = {k: torch.zeros(aux[k].numel(), dtype=torch.float32, device="cuda")
+             for k in twins.TWINS[name].trainable}
+    rng = np.random.default_rng(seed)
+    n = N
+    hq = rng.choice([16, 1, 64, 4], n)
+    hk = rng.choice([128, 1, 64, 300], n)
+    qlo = rng.integers(0, ST - hq + 1)
+    klo = rng.integers(0, ST - hk + 1)
+    q = qlo + rng.integers(0, hq)
+    kv = klo + rng.integers(0, hk)
+    boxes = np.stack([rng.integers(0, B, n), rng.integers(0, H, n), qlo, qlo + hq - 1, klo,
+                      klo + hk - 1, q, kv], axis=1).astype(np.int32).reshape(-1)
+    scores = (rng.standard_normal(n) * 4).astype(np.float32)
+    mod = cupy.RawModule(code=header + TILE_KERNEL, options=("-std=c++17",))
+    fn = mod.get_function("fa4_mod_tile_check")
+    out = cupy.zeros(3 * n, dtype=cupy.float32)
+    fn(((n + 127) // 128,), (128,), (cupy.asarray(scores), cupy.asarray(boxes),
+                                     pack_aux(header, aux, grads), out, cupy.int32(n)))
+    cupy.cuda.runtime.deviceSynchronize()
+    o = cupy.asnumpy(out).reshape(n, 3)
+    taken = o[:, 0] != 0
+    bad = int((taken & ~close(o[:, 2], o[:, 1], 1e-5)).sum())
+    ok = bad == 0 and (int(taken.sum()) > 0 or not need_taken)
+    print(f"{name + ' (tile form)':24s} boxes {n:5d}  taken {int(taken.sum()):5d}  wrong {bad:4d}  -> "
+          f"{'ok' if ok else 'FAIL'}", flush=True)
+    return ok
+
+
 def trap_child(dump):
     """alibi with 1 slope and heads up to 3: checked traps (at the read, or deferred to
     fa4_mod_checked_finish), release clamps to slopes[0]."""
@@ -269,6 +335,7 @@ def main():
     ok = True
     for i, name in enumerate(twins.names()):
         ok &= check_mod(dump, name, 100 + i)
+        ok &= check_tile(dump, name, 500 + i, need_taken=name == "rel_bias")
     for name in ("branches", "dtypes", "builtins"):
         if os.path.exists(os.path.join(dump, name + ".expect.json")):
             ok &= check_case(dump, name)
