@@ -570,6 +570,30 @@ static void tile_forms(void **state)
         free(out);
         fa4__mod_free(m);
     }
+    /* the backward's add form: score + a read of a trainable tensor */
+    const char *rb = cases[0].src;
+    fa4__mod *m = mt_parse(rb, strlen(rb), "t");
+    assert_non_null(m);
+    const char *names[] = {"bias"};
+    assert_int_equal(fa4__mod_set_trainable(m, names, 1, NULL), FA4_OK);
+    char *out = fa4__mod_emit_cuda(m, "t", 0);
+    assert_non_null(out);
+    assert_non_null(strstr(out, "#define FA4_SCORE_MOD_TILE_ADD 1\n#define FA4_SCORE_MOD_TILE_GRAD 1\n"));
+    assert_non_null(strstr(out, "fa4_t.gi = fa4_iadd(fa4_iadd(fa4_imul(h, span), rel), fa4_a.d);"));
+    assert_non_null(strstr(out, "return fa4_a.bias_grad + (fa4_t.gi < 0 ? 0 : fa4_t.gi > hi ? hi : fa4_t.gi);"));
+    free(out);
+    fa4__mod_free(m);
+    /* not an add form: the score scaled */
+    const char *sc = "float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s * "
+                     "t[clamp(kv - q, 0, 3)]; }";
+    m = mt_parse(sc, strlen(sc), "t");
+    assert_non_null(m);
+    out = fa4__mod_emit_cuda(m, "t", 0);
+    assert_non_null(out);
+    assert_non_null(strstr(out, "#else\n#define FA4_SCORE_MOD_TILE 1\n"));
+    assert_non_null(strstr(out, "#define FA4_SCORE_MOD_TILE_ADD 0\n#define FA4_SCORE_MOD_TILE_GRAD 0\n#endif"));
+    free(out);
+    fa4__mod_free(m);
 }
 
 int main(void)

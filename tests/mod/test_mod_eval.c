@@ -172,7 +172,7 @@ static void dump_expectations(const char *dir, const char *name, const fa4__mod 
 static void derivative_test_cases(void **state)
 {
     (void)state;
-    static const char *const cases[] = {"branches", "dtypes", "builtins"};
+    static const char *const cases[] = {"branches", "dtypes", "builtins", "tiles"};
     int fails = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];

@@ -5,7 +5,9 @@
  * functions), and run at random points: fa4_score_mod, fa4_score_mod_fwd_deriv and fa4_mask_mod
  * must agree with the evaluator (float against double, within a relative 1e-4), and the release
  * build (straight-line form: every statement runs under a predicate) must agree bit for bit with
- * the checked build (the branches as written). No GPU needed; skips where there is no C++
+ * the checked build (the branches as written); the release build's hoisted form (fa4_score_mod_u)
+ * and, where fa4_score_mod_tile takes a box around the point, its tile form (fa4_score_mod_t) must
+ * agree with the evaluator too. No GPU needed; skips where there is no C++
  * compiler. FA4_MOD_HOST_KEEP=1 keeps the generated programs under the build directory.
  */
 #include <math.h>
@@ -111,6 +113,7 @@ static size_t elem_size(fa4_dtype t)
 typedef struct {
     float score;
     int c[4];
+    int box[4]; /* q_lo, q_hi, kv_lo, kv_hi around (c[2], c[3]), for the tile form */
 } point;
 
 /* The driver: aux values and points as static data, one output line per point. */
@@ -134,6 +137,10 @@ static void write_driver(FILE *f, const fa4__mod *m, const fa4_aux_value *aux, c
     for (int p = 0; p < NPOINTS; p++)
         fprintf(f, "%s{%d,%d,%d,%d}", p ? "," : "", pts[p].c[0], pts[p].c[1], pts[p].c[2],
                 pts[p].c[3]);
+    fprintf(f, "};\nstatic const int fa4_box[%d][4] = {", NPOINTS);
+    for (int p = 0; p < NPOINTS; p++)
+        fprintf(f, "%s{%d,%d,%d,%d}", p ? "," : "", pts[p].box[0], pts[p].box[1], pts[p].box[2],
+                pts[p].box[3]);
     fprintf(f, "};\nint main(void)\n{\n    fa4_aux a;\n    memset(&a, 0, sizeof a);\n");
     for (int i = 0; i < n; i++) {
         const fa4__aux_decl *a = fa4__mod_aux(m, i);
@@ -155,8 +162,28 @@ static void write_driver(FILE *f, const fa4__mod *m, const fa4_aux_value *aux, c
                "a, &d);\n"
                "        const int ok = fa4_mask_mod(c[0], c[1], c[2], c[3], a);\n"
                "        printf(\"%%a %%a %%a %%d\\n\", v, w, d, ok);\n"
-               "    }\n    return 0;\n}\n",
-            NPOINTS);
+               "    }\n"
+               /* release builds: the forward's hoisted form, and the tile form where it applies to
+                * the point's box (taken 1), after a separator */
+               "#if !FA4_CHECKED\n"
+               "    printf(\"--\\n\");\n"
+               "    for (int p = 0; p < %d; p++) {\n"
+               "        const int *c = fa4_c[p], *x = fa4_box[p];\n"
+               "        const float u = fa4_score_mod_u(fa4_s[p], c[0], c[1], c[2], c[3], a, "
+               "fa4_score_mod_uniform(c[0], c[1], a));\n"
+               "        int taken = 0;\n        float t = 0.0f;\n"
+               "#if FA4_SCORE_MOD_TILE\n"
+               "        fa4_score_tile tl;\n"
+               "        if (fa4_score_mod_tile(c[0], c[1], x[0], x[1], x[2], x[3], a, tl)) {\n"
+               "            taken = 1;\n"
+               "            t = fa4_score_mod_t(fa4_s[p], c[0], c[1], c[2], c[3], a, tl);\n"
+               "        }\n"
+               "#endif\n"
+               "        printf(\"%%a %%d %%a\\n\", u, taken, t);\n"
+               "    }\n"
+               "#endif\n"
+               "    return 0;\n}\n",
+            NPOINTS, NPOINTS);
 }
 
 /* Compile and run one build; its output lines (malloc'd), or NULL when the build failed. */
@@ -209,7 +236,7 @@ static int close_to(double got, double want)
 
 /* One mod: release and checked builds agree bit for bit, and with the evaluator. */
 static int check_mod(const char *dir, const char *name, const char *src, size_t len,
-                     uint64_t seed)
+                     uint64_t seed, int *taken_count)
 {
     fa4__mod *m = mt_parse(src, len, name);
     assert_non_null(m);
@@ -225,6 +252,15 @@ static int check_mod(const char *dir, const char *name, const char *src, size_t 
         /* keys near the query half the time: windows, buckets, causal edges */
         pts[p].c[3] = p % 2 ? (int)(mt_next(&seed) % 300)
                             : pts[p].c[2] + (int)(mt_next(&seed) % 41) - 20;
+        /* a box around the point: narrow or kernel-sized (16 x 128), or a single position */
+        static const int wq[4] = {0, 15, 3, 40}, wk[4] = {0, 127, 7, 200};
+        const int sz = (int)(mt_next(&seed) % 4);
+        const int dq = wq[sz] ? (int)(mt_next(&seed) % (unsigned)(wq[sz] + 1)) : 0;
+        const int dk = wk[sz] ? (int)(mt_next(&seed) % (unsigned)(wk[sz] + 1)) : 0;
+        pts[p].box[0] = pts[p].c[2] - dq;
+        pts[p].box[1] = pts[p].box[0] + wq[sz];
+        pts[p].box[2] = pts[p].c[3] - dk;
+        pts[p].box[3] = pts[p].box[2] + wk[sz];
     }
     char *cu = fa4__mod_emit_cuda(m, name, 0);
     assert_non_null(cu);
@@ -235,6 +271,15 @@ static int check_mod(const char *dir, const char *name, const char *src, size_t 
     char *chk = build_and_run(dir, tag, cu, m, aux, pts,
                               "#define FA4_CHECKED 1\n#define FA4_CHECKED_DEFERRED 1\n");
     int bad = !rel || !chk;
+    char *extra = rel ? strstr(rel, "--\n") : NULL;
+    if (rel && !extra) {
+        fprintf(stderr, "%s: the release build printed no hoisted / tile values\n", name);
+        bad = 1;
+    }
+    if (extra) {
+        *extra = '\0';
+        extra += 3;
+    }
     if (!bad && strcmp(rel, chk) != 0) {
         fprintf(stderr, "%s: the straight-line form differs from the branches\n", name);
         bad = 1;
@@ -266,6 +311,22 @@ static int check_mod(const char *dir, const char *name, const char *src, size_t 
                     (double)d, dwant, ok, okwant);
             bad = 1;
         }
+        /* the hoisted form and, where taken, the tile form against the evaluator */
+        if (!extra)
+            continue;
+        char *e2;
+        const float u = strtof(extra, &e2);
+        const int taken = (int)strtol(e2, &e2, 10);
+        const float tv = strtof(e2, &e2);
+        extra = e2;
+        *taken_count += taken;
+        if (!close_to(u, want) || (taken && !close_to(tv, want))) {
+            fprintf(stderr, "%s: point %d (%d %d %d %d, box q %d..%d kv %d..%d): hoisted %a, tile %d %a, "
+                            "want %a\n",
+                    name, p, c[0], c[1], c[2], c[3], pts[p].box[0], pts[p].box[1], pts[p].box[2],
+                    pts[p].box[3], (double)u, taken, (double)tv, want);
+            bad = 1;
+        }
     }
     free(rel);
     free(chk);
@@ -285,7 +346,7 @@ static void emitted_matches_evaluator(void **state)
     char dir[512];
     snprintf(dir, sizeof dir, "%s/mod_host_XXXXXX", FA4_TEST_BINARY_DIR);
     assert_non_null(mkdtemp(dir));
-    int bad = 0, count = 0;
+    int bad = 0, count = 0, rel_taken = -1, tiles_taken = -1;
     char *names[MT_MAX_MODS];
     int n = mt_list_mods(names);
     assert_true(n >= 10);
@@ -293,30 +354,38 @@ static void emitted_matches_evaluator(void **state)
         size_t len = 0;
         char *src = mt_read_mod(names[i], &len);
         assert_non_null(src);
-        bad += check_mod(dir, names[i], src, len, 1000u + (uint64_t)i);
+        int taken = 0;
+        bad += check_mod(dir, names[i], src, len, 1000u + (uint64_t)i, &taken);
+        if (!strcmp(names[i], "rel_bias")) /* the shipped mod with a tile form */
+            rel_taken = taken;
         count++;
         free(src);
         free(names[i]);
     }
-    static const char *const cases[] = {"branches", "builtins", "dtypes"};
+    static const char *const cases[] = {"branches", "builtins", "dtypes", "tiles"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];
         size_t len = 0;
         snprintf(path, sizeof path, "%s/tests/mod/cases/%s.mod", FA4_TEST_SOURCE_DIR, cases[i]);
         char *src = mt_read_file(path, &len);
         assert_non_null(src);
-        bad += check_mod(dir, cases[i], src, len, 2000u + (uint64_t)i);
+        int taken = 0;
+        bad += check_mod(dir, cases[i], src, len, 2000u + (uint64_t)i, &taken);
+        if (!strcmp(cases[i], "tiles"))
+            tiles_taken = taken;
         count++;
         free(src);
     }
-    printf("%d mods, %d points each, release and checked builds: %d failed\n", count, NPOINTS,
-           bad);
+    printf("%d mods, %d points each, release and checked builds: %d failed; tile forms taken at "
+           "%d points (rel_bias), %d (tiles)\n",
+           count, NPOINTS, bad, rel_taken, tiles_taken);
     if (!getenv("FA4_MOD_HOST_KEEP")) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         assert_int_equal(system(cmd), 0);
     }
     assert_int_equal(bad, 0);
+    assert_true(rel_taken > 0 && tiles_taken > 0);
 }
 
 int main(void)

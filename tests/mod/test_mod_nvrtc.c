@@ -167,7 +167,7 @@ static void nvrtc_shipped_mods(void **state)
 static void nvrtc_test_cases(void **state)
 {
     (void)state;
-    static const char *const cases[] = {"branches", "dtypes", "builtins"};
+    static const char *const cases[] = {"branches", "dtypes", "builtins", "tiles"};
     int fails = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];

@@ -354,29 +354,29 @@ static int node_raw(tile_ctx *t, const fa4__expr *e)
             return n;
         }
         if (e->kind == EX_BUILTIN && (e->op == BI_MIN || e->op == BI_MAX) && nch == 2) {
-            const char *fn = e->op == BI_MIN ? "min" : "max";
+            const char *fn = e->op == BI_MIN ? "fa4_tmin" : "fa4_tmax";
             snprintf(lo, sizeof lo, "%s(fa4_tl%d, fa4_tl%d)", fn, a, b);
             snprintf(hi, sizeof hi, "%s(fa4_th%d, fa4_th%d)", fn, a, b);
             emit_ival(t, n, lo, hi);
             return n;
         }
         if (e->kind == EX_BUILTIN && e->op == BI_CLAMP && nch == 3) {
-            snprintf(lo, sizeof lo, "min(max(fa4_tl%d, fa4_tl%d), fa4_tl%d)", a, b, c);
-            snprintf(hi, sizeof hi, "min(max(fa4_th%d, fa4_th%d), fa4_th%d)", a, b, c);
+            snprintf(lo, sizeof lo, "fa4_tmin(fa4_tmax(fa4_tl%d, fa4_tl%d), fa4_tl%d)", a, b, c);
+            snprintf(hi, sizeof hi, "fa4_tmin(fa4_tmax(fa4_th%d, fa4_th%d), fa4_th%d)", a, b, c);
             emit_ival(t, n, lo, hi);
             return n;
         }
         if (e->kind == EX_BUILTIN && e->op == BI_ABS && nch == 1) {
             snprintf(lo, sizeof lo, "fa4_tl%d >= 0 ? fa4_tl%d : fa4_th%d <= 0 ? -fa4_th%d : 0LL", a, a, a, a);
-            snprintf(hi, sizeof hi, "max(-fa4_tl%d, fa4_th%d)", a, a);
+            snprintf(hi, sizeof hi, "fa4_tmax(-fa4_tl%d, fa4_th%d)", a, a);
             emit_ival(t, n, lo, hi);
             return n;
         }
         if (e->kind == EX_COND) {
             /* the taken branch's interval where the condition is decided, else both */
-            snprintf(lo, sizeof lo, "fa4_tk%d ? (fa4_tv%d ? fa4_tl%d : fa4_tl%d) : min(fa4_tl%d, fa4_tl%d)", a, a,
+            snprintf(lo, sizeof lo, "fa4_tk%d ? (fa4_tv%d ? fa4_tl%d : fa4_tl%d) : fa4_tmin(fa4_tl%d, fa4_tl%d)", a, a,
                      b, c, b, c);
-            snprintf(hi, sizeof hi, "fa4_tk%d ? (fa4_tv%d ? fa4_th%d : fa4_th%d) : max(fa4_th%d, fa4_th%d)", a, a,
+            snprintf(hi, sizeof hi, "fa4_tk%d ? (fa4_tv%d ? fa4_th%d : fa4_th%d) : fa4_tmax(fa4_th%d, fa4_th%d)", a, a,
                      b, c, b, c);
             emit_ival(t, n, lo, hi);
             return n;
@@ -459,7 +459,26 @@ static int tile_supported(const fa4__func *f)
 
 static void emit_none(fa4__emitter *E)
 {
-    fa4__out(E, "#define FA4_SCORE_MOD_TILE 0\n");
+    fa4__out(E, "#define FA4_SCORE_MOD_TILE 0\n#define FA4_SCORE_MOD_TILE_ADD 0\n#define FA4_SCORE_MOD_TILE_GRAD 0\n");
+}
+
+/* The candidate k when score_mod is `return score + cand[k]` (or cand[k] + score) and nothing else
+ * depends on the score; else -1. */
+static int add_form(const tile_ctx *t)
+{
+    const fa4__stmt *body = t->f->body;
+    for (int i = 0; i < body->nitems; i++)
+        if (body->items[i]->kind == ST_DECL && t->score_dep[body->items[i]->var->slot] &&
+            body->items[i]->var->reads)
+            return -1;
+    const fa4__expr *r = body->items[body->nitems - 1]->e;
+    if (!r || r->kind != EX_BINARY || r->op != TK_PLUS || r->type != TY_FLOAT)
+        return -1;
+    const fa4__expr *other = is_param(t, r->a, 0) ? r->b : is_param(t, r->b, 0) ? r->a : NULL;
+    for (int k = 0; other && k < t->ncand; k++)
+        if (t->cand[k] == other && other->type == TY_FLOAT)
+            return k;
+    return -1;
 }
 
 void fa4__emit_tile_forms(fa4__emitter *E)
@@ -510,19 +529,30 @@ void fa4__emit_tile_forms(fa4__emitter *E)
     fa4__out(E, "#if FA4_CHECKED\n");
     emit_none(E);
     fa4__out(E, "#else\n#define FA4_SCORE_MOD_TILE %d\n", t.ncand);
+    /* the backward's form: score_mod is score + c<k> over the tile, and c<k> a read of a
+     * trainable tensor (rel_bias): its gradient over the tile is the sum of dS there */
+    const int add = add_form(&t);
+    const fa4__expr *gread = NULL;
+    if (add >= 0 && t.cand[add]->kind == EX_INDEX && t.cand[add]->var->kind == VK_AUX &&
+        E->m->aux[t.cand[add]->var->aux_index].trainable)
+        gread = t.cand[add];
     fa4__out(E, "struct fa4_score_tile {\n");
     for (int k = 0; k < t.ncand; k++)
         fa4__out(E, "    %s c%d;\n", t.cand[k]->type == TY_FLOAT ? "float" : t.cand[k]->type == TY_INT ? "int" : "bool",
                  k);
+    if (gread)
+        fa4__out(E, "    int gi; /* the index c%d reads */\n", add);
     fa4__out(E, "};\n");
-    fa4__out(E, "__device__ __forceinline__ void fa4_tnorm(long long &lo, long long &hi)\n{\n"
+    fa4__out(E, "__device__ __forceinline__ long long fa4_tmin(long long a, long long b) { return a < b ? a : b; }\n"
+                "__device__ __forceinline__ long long fa4_tmax(long long a, long long b) { return a > b ? a : b; }\n"
+                "__device__ __forceinline__ void fa4_tnorm(long long &lo, long long &hi)\n{\n"
                 "    if (lo == hi)\n        lo = hi = (long long)(int)(unsigned int)(unsigned long long)lo;\n"
                 "    else if (lo < -2147483648LL || hi > 2147483647LL)\n"
                 "        lo = -2147483648LL, hi = 2147483647LL;\n}\n"
                 "__device__ __forceinline__ void fa4_tmul(long long al, long long ah, long long bl, long long bh,\n"
                 "                                         long long &lo, long long &hi)\n{\n"
                 "    const long long p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;\n"
-                "    lo = min(min(p0, p1), min(p2, p3));\n    hi = max(max(p0, p1), max(p2, p3));\n"
+                "    lo = fa4_tmin(fa4_tmin(p0, p1), fa4_tmin(p2, p3));\n    hi = fa4_tmax(fa4_tmax(p0, p1), fa4_tmax(p2, p3));\n"
                 "    fa4_tnorm(lo, hi);\n}\n"
                 "// a / b for b one value (fa4_idiv: x / 0 == 0, x / -1 == -x); else any int\n"
                 "__device__ __forceinline__ void fa4_tdiv(long long al, long long ah, long long bl, long long bh,\n"
@@ -570,6 +600,11 @@ void fa4__emit_tile_forms(fa4__emitter *E)
         fa4__emit_bare(E, t.cand[k]);
         fa4__out(E, ";\n");
     }
+    if (gread) {
+        fa4__out(E, "    fa4_t.gi = ");
+        fa4__emit_bare(E, gread->a);
+        fa4__out(E, ";\n");
+    }
     fa4__reset_line(E);
     for (int n = 0; n < t.nodes && n < 4096; n++) /* no warning for an unread temporary */
         if (t.ntype[n] == TY_INT)
@@ -596,6 +631,23 @@ void fa4__emit_tile_forms(fa4__emitter *E)
     E->ntile_cand = 0;
     fa4__out(E, "}\n");
     fa4__reset_line(E);
+    fa4__out(E, "#define FA4_SCORE_MOD_TILE_ADD %d\n", add >= 0);
+    fa4__out(E, "#define FA4_SCORE_MOD_TILE_GRAD %d\n", gread != NULL);
+    if (add >= 0)
+        fa4__out(E, "// score_mod is score + this over the tile (d score_mod / d score = 1)\n"
+                    "__device__ __forceinline__ float fa4_score_mod_tile_add(const fa4_score_tile &fa4_t) "
+                    "{ return fa4_t.c%d; }\n", add);
+    if (gread) {
+        const char *nm = gread->var->name;
+        fa4__out(E, "// where the gradient of that read goes (its index clamped as the read clamps it)\n"
+                    "__device__ __forceinline__ float *fa4_score_mod_tile_grad(const fa4_aux &fa4_a, "
+                    "const fa4_score_tile &fa4_t)\n{\n"
+                    "    const long long n = fa4_a.%s_len;\n"
+                    "    if (n <= 0)\n        return nullptr;\n"
+                    "    const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);\n"
+                    "    return fa4_a.%s_grad + (fa4_t.gi < 0 ? 0 : fa4_t.gi > hi ? hi : fa4_t.gi);\n}\n",
+                 nm, nm);
+    }
     fa4__out(E, "#endif\n");
     fa4__out(E, "#line %d \"fa4_mod.cuh\"\n", E->out_line + 1);
 done:

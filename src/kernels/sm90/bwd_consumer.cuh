@@ -38,6 +38,20 @@
 #define FA4_SM90_BWD_DQ_PEEK 0
 #endif
 
+/* 1: where score_mod is score + c over a warp's tile (emit_tile.c; rel_bias away from the
+ * diagonal), grads_add replaces score_mod's derivative and aux-gradient terms at every position
+ * with d score_mod / d score = 1 and, for a read of a trainable tensor, one atomic of the tile's
+ * dS sum. Not in the spill fallback unless the read is trainable: rel_bias's fallback spilled 8
+ * bytes with it (trainable: none), and there the per-position gradient terms are what it saves. */
+#ifndef FA4_SM90_BWD_TILE_ADD
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_TILE_ADD && \
+    (FA4_SCORE_MOD_TILE_GRAD || !(defined(FA4_SM90_BWD_FALLBACK) && FA4_SM90_BWD_FALLBACK))
+#define FA4_SM90_BWD_TILE_ADD 1
+#else
+#define FA4_SM90_BWD_TILE_ADD 0
+#endif
+#endif
+
 /* 1: tiles inside the sequence (and, with a mask_mod, inside a full block of a block mask) skip
  * every check (H200: causal +4.5%, sliding window +10% in the backward). The second copy of the
  * score stage costs registers (the spill fallback above turns it off). */
@@ -249,6 +263,79 @@ struct fa4_bwd_consumer {
 #endif
     }
 
+#if FA4_SM90_BWD_TILE_ADD
+    /* Whether score_mod is score + c over this warp's 16 keys and query tile m0's kBM queries
+     * (rel_bias away from the diagonal; emit_tile.c): the same for every lane of the warp. Asked at
+     * the step's start, before S and dP hold registers. */
+    __device__ __forceinline__ bool tile_add(int h, int m0, fa4_score_tile &tl) const
+    {
+        const long long ql = (long long)m0 + p.q_offset;
+        const long long kl = (long long)(n0 + cw * kBWgKeys + warp * 16) + p.kv_offset;
+        return ql >= -2147483647LL - 1 && ql + kBM - 1 <= 2147483647LL && kl >= -2147483647LL - 1 &&
+               kl + 15 <= 2147483647LL &&
+               fa4_score_mod_tile(b, h, (int)ql, (int)(ql + kBM - 1), (int)kl, (int)(kl + 15), aux, tl);
+    }
+
+    /* grads() where score_mod is score + c over the warp's tile: d score_mod / d score = 1, and
+     * where c is a read of a trainable tensor its gradient is the tile's sum of dS, one atomic per
+     * warp instead of score_mod's derivative and gradient terms at every position */
+    template <bool kCheck>
+    __device__ __forceinline__ void grads_add(const float (&sc)[kBM / 8][4], const float (&dp)[kBM / 8][4],
+                                              unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4], int s,
+                                              int h, int m0, bool full, const fa4_score_tile &tl) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
+        const float cadd = fa4_score_mod_tile_add(tl);
+        float gsum = 0.f;
+#pragma unroll
+        for (int c = 0; c < kBM / 8; ++c) {
+            float l2[2], dps[2];
+            fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
+            fa4_bwd_lds2(sm.rows(s) + kBM * 4 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
+            float pr[4], ds[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int ki = key0 + (e >= 2 ? 8 : 0);
+                const int qi = m0 + 8 * c + 2 * t + (e & 1);
+                bool ok = true;
+                if (kCheck) {
+#if FA4_HAS_MASK_MOD
+                    ok = !(qi >= len_q || ki >= len_k) &
+                         (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#else
+                    ok = !(qi >= len_q || ki >= len_k);
+#endif
+                }
+                const float x = sc[c][e] * p.scale + cadd;
+                const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
+                const float d = pv * (dp[c][e] - dps[e & 1]);
+                pr[e] = pv;
+                ds[e] = ok ? d : 0.f;
+                gsum += ds[e];
+            }
+            const int kk = c / 2, hi = (c & 1) * 2;
+            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
+            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
+            pds[kk][hi] = fa4_pack2(ds[0], ds[1]);
+            pds[kk][hi + 1] = fa4_pack2(ds[2], ds[3]);
+            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+r"(pds[kk][hi]), "+r"(pds[kk][hi + 1])::"memory");
+        }
+#if FA4_SCORE_MOD_TILE_GRAD
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            gsum += __shfl_xor_sync(0xffffffffu, gsum, o);
+        if (lane == 0) {
+            float *gp = fa4_score_mod_tile_grad(aux, tl);
+            if (gp)
+                atomicAdd(gp, gsum);
+        }
+#else
+        (void)gsum;
+#endif
+    }
+#endif
+
     /* dS^T fragment -> dS[query][key] in buffer buf (128-byte swizzle, panel = key / 64). */
     __device__ __forceinline__ void store_ds(const unsigned (&pds)[kBM / 16][4], int buf) const
     {
@@ -412,6 +499,10 @@ struct fa4_bwd_consumer {
                                          int buf, int h, int m0, bool full) const
     {
         unsigned pp[kBM / 16][4], pds[kBM / 16][4];
+#if FA4_SM90_BWD_TILE_ADD
+        fa4_score_tile tl;
+        const bool add = tile_add(h, m0, tl);
+#endif
         {
             float sc[kBM / 8][4], dp[kBM / 8][4];
             fa4_mbar_wait(sm.bar_full(s), ph);
@@ -425,6 +516,13 @@ struct fa4_bwd_consumer {
             fa4_reg_fence(sc);
             fa4_reg_fence(dp);
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
+#if FA4_SM90_BWD_TILE_ADD
+            if (add && FA4_SM90_BWD_FAST_TILES && inside)
+                grads_add<false>(sc, dp, pp, pds, s, h, m0, full, tl);
+            else if (add)
+                grads_add<true>(sc, dp, pp, pds, s, h, m0, full, tl);
+            else
+#endif
             if (FA4_SM90_BWD_FAST_TILES && inside)
                 grads<false>(sc, dp, pp, pds, s, h, m0, full);
             else

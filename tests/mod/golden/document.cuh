@@ -259,6 +259,8 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 
 // ---- score_mod over a tile whose index-dependent parts are one value there
 #define FA4_SCORE_MOD_TILE 0
+#define FA4_SCORE_MOD_TILE_ADD 0
+#define FA4_SCORE_MOD_TILE_GRAD 0
 
 #line 4 "document.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -266,7 +268,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 5 "document.mod"
     return (fa4_aux_doc_id(fa4_a, q_idx) == fa4_aux_doc_id(fa4_a, kv_idx)) && (q_idx >= kv_idx);
 }
-#line 270 "fa4_mod.cuh"
+#line 272 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

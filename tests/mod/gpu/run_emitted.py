@@ -336,7 +336,7 @@ def main():
     for i, name in enumerate(twins.names()):
         ok &= check_mod(dump, name, 100 + i)
         ok &= check_tile(dump, name, 500 + i, need_taken=name == "rel_bias")
-    for name in ("branches", "dtypes", "builtins"):
+    for name in ("branches", "dtypes", "builtins", "tiles"):
         if os.path.exists(os.path.join(dump, name + ".expect.json")):
             ok &= check_case(dump, name)
     # fast math: tanh.approx, __expf, __fdividef; looser tolerance, same masks and gradients
