@@ -226,12 +226,22 @@ static size_t sm90_dq_sem_bytes(const fa4__problem *p, const fa4__bwd_ws *w)
     return p->deterministic ? (size_t)p->hq * (size_t)(w->rows / 4) * 2 * sizeof(int) : 0;
 }
 
+/* ... and with a block mask, after the counters, the walk table (bwd_main.cu's fa4_sm90_bwd_rank):
+ * rows [bm batch][bm heads][nkv] of nq q blocks, then their nq turns. */
+static size_t sm90_dq_rank_bytes(const fa4__problem *p)
+{
+    return p->deterministic && p->has_block_mask
+               ? 2 * (size_t)p->bm.batch * (size_t)p->bm.heads * (size_t)p->bm.num_kv_blocks *
+                     (size_t)p->bm.num_q_blocks * sizeof(int)
+               : 0;
+}
+
 static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
 {
     fa4__bwd_ws w;
     (void)k;
     fa4__sm80_bwd_layout(p, &w);
-    *bytes = w.total + sm90_dq_sem_bytes(p, &w);
+    *bytes = w.total + sm90_dq_sem_bytes(p, &w) + sm90_dq_rank_bytes(p);
     return FA4_OK;
 }
 
@@ -285,6 +295,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     if (pad64(p->head_dim) > BWD_MAX_DIM || pad64(p->head_dim_v) > BWD_MAX_DIM ||
         (k->spec.flags & FA4_COMPILE_CHECKED) ||
         (p->has_block_mask && (p->bm.kv_block % BWD_N || p->bm.q_block % BWD_M)) ||
+        (p->deterministic && p->has_block_mask && (int64_t)p->bm.num_q_blocks * 8 > 227 * 1024) ||
         !fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_main"))
         return fa4__sm80_ops.launch_bwd(k, p);
     st = check_problem(k, p);
@@ -302,12 +313,9 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
                               ctx->max_smem_optin);
     fa4__params_fill(&pr, p);
     fa4__sm80_bwd_workspace_params(&pr, p, &w);
-    /* deterministic with a block mask: one slot per 128 keys (n_tile), half of the 64-key slots the
-     * layout has room for; only those are zeroed and summed by bwd_post. Dense: one dQ
-     * accumulator, added into in key-tile order (turn counters after the sm80 layout, zeroed here) */
-    if (p->deterministic && p->has_block_mask) {
-        pr.dq_slots = (int)(cdiv(p->seqlen_k, BWD_N) > 0 ? cdiv(p->seqlen_k, BWD_N) : 1);
-    } else if (p->deterministic) {
+    /* deterministic: one dQ accumulator, added into in key-tile order (turn counters after the sm80
+     * layout, zeroed here; with a block mask each tile's turn from the rank table after them) */
+    if (p->deterministic) {
         pr.dq_slots = 1;
         pr.dq_sem = (int *)((uint8_t *)p->workspace + w.total);
         r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)pr.dq_sem, 0, sm90_dq_sem_bytes(p, &w) / 4, p->stream);
@@ -339,6 +347,19 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     if (st != FA4_OK)
         return st;
 
+    if (p->deterministic && p->has_block_mask) {
+        const int rank_smem = p->bm.num_q_blocks * 8;
+        void *rank_args[1] = {&pr};
+        f = fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_rank");
+        if (!f)
+            return fa4__set_error(ctx, FA4_ERR_LAUNCH, "sm90: no fa4_sm90_bwd_rank in bwd_main90");
+        r = cu->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, rank_smem);
+        if (r == CUDA_SUCCESS)
+            r = cu->launchKernel(f, (unsigned)(p->bm.batch * p->bm.heads), 1, 1, 32, 1, 1, (unsigned)rank_smem,
+                                 p->stream, rank_args, NULL);
+        if (r != CUDA_SUCCESS)
+            return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_rank90");
+    }
     f = fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_main");
     r = cu->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);
     if (r != CUDA_SUCCESS)
@@ -360,11 +381,18 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * causal B2 S4096: 244 -> 340 TFLOP/s). */
         const int64_t tiles = cdiv(p->seqlen_k, BWD_N), ctas = tiles * p->hkv * p->batch;
         pr.tiles_slowest = ctx->sm_count > 0 && ctas < 4 * (int64_t)ctx->sm_count;
-        if (pr.tiles_slowest ? (p->batch > 65535 || tiles > 65535) : (p->hkv > 65535 || p->batch > 65535))
+        /* deterministic, head-major: CTAs of 4 heads interleaved (bwd_main.cu fa4_bwd_cta) where 4
+         * heads' key tiles fit one wave. H200 bf16 B4 H16 D128, deterministic bwd, same call: S4096
+         * (32 key tiles) 4.17 -> 4.00 ms, D64 B8 H8 3.14 -> 2.93; but at S8192 (64 key tiles) 4
+         * heads were 10% slower than none, and 2 (tried once, another call) no better than none */
+        if (p->deterministic && !pr.tiles_slowest && ctx->sm_count >= 4 * tiles && (int64_t)p->hkv * p->batch >= 4 &&
+            ctas < INT32_MAX)
+            pr.tiles_slowest = 4;
+        if (pr.tiles_slowest == 1 ? (p->batch > 65535 || tiles > 65535) : (p->hkv > 65535 || p->batch > 65535))
             return fa4__set_error(ctx, FA4_ERR_SHAPE,
                                   "sm90: %lld key tiles, %d kv heads, %d batch entries: over the grid's 65535",
                                   (long long)tiles, p->hkv, p->batch);
-        if (pr.tiles_slowest)
+        if (pr.tiles_slowest == 1)
             r = cu->launchKernel(f, (unsigned)p->hkv, (unsigned)p->batch, (unsigned)tiles, BWD_THREADS, 1, 1,
                                  (unsigned)smem, p->stream, args, NULL);
         else

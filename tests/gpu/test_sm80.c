@@ -344,6 +344,24 @@ static void make_cases(int quick)
         c.skv = 64;
         add_case(c);
     }
+    /* H: deterministic with block masks (on sm90 dQ in turns from a walk table of the transposed
+     * lists: prefix-shaped, banded, block-diagonal and random lists, kv blocks of 1 and 2 key
+     * tiles); a generator of its own, so the cases above stay as they were */
+    rng r2 = {4242};
+    const int hgmods[3] = {M_CAUSAL, M_WINDOW, M_DOCUMENT};
+    const int hrmods[3] = {M_NONE, M_CAUSAL, M_ALIBI};
+    for (int k = 0; k < (quick ? 3 : 6); k++) {
+        tcase c = random_case(&r2, k < 3 ? hgmods[k] : hrmods[k - 3], dtypes[k % 2], k % 2 ? 64 : 128,
+                              k % 2 ? 64 : 128);
+        c.determ = 1;
+        c.bm = k < 3 ? BM_GPU : BM_RANDOM;
+        c.q_block = k < 3 && (k & 1) ? 256 : 128;
+        c.kv_block = k == 2 || k == 5 ? 256 : 128;
+        c.bm_heads1 = k & 1;
+        c.sq = rng_int(&r2, 300, 1100);
+        c.skv = rng_int(&r2, 300, 1100);
+        add_case(c);
+    }
 }
 
 /* --------------------------------------------------------------------------- features */

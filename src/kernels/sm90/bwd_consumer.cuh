@@ -134,8 +134,6 @@ struct fa4_bwd_consumer {
     int len_q, len_k;
     int n_tile;         /* the CTA's key tile */
     int wrow0;          /* the sequence's first workspace row */
-    float *dq_slot;     /* deterministic with a block mask: this CTA's dQ slot at the sequence's
-                           first workspace row of head 0 (plain stores; bwd_post sums the slots) */
     const fa4_tmap *tm_dq; /* dq_accum as [hq * ws_rows][d] fp32, boxes of kBM x 32 */
 
     /* S^T (keys x queries) and dP^T for stage s. */
@@ -349,29 +347,6 @@ struct fa4_bwd_consumer {
         }
     }
 
-    /* Deterministic with a block mask: dQ partial of this step stored into the CTA's own slot
-     * (bwd_post sums the slots in order). */
-    __device__ __forceinline__ void write_dq_slot(const float (&dq)[kBDqN / 8][4], int h, int m0) const
-    {
-        const int g = lane >> 2, t = lane & 3;
-        float *dqh = dq_slot + (long long)h * p.ws_rows * kD;
-#pragma unroll
-        for (int i = 0; i < kBDqN / 8; ++i) {
-            /* lanes t and t^1 swap halves so each holds 4 consecutive columns of one row */
-            const bool odd = t & 1;
-            const float r0 = __shfl_xor_sync(0xffffffffu, odd ? dq[i][0] : dq[i][2], 1);
-            const float r1 = __shfl_xor_sync(0xffffffffu, odd ? dq[i][1] : dq[i][3], 1);
-            const float v0 = odd ? r0 : dq[i][0], v1 = odd ? r1 : dq[i][1];
-            const float v2 = odd ? dq[i][2] : r0, v3 = odd ? dq[i][3] : r1;
-            const int qi = m0 + warp * 16 + g + (odd ? 8 : 0);
-            const int col = cw * kBDqN + i * 8 + 2 * (t & 2);
-            if (qi < len_q && col < kD)
-                asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dqh + (long long)qi * kD + col),
-                             "f"(v0), "f"(v1), "f"(v2), "f"(v3)
-                             : "memory");
-        }
-    }
-
     /* Deterministic, issuer only: pass on the turn still held (sm.dq_pending), once the adds are
      * complete. The fence (acq_rel) is the store's release, and an acquire for the issuer's
      * earlier relaxed reads; kFence: fence even when no turn is held. */
@@ -387,7 +362,7 @@ struct fa4_bwd_consumer {
         if (kFence || ctr)
             asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
         if (ctr) {
-            asm volatile("st.relaxed.gpu.global.b32 [%0], %1;\n" ::"l"(ctr), "r"(n_tile + 1) : "memory");
+            asm volatile("red.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(ctr) : "memory");
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
         }
     }
@@ -401,9 +376,23 @@ struct fa4_bwd_consumer {
         if (ctr) {
             fa4_bulk_wait<0>(); /* the adds are complete, not only read */
             asm volatile("fence.proxy.async.global;\n" ::: "memory");
-            asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(ctr), "r"(n_tile + 1) : "memory");
+            asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(ctr) : "memory");
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
         }
+    }
+
+    /* Deterministic, issuer only: the turn of (head h, query tile m0), the number of key tiles
+     * that add into it before this one: n_tile when dense; with a block mask the walk table's
+     * (bwd_schedule.cuh) plus the key tiles of this one's kv block before it. */
+    __device__ __forceinline__ int dq_turn(int h, int m0) const
+    {
+        if (!p.has_block_mask)
+            return n_tile;
+        const int bb = p.bm_batch == 1 ? 0 : b, hh = p.bm_heads == 1 ? 0 : h;
+        const long long row = ((long long)bb * p.bm_heads + hh) * p.bm_nkv + n_tile * kBN / p.bm_kv_block;
+        const long long at = (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * p.bm_nq + p.bm_nq;
+        const int t = p.dq_sem[at + m0 / p.bm_q_block];
+        return (t & 0x7fffffff) + n_tile % (p.bm_kv_block / kBN);
     }
 
     /* The turn counter of (head h, query tile m0) for this warpgroup's column half. */
@@ -424,7 +413,8 @@ struct fa4_bwd_consumer {
 #endif
         pass_dq_turn<FA4_SM90_BWD_DQ_PEEK>();
 #if FA4_SM90_BWD_DQ_PEEK
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_seen(cw)), "r"((unsigned)(v == n_tile)) : "memory");
+        const unsigned seen = !p.has_block_mask && v == n_tile; /* block masks: the turn is not n_tile */
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_seen(cw)), "r"(seen) : "memory");
 #endif
     }
 
@@ -432,11 +422,12 @@ struct fa4_bwd_consumer {
      * warpgroup's staging buffer (2 boxes of 32 fp32 columns, 128-byte swizzle), then one thread
      * issues the bulk tensor reduce-adds. Query rows past the sequence add zeros (their dS is 0)
      * to whatever rows follow (no bits change), or are dropped past the workspace.
-     * Deterministic (p.dq_sem, dense walks only: every key tile of the sequence adds into every
-     * query tile): each (head, query tile, column half) has a turn counter; the issuer adds only
-     * when it reads its key tile n_tile and, once its adds are complete, sets it to n_tile + 1: the
+     * Deterministic (p.dq_sem): each (head, query tile, column half) has a turn counter; the
+     * issuer adds only when it reads its turn (dq_turn: the number of key tiles before it that add
+     * into this query tile, n_tile when dense) and, once its adds are complete, adds 1 to it: the
      * same additions in the same order on every run. A CTA only ever waits for CTAs of smaller key
-     * tiles, which the grid starts first in both its orders, so the waits cannot deadlock. */
+     * tiles of its kv head, which the grid starts first in all its orders, so the waits cannot
+     * deadlock. */
     __device__ __forceinline__ void write_dq_tma(const float (&dq)[kBDqN / 8][4], int h, int m0) const
     {
         const int g = lane >> 2, t = lane & 3;
@@ -468,9 +459,9 @@ struct fa4_bwd_consumer {
                 unsigned seen;
                 asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(seen) : "r"(sm.dq_seen(cw)) : "memory");
                 if (!seen)
-                    fa4_bwd_wait_turn(ctr, n_tile);
+                    fa4_bwd_wait_turn(ctr, dq_turn(h, m0));
 #else
-                fa4_bwd_wait_turn(ctr, n_tile);
+                fa4_bwd_wait_turn(ctr, dq_turn(h, m0));
 #endif
                 asm volatile("fence.proxy.async.global;\n" ::: "memory");
             }
@@ -484,14 +475,10 @@ struct fa4_bwd_consumer {
         }
     }
 
-    /* dQ partial of this step into the workspace: the CTA's own slot (deterministic with a block
-     * mask), else the TMA reduce-add (in turn when p.dq_sem). */
+    /* dQ partial of this step into the workspace: the TMA reduce-add (in turn when p.dq_sem). */
     __device__ __forceinline__ void write_dq(const float (&dq)[kBDqN / 8][4], int h, int m0) const
     {
-        if (p.deterministic && !p.dq_sem)
-            write_dq_slot(dq, h, m0);
-        else
-            write_dq_tma(dq, h, m0);
+        write_dq_tma(dq, h, m0);
     }
 
     /* One step: stage s (ring phase ph), dS buffer buf, query tile (h, m0). */

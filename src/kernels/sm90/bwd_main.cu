@@ -18,9 +18,11 @@
  * dQ goes into the workspace by TMA bulk reduce-adds of each consumer's staged fp32 tile; in
  * deterministic mode (p.dq_sem) in key-tile order per query tile, on turn counters in the workspace
  * (bwd_consumer.cuh write_dq_tma): one accumulator, so bwd_post has one slot to convert. With a
- * block mask (p.deterministic without p.dq_sem) plain stores into the CTA's own slot instead,
- * summed in order by bwd_post: the turn there would be the key tile's rank among the query tile's
- * listed key tiles, and its lookup per step made the consumers spill (softcap + causal, D 128).
+ * block mask the turn of a (key tile, query tile) is the key tile's rank among the key tiles whose
+ * lists hold the query tile, from a table fa4_sm90_bwd_rank builds before this program runs; the
+ * issuer copies it into shared memory by cp.async at each step's start (no register held over
+ * the step: a lookup in registers made softcap + causal D 128 spill, session 3), and the lists are
+ * walked backwards (bwd_schedule.cuh).
  *
  * Supported: bf16 and fp16; head dims with padded D, Dv <= 128 (64 and 128 compile-checked), not
  * checked builds (both: an empty stub, the sm80 backward runs instead);
@@ -84,6 +86,77 @@ __device__ __forceinline__ void fa4_bwd_wait_turn(const int *ctr, int turn)
 
 #include "sm90/bwd_consumer.cuh"
 
+/* The CTA's (key tile, kv head, batch); see the launcher for the grid orders. p.tiles_slowest:
+ * 0 head-major (key tile, kv head, batch); 1 key tiles slowest (kv head, batch, key tile);
+ * G >= 2 (deterministic, head-major grid) the linear CTA index taken as (unit mod G, key tile,
+ * unit / G) over the units (kv head, batch): about one wave holds G heads, and the key tiles of
+ * one head start G CTAs apart, as their turns stagger them anyway. Every order starts a CTA after
+ * the smaller key tiles of its kv head (the turns' wait order). */
+__device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, int &hk, int &b)
+{
+    if (p.tiles_slowest == 1) {
+        n_tile = blockIdx.z;
+        hk = blockIdx.x;
+        b = blockIdx.y;
+    } else if (p.tiles_slowest > 1) {
+        const unsigned g0 = (unsigned)p.tiles_slowest, tiles = gridDim.x, units = gridDim.y * gridDim.z;
+        const unsigned l = blockIdx.x + tiles * (blockIdx.y + gridDim.y * blockIdx.z);
+        const unsigned grp = l / (g0 * tiles), rem = l - grp * g0 * tiles;
+        const unsigned g = units - grp * g0 < g0 ? units - grp * g0 : g0;
+        const unsigned t = rem / g, u = grp * g0 + rem - t * g;
+        n_tile = (int)t;
+        hk = (int)(u % gridDim.y);
+        b = (int)(u / gridDim.y);
+    } else {
+        n_tile = blockIdx.x;
+        hk = blockIdx.y;
+        b = blockIdx.z;
+    }
+}
+
+/* Deterministic with a block mask, before the main program: the walk table of bwd_schedule.cuh
+ * (fa4_bwd_q_tiles) after the turn counters. For kv block kb, its q blocks (partial and full
+ * lists) in descending order, then per q block m of them its turn (| full << 31): the number of
+ * key tiles of kv blocks before kb whose lists hold m too (key tile kb * r + i, r = kv_block /
+ * kBN, adds at that + i). One warp
+ * per (mask batch, mask head), kv blocks in order, shared memory per q block: the mark of kb's
+ * lists and the count of earlier key tiles (2 bm_nq ints). Entries of one kv block's lists must
+ * name distinct q blocks in [0, bm_nq) (as the backward's walk needs anyway). */
+extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_rank(const fa4_params p)
+{
+    extern __shared__ int fa4_rank_smem[];
+    int *mark = fa4_rank_smem, *cnt = fa4_rank_smem + p.bm_nq;
+    const int lane = threadIdx.x, nq = p.bm_nq, r = p.bm_kv_block / kBN;
+    for (int i = lane; i < 2 * nq; i += 32)
+        fa4_rank_smem[i] = 0;
+    __syncwarp();
+    for (int kb = 0; kb < p.bm_nkv; ++kb) {
+        const long long row = (long long)blockIdx.x * p.bm_nkv + kb;
+        const int np = p.q_num[row], nf = p.full_q_num ? p.full_q_num[row] : 0;
+        for (int i = lane; i < np + nf; i += 32) {
+            const int m = i < np ? p.q_idx[row * nq + i] : p.full_q_idx[row * nq + i - np];
+            if (m >= 0 && m < nq)
+                mark[m] = i < np ? 1 : 2;
+        }
+        __syncwarp();
+        int *out = p.dq_sem + (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * nq;
+        int at = 0;
+        for (int top = nq - 1; top >= 0; top -= 32) {
+            const int m = top - lane, v = m >= 0 ? mark[m] : 0;
+            const unsigned set = __ballot_sync(0xffffffffu, v != 0);
+            if (v) {
+                const int k = at + __popc(set & ((1u << lane) - 1u));
+                out[k] = m;
+                out[nq + m] = cnt[m] | (v == 2 ? (int)0x80000000u : 0);
+                cnt[m] += r;
+                mark[m] = 0;
+            }
+            at += __popc(set);
+        }
+        __syncwarp();
+    }
+}
+
 /* One box of a 1-d tensor map (the fp32 lse2 / dpsum rows: any start element, zero fill past the end). */
 __device__ __forceinline__ void fa4_tma_load_1d(unsigned dst, const fa4_tmap *map, unsigned bar, int c0)
 {
@@ -101,9 +174,8 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 {
     extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
     const fa4_bwd_smem sm = {(fa4_smem_addr(fa4_smem) + 1023u) & ~1023u};
-    /* (key tile, kv head, batch), or with tiles_slowest (hkv, batch, key tile): see the launcher */
-    const int n_tile = p.tiles_slowest ? blockIdx.z : blockIdx.x;
-    const int hk = p.tiles_slowest ? blockIdx.x : blockIdx.y, b = p.tiles_slowest ? blockIdx.y : blockIdx.z;
+    int n_tile, hk, b;
+    fa4_bwd_cta(p, n_tile, hk, b);
     const int tid = threadIdx.x;
     const fa4_seq seq = fa4_seq_info(p, b);
     const int n0 = n_tile * kBN;
@@ -178,9 +250,8 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #pragma unroll
         for (int i = 0; i < kDvp / 8; ++i)
             dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
-        float *dq_slot = p.dq_accum + (long long)n_tile * p.hq * p.ws_rows * kD + seq.ws_row * kD;
-        const fa4_bwd_consumer c = {p,     aux,      sm,          b,      cw,           warp,    lane,
-                                    n0,    seq.len_q, seq.len_k,  n_tile, (int)seq.ws_row, dq_slot, &tm_dq};
+        const fa4_bwd_consumer c = {p,  aux,       sm,        b,      cw,           warp,
+                                    lane, n0, seq.len_q, seq.len_k, n_tile, (int)seq.ws_row, &tm_dq};
         if (warp == 0 && lane == 0 && cw < kBDqWgs) /* no turn held yet (read by the first step) */
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
 

@@ -11,6 +11,37 @@
 #ifndef FA4_SM90_BWD_SCHEDULE_CUH
 #define FA4_SM90_BWD_SCHEDULE_CUH
 
+/* Deterministic with a block mask (p.dq_sem and p.has_block_mask; dQ added in turns, bwd_main.cu):
+ * the walk follows the walk table fa4_sm90_bwd_rank builds from the transposed lists, at
+ * [mask batch][mask head][kv block] rows of 2 bm_nq ints: the kv block's q blocks (partial and
+ * full lists merged) in descending order, then per q block its turn | full << 31. Under causal,
+ * sliding-window or document masks every key tile of a kv head then reaches a query tile at the
+ * same step as the key tile before it or later, so a turn costs one link of the chain, not a wait
+ * over steps. Such a list reads as partial blocks only (one walk for both modes: in the producer a
+ * walk of its own spilled its 24 registers under rel_bias); the consumers take the full flag from
+ * the row's second half, the dQ issuer its turn (bwd_consumer.cuh dq_turn). The table address
+ * goes through a volatile move: computed once per list, never hoisted into registers held over
+ * every mode's steps (a cp.async of the turn here, or any register held over the step, made
+ * rel_bias's spill fallback spill 4 bytes). */
+__device__ __forceinline__ bool fa4_bwd_walk_table(const fa4_params &p)
+{
+    return p.dq_sem && p.has_block_mask;
+}
+
+__device__ __forceinline__ fa4_tile_list fa4_bwd_q_tiles(const fa4_params &p, int b, int h, int n_tile, int len_q)
+{
+    fa4_tile_list l = fa4_q_tiles(p, b, h, n_tile, kBM, kBN, len_q);
+    if (fa4_bwd_walk_table(p)) {
+        const int *sem;
+        asm volatile("mov.b64 %0, %1;\n" : "=l"(sem) : "l"(p.dq_sem));
+        const int bb = p.bm_batch == 1 ? 0 : b, hh = p.bm_heads == 1 ? 0 : h;
+        const long long row = ((long long)bb * p.bm_heads + hh) * p.bm_nkv + n_tile * kBN / p.bm_kv_block;
+        l.partial = l.full = sem + (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * p.bm_nq;
+        l.num_partial = l.count / l.per_block;
+    }
+    return l;
+}
+
 /* The walk, twice: fa4_bwd_walk calls visit(h, m0, full) for each query tile in two plain loops
  * (the producer: a cursor kept across steps spilled at 24 registers); fa4_bwd_cursor steps through
  * the same tiles one next() at a time (the consumers: their step then sits in a single loop body,
@@ -21,7 +52,7 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
 {
     for (int hh = 0; hh < p.group; ++hh) {
         const int h = hk * p.group + hh;
-        const fa4_tile_list tl = fa4_q_tiles(p, b, h, n_tile, kBM, kBN, len_q);
+        const fa4_tile_list tl = fa4_bwd_q_tiles(p, b, h, n_tile, len_q);
         for (int j = 0; j < tl.count; ++j) {
             bool full;
             const int m0 = tl.tile(j, &full) * kBM;
@@ -40,7 +71,7 @@ struct fa4_bwd_cursor {
     {
         hh = 0;
         j = -1;
-        tiles = fa4_q_tiles(p, b, hk * p.group, n_tile, kBM, kBN, len_q);
+        tiles = fa4_bwd_q_tiles(p, b, hk * p.group, n_tile, len_q);
     }
 
     /* Advance to the next tile inside the sequence; false when the walk is over. */
@@ -51,11 +82,13 @@ struct fa4_bwd_cursor {
             while (j >= tiles.count) {
                 if (++hh >= p.group)
                     return false;
-                tiles = fa4_q_tiles(p, b, hk * p.group + hh, n_tile, kBM, kBN, len_q);
+                tiles = fa4_bwd_q_tiles(p, b, hk * p.group + hh, n_tile, len_q);
                 j = 0;
             }
             h = hk * p.group + hh;
             m0 = tiles.tile(j, &full) * kBM;
+            if (fa4_bwd_walk_table(p))
+                full = tiles.partial[p.bm_nq + tiles.partial[j / tiles.per_block]] < 0;
             if (m0 < len_q)
                 return true;
         }
