@@ -354,6 +354,13 @@ typedef struct fa4_fwd_args {
     int32_t max_seqlen_q, max_seqlen_k;
     int64_t q_offset, kv_offset; /* added to q_idx / kv_idx the mods see (context parallelism) */
     void *stream;        /* CUstream / cudaStream_t; NULL = legacy default stream */
+    /* Optional device workspace for the dynamic tile schedule (fa4_fwd_workspace_size). NULL: the
+     * static schedule. Given: at least that many bytes, 256-byte aligned, any contents: the launch
+     * itself initialises what it uses, on args->stream, before the kernel runs. So one workspace
+     * serves successive launches on one stream (stream order keeps them apart); launches that may
+     * run at the same time (other streams, concurrent graph branches) need distinct workspaces. */
+    void *workspace;
+    size_t workspace_size;
 } fa4_fwd_args;
 
 typedef struct fa4_bwd_args {
@@ -384,6 +391,13 @@ FA4_API void fa4_bwd_args_init(fa4_bwd_args *args);
 /* Checks the arguments (shapes, strides, dtypes, head dims, Hq % Hkv, alignment, aux count and
  * types) and launches asynchronously on args->stream. Nothing runs when the status is not FA4_OK. */
 FA4_API fa4_status fa4_launch_fwd(fa4_kernel *kernel, const fa4_fwd_args *args);
+/* Bytes of device workspace that fa4_launch_fwd can use for these arguments (workspace fields
+ * ignored): with it the sm90 forward hands out its tiles from a counter in the workspace (each CTA
+ * takes the next tile when it is free, heaviest first within groups of heads) instead of dealing
+ * them out in a fixed order; the outputs are bitwise the same either way. 0 where the kernel path
+ * has no use for one (sm80): a workspace given there is ignored. */
+FA4_API fa4_status fa4_fwd_workspace_size(fa4_kernel *kernel, const fa4_fwd_args *args,
+                                          size_t *bytes);
 /* Bytes of device workspace fa4_launch_bwd needs for these arguments (workspace fields ignored). */
 FA4_API fa4_status fa4_bwd_workspace_size(fa4_kernel *kernel, const fa4_bwd_args *args,
                                           size_t *bytes);

@@ -284,6 +284,8 @@ class fa4_fwd_args(Structure):
         ("q_offset", c_int64),
         ("kv_offset", c_int64),
         ("stream", c_void_p),
+        ("workspace", c_void_p),
+        ("workspace_size", c_size_t),
     ]
 
 
@@ -378,6 +380,7 @@ PROTOTYPES = {
     "fa4_fwd_args_init": (None, [POINTER(fa4_fwd_args)]),
     "fa4_bwd_args_init": (None, [POINTER(fa4_bwd_args)]),
     "fa4_launch_fwd": (c_int32, [fa4_kernel_p, POINTER(fa4_fwd_args)]),
+    "fa4_fwd_workspace_size": (c_int32, [fa4_kernel_p, POINTER(fa4_fwd_args), POINTER(c_size_t)]),
     "fa4_bwd_workspace_size": (c_int32, [fa4_kernel_p, POINTER(fa4_bwd_args), POINTER(c_size_t)]),
     "fa4_launch_bwd": (c_int32, [fa4_kernel_p, POINTER(fa4_bwd_args)]),
     "fa4_block_mask_sizes": (

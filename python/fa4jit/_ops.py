@@ -202,8 +202,18 @@ def run_fwd(q, k, v, aux_tensors, aux_scalars, block_mask, bm_meta, source, aux_
     if varlen is not None:
         _set_varlen(a, varlen)
     a.stream = _stream(q.device)
-    kern.ctx.call(kern.ctx._lib.fa4_launch_fwd, kern.handle, ctypes.byref(a))
-    del pack, bm_keep
+    # the dynamic tile schedule's workspace (sm90; 0 bytes on sm80), from the caching allocator:
+    # freed after the enqueue, stream-ordered like the backward's, and cleared by the launch itself
+    lib = kern.ctx._lib
+    size = ctypes.c_size_t(0)
+    kern.ctx.call(lib.fa4_fwd_workspace_size, kern.handle, ctypes.byref(a), ctypes.byref(size))
+    ws = None
+    if size.value > 0:
+        ws = torch.empty(size.value, dtype=torch.uint8, device=q.device)
+        a.workspace = ws.data_ptr()
+        a.workspace_size = size.value
+    kern.ctx.call(lib.fa4_launch_fwd, kern.handle, ctypes.byref(a))
+    del pack, bm_keep, ws
     return o, lse
 
 

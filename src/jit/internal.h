@@ -169,6 +169,8 @@ typedef struct fa4__path_ops {
     /* Dynamic shared memory a program's main function is launched with (for the report). */
     int (*smem_bytes)(const fa4_kernel_spec *spec, const char *program);
     fa4_status (*launch_fwd)(fa4_kernel *k, const fa4__problem *p);
+    /* Bytes of forward workspace (the dynamic tile schedule's); 0: the path uses none. */
+    fa4_status (*fwd_workspace)(fa4_kernel *k, const fa4__problem *p, size_t *bytes);
     fa4_status (*bwd_workspace)(fa4_kernel *k, const fa4__problem *p, size_t *bytes);
     fa4_status (*launch_bwd)(fa4_kernel *k, const fa4__problem *p);
     fa4_status (*block_mask)(fa4_kernel *k, int batch, int heads, int64_t sq, int64_t skv,

@@ -280,11 +280,9 @@ static fa4_status check_launchable(fa4_kernel *k)
     return FA4_OK;
 }
 
-fa4_status fa4_launch_fwd(fa4_kernel *k, const fa4_fwd_args *a)
+static fa4_status check_fwd(fa4_kernel *k, const fa4_fwd_args *a, fa4__problem *p,
+                            uint8_t *aux_block)
 {
-    fa4_status st = check_kernel(k, "fwd", "forward");
-    if (st != FA4_OK)
-        return st;
     if (!a)
         return fa4__set_error(k->ctx, FA4_ERR_INVALID_ARGUMENT, "args is NULL");
     if (a->struct_size != sizeof *a)
@@ -294,11 +292,51 @@ fa4_status fa4_launch_fwd(fa4_kernel *k, const fa4_fwd_args *a)
     common_args c = {&a->q, &a->k, &a->v, &a->o, &a->lse, a->scale, a->aux, a->num_aux,
                      a->block_mask, a->cu_seqlens_q, a->cu_seqlens_k, a->num_seqs,
                      a->max_seqlen_q, a->max_seqlen_k, a->q_offset, a->kv_offset, a->stream};
+    return check_common(k, &c, 0, p, aux_block);
+}
+
+fa4_status fa4_fwd_workspace_size(fa4_kernel *k, const fa4_fwd_args *a, size_t *bytes)
+{
+    fa4_status st = check_kernel(k, "fwd", "forward");
+    if (st != FA4_OK)
+        return st;
+    if (!bytes)
+        return fa4__set_error(k->ctx, FA4_ERR_INVALID_ARGUMENT, "bytes is NULL");
     fa4__problem p;
     uint8_t aux_block[FA4__AUX_BLOCK_MAX] __attribute__((aligned(16)));
-    if ((st = check_common(k, &c, 0, &p, aux_block)) != FA4_OK)
+    if ((st = check_fwd(k, a, &p, aux_block)) != FA4_OK)
+        return st;
+    return fa4__path_for(k->path)->fwd_workspace(k, &p, bytes);
+}
+
+fa4_status fa4_launch_fwd(fa4_kernel *k, const fa4_fwd_args *a)
+{
+    fa4_status st = check_kernel(k, "fwd", "forward");
+    if (st != FA4_OK)
+        return st;
+    fa4__problem p;
+    uint8_t aux_block[FA4__AUX_BLOCK_MAX] __attribute__((aligned(16)));
+    if ((st = check_fwd(k, a, &p, aux_block)) != FA4_OK)
         return st;
     const fa4__path_ops *ops = fa4__path_for(k->path);
+    /* the workspace is optional: NULL keeps the static schedule; one given must be large enough */
+    if (a->workspace) {
+        size_t need = 0;
+        if ((st = ops->fwd_workspace(k, &p, &need)) != FA4_OK)
+            return st;
+        if (need > 0 && a->workspace_size < need)
+            return fa4__set_error(k->ctx, FA4_ERR_WORKSPACE, "the forward's workspace must hold "
+                                  "%zu bytes (fa4_fwd_workspace_size); given %zu at %p (or pass "
+                                  "NULL for the static schedule)", need, a->workspace_size,
+                                  a->workspace);
+        if (need > 0 && (uintptr_t)a->workspace % 256 != 0)
+            return fa4__set_error(k->ctx, FA4_ERR_ALIGNMENT, "the forward's workspace (%p) must be "
+                                  "256-byte aligned", a->workspace);
+        if (need > 0) {
+            p.workspace = a->workspace;
+            p.workspace_size = a->workspace_size;
+        }
+    }
     if ((st = check_launchable(k)) != FA4_OK || (st = fa4__ctx_push(k->ctx)) != FA4_OK)
         return st;
     st = ops->launch_fwd(k, &p);

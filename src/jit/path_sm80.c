@@ -222,6 +222,15 @@ fa4_status fa4__sm80_bwd_post(fa4_kernel *k, fa4_params *pr, const fa4__problem 
                   (unsigned)p->batch, POST_THREADS, 0, pr, p->aux_block, p->stream);
 }
 
+/* The sm80 forward's grid has one CTA per tile: no schedule to keep, no workspace. */
+static fa4_status sm80_fwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
+{
+    (void)k;
+    (void)p;
+    *bytes = 0;
+    return FA4_OK;
+}
+
 static fa4_status sm80_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
 {
     fa4__bwd_ws w;
@@ -333,6 +342,7 @@ const fa4__path_ops fa4__sm80_ops = {
     sm80_options,
     sm80_smem_bytes,
     sm80_launch_fwd,
+    sm80_fwd_workspace,
     sm80_bwd_workspace,
     sm80_launch_bwd,
     sm80_block_mask,

@@ -9,7 +9,9 @@
  * swizzle that the kernel's wgmma descriptors expect. Under varlen the rows are the packed tokens
  * and the batch dimension has size 1. Rows and columns past the tensor's end are zero-filled by
  * TMA; the kernel masks keys past each sequence's end. The grid is persistent: one CTA per SM,
- * each walking tiles in the kernel's order (fa4_sm90_tile in src/kernels/sm90/schedule.cuh).
+ * each walking tiles in the kernel's order (fa4_sm90_tile in src/kernels/sm90/schedule.cuh), or,
+ * with a workspace, taking them from a counter in it (the dynamic schedule): the counter first,
+ * then with a block mask each mask row's query tiles ranked by weight (fa4_sm90_fwd_order).
  * Tile geometry mirrors src/kernels/sm90/config.cuh: keep the two in step.
  */
 #include <stdint.h>
@@ -154,6 +156,53 @@ static fa4_status make_map(fa4_ctx *ctx, CUtensorMap *map, const char *what, con
 
 static const uint8_t zero_aux[FA4__AUX_BLOCK_MAX];
 
+/* The dynamic schedule's workspace: the tile counter and the hoist count (in their own 256
+ * bytes), then with a block mask the ranking of each mask row's query tiles (int32 [rows][query
+ * tiles of 128 rows]). */
+enum { SCHED_CTR_BYTES = 256 };
+
+static size_t fwd_perm_bytes(const fa4__problem *p)
+{
+    if (!p->has_block_mask)
+        return 0;
+    const size_t rows = (size_t)p->bm.batch * (size_t)p->bm.heads;
+    const size_t n = rows * (size_t)cdiv(p->seqlen_q, FWD_M) * sizeof(int32_t);
+    return (n + 255) / 256 * 256;
+}
+
+static fa4_status sm90_fwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
+{
+    (void)k;
+    *bytes = SCHED_CTR_BYTES + fwd_perm_bytes(p);
+    return FA4_OK;
+}
+
+/* Before the forward, on its stream: the counter cleared, and with a block mask the weight ranking
+ * and hoist count written (fa4_sm90_fwd_order, one CTA, which clears the counter too). Stream
+ * order makes both visible to the forward, and a later launch on the same stream cannot start
+ * before this one's forward ends. */
+static fa4_status sched_prepare(fa4_kernel *k, const fa4__problem *p, fa4_params *pr, unsigned **ctr)
+{
+    fa4_ctx *ctx = k->ctx;
+    const fa4__cu *cu = ctx->cu;
+    CUresult r;
+    *ctr = (unsigned *)p->workspace;
+    if (!p->has_block_mask) {
+        r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)*ctr, 0, 1, p->stream);
+        if (r != CUDA_SUCCESS)
+            return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(tile counter)");
+        return FA4_OK;
+    }
+    CUfunction f = fa4__kernel_function(k, "fwd", "fa4_sm90_fwd_order");
+    if (!f)
+        return fa4__set_error(ctx, FA4_ERR_WRONG_KERNEL, "sm90: the fwd program has no fa4_sm90_fwd_order");
+    void *args[2] = {pr, ctr};
+    r = cu->launchKernel(f, 1, 1, 1, 1024, 1, 1, 0, p->stream, args, NULL);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fwd_order");
+    return FA4_OK;
+}
+
 fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int max_ctas)
 {
     fa4_ctx *ctx = k->ctx;
@@ -162,7 +211,8 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
     CUtensorMap mq, mk, mv;
     CUfunction f;
     CUresult r;
-    void *args[5];
+    void *args[6];
+    unsigned *ctr = NULL;
     const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
     const int n = fwd_n(p->head_dim, p->head_dim_v), smem = fwd_smem(p->head_dim, p->head_dim_v);
     const int64_t tiles = cdiv(p->seqlen_q, FWD_M) * p->hq * p->batch;
@@ -179,9 +229,10 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
                               "sm_90a device)");
     if (tiles == 0)
         return FA4_OK;
-    if (tiles > INT32_MAX)
-        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: too many tiles");
     ctas = max_ctas > 0 && tiles > max_ctas ? max_ctas : tiles;
+    /* the dynamic schedule's counter runs past the last tile by up to the grid */
+    if (tiles + ctas > INT32_MAX)
+        return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: too many tiles");
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
                   varlen_q ? 1 : p->batch, FWD_M);
@@ -202,11 +253,14 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
     r = cu->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuFuncSetAttribute(max dynamic smem)");
+    if (p->workspace && (st = sched_prepare(k, p, &pr, &ctr)) != FA4_OK)
+        return st;
     args[0] = &pr;
     args[1] = (void *)(p->aux_block ? p->aux_block : zero_aux);
     args[2] = &mq;
     args[3] = &mk;
     args[4] = &mv;
+    args[5] = &ctr;
     r = cu->launchKernel(f, (unsigned)ctas, 1, 1, FWD_THREADS, 1, 1, (unsigned)smem, p->stream, args, NULL);
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fwd");
@@ -418,6 +472,7 @@ const fa4__path_ops fa4__sm90_ops = {
     sm90_options,
     sm90_smem_bytes,
     sm90_launch_fwd,
+    sm90_fwd_workspace,
     sm90_bwd_workspace,
     sm90_launch_bwd,
     sm90_block_mask,

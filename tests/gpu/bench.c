@@ -4,6 +4,10 @@
  * launches. FLOPs: fwd = 4 B H S^2 D times the fraction of (q, kv) pairs the mask allows (causal
  * about 1/2, as DESIGN.md counts it), bwd = 2.5 x fwd, fwd + bwd = 3.5 x fwd.
  * FA4_BENCH_DETERMINISTIC=1 in the environment times the deterministic backward.
+ * The forward runs the dynamic tile schedule where the path has one (a workspace, sm90);
+ * FA4_BENCH_FWD_STATIC=1 times the static schedule instead, and FA4_BENCH_FWD_BOTH=1 both, their
+ * launches alternating (one line each, "fwd static" / "fwd dynamic", with the host time of the
+ * launch call itself: the dynamic schedule's also enqueues the counter's memset or ranking kernel).
  */
 #include <math.h>
 #include <stdio.h>
@@ -91,7 +95,7 @@ void bench(const bench_shape *b)
     fill(&K, 2);
     fill(&V, 3);
     fill(&dO, 4);
-    CUdeviceptr lse, ws = 0;
+    CUdeviceptr lse, ws = 0, fws = 0;
     CK(g_cu->memAlloc(&lse, (size_t)c.hq * t * 4));
     bmask bm;
     memset(&bm, 0, sizeof bm);
@@ -147,6 +151,62 @@ void bench(const bench_shape *b)
     CK(g_cu->memAlloc(&ws, ws_bytes));
     ba.workspace = (void *)(uintptr_t)ws;
     ba.workspace_size = ws_bytes;
+    /* the forward's dynamic tile schedule (a workspace), unless FA4_BENCH_FWD_STATIC=1 */
+    const char *fst = getenv("FA4_BENCH_FWD_STATIC");
+    size_t fws_bytes = 0;
+    if (fa4_fwd_workspace_size(kv->k, &fa, &fws_bytes) != FA4_OK) {
+        printf("BENCH %-26s fwd workspace: %s\n", b->label, fa4_ctx_errmsg(g_ctx));
+        goto out;
+    }
+    if (fws_bytes > 0 && !(fst && fst[0] == '1')) {
+        CK(g_cu->memAlloc(&fws, fws_bytes));
+        fa.workspace = (void *)(uintptr_t)fws;
+        fa.workspace_size = fws_bytes;
+    }
+    const char *both = getenv("FA4_BENCH_FWD_BOTH");
+    if (fws && both && both[0] == '1') {
+        enum { N = 11 };
+        double ms[2][N], host_us[2][N];
+        fa4_fwd_args fs = fa;
+        fs.workspace = NULL;
+        fs.workspace_size = 0;
+        for (int i = 0; i < 2 * (N + 1); i++) {
+            const int dyn = i & 1;
+            CK(g_cu->ctxSynchronize());
+            const double t0 = now_ms();
+            fa4_status st = fa4_launch_fwd(kv->k, dyn ? &fa : &fs);
+            const double t1 = now_ms();
+            CK(g_cu->ctxSynchronize());
+            if (st != FA4_OK) {
+                printf("BENCH %-26s launch failed: %s\n", b->label, fa4_ctx_errmsg(g_ctx));
+                goto out;
+            }
+            if (i >= 2) {
+                ms[dyn][i / 2 - 1] = now_ms() - t0;
+                host_us[dyn][i / 2 - 1] = (t1 - t0) * 1e3;
+            }
+        }
+        const double flops = 4.0 * c.batch * c.hq * (double)c.sq * c.skv * c.d * density(c.mod, c.sq, b->window, &aux, c.batch);
+        for (int dyn = 0; dyn < 2; dyn++) {
+            for (int i = 0; i < N; i++)
+                for (int j = i + 1; j < N; j++) {
+                    if (ms[dyn][j] < ms[dyn][i]) {
+                        const double x = ms[dyn][i];
+                        ms[dyn][i] = ms[dyn][j];
+                        ms[dyn][j] = x;
+                    }
+                    if (host_us[dyn][j] < host_us[dyn][i]) {
+                        const double x = host_us[dyn][i];
+                        host_us[dyn][i] = host_us[dyn][j];
+                        host_us[dyn][j] = x;
+                    }
+                }
+            printf("BENCH %-26s B=%d H=%d/%d S=%d D=%d: fwd %-7s %7.3f ms %6.1f TFLOP/s (launch call %.1f us)\n",
+                   b->label, c.batch, c.hq, c.hkv, c.sq, c.d, dyn ? "dynamic" : "static", ms[dyn][N / 2],
+                   flops / (ms[dyn][N / 2] * 1e-3) / 1e12, host_us[dyn][N / 2]);
+        }
+        goto out;
+    }
     double med_ms[2] = {0, 0};
     for (int pass = 0; pass < 2; pass++) {
         double ms[11];
@@ -174,10 +234,10 @@ void bench(const bench_shape *b)
     }
     const double fwd_flops = 4.0 * c.batch * c.hq * (double)c.sq * c.skv * c.d * density(c.mod, c.sq, b->window, &aux, c.batch);
     printf("BENCH %-26s B=%d H=%d/%d S=%d D=%d: fwd %7.3f ms %6.1f TFLOP/s | bwd %7.3f ms %6.1f TFLOP/s | "
-           "fwd+bwd %6.1f TFLOP/s\n",
+           "fwd+bwd %6.1f TFLOP/s%s\n",
            b->label, c.batch, c.hq, c.hkv, c.sq, c.d, med_ms[0], fwd_flops / (med_ms[0] * 1e-3) / 1e12,
            med_ms[1], 2.5 * fwd_flops / (med_ms[1] * 1e-3) / 1e12,
-           3.5 * fwd_flops / ((med_ms[0] + med_ms[1]) * 1e-3) / 1e12);
+           3.5 * fwd_flops / ((med_ms[0] + med_ms[1]) * 1e-3) / 1e12, fws ? " (fwd dynamic)" : "");
 out:;
     dtensor *all[8] = {&Q, &K, &V, &O, &dO, &dQ, &dK, &dV};
     for (int i = 0; i < 8; i++)
@@ -185,6 +245,8 @@ out:;
     g_cu->memFree(lse);
     if (ws)
         g_cu->memFree(ws);
+    if (fws)
+        g_cu->memFree(fws);
     bm_free(&bm);
     free_aux(&aux);
 }

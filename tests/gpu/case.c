@@ -317,6 +317,7 @@ void run_case(tcase *c, case_out *res)
     memset(res, 0, sizeof *res);
     res->determ_ok = -1;
     res->bm_ok = -1;
+    res->sched_ok = -1;
     kvariant *kv = &g_kv[variant_index(c->mod, c->dtype, c->d, c->dv, c->checked)];
     if (kv->st != FA4_OK || !kv->k) {
         snprintf(res->note, sizeof res->note, "compile failed: %.150s", kv->err);
@@ -353,7 +354,8 @@ void run_case(tcase *c, case_out *res)
     double *hk_ = upload_random(&K, dt, tk, &r, 1.0);
     double *hv_ = upload_random(&V, dt, tk, &r, 1.0);
     double *hdo = upload_random(&dO, dt, tq, &r, 1.0);
-    CUdeviceptr lse, cuq = 0, cuk = 0;
+    CUdeviceptr lse, cuq = 0, cuk = 0, fws = 0; /* fws: the forward's workspace */
+    size_t fws_bytes = 0;
     const size_t lse_n = (size_t)c->hq * tq;
     CK(g_cu->memAlloc(&lse, lse_n * 4));
     CK(g_cu->memsetD8Async(lse, 0xff, lse_n * 4, NULL));
@@ -432,10 +434,59 @@ void run_case(tcase *c, case_out *res)
         goto out;
     }
 
-    fa4_status st = fa4_launch_fwd(kv->k, &fa);
+    /* The forward's two tile schedules (sm90: static without a workspace, dynamic with one): the
+     * first launch is static on cases of even seed and dynamic on odd seeds; the other schedule,
+     * then the dynamic one again on the workspace as the last launch left it, must give bitwise the
+     * same O and LSE, which the reference then checks. The workspace starts as garbage (0xab). */
+    fa4_status st = fa4_fwd_workspace_size(kv->k, &fa, &fws_bytes);
+    if (st != FA4_OK) {
+        snprintf(res->note, sizeof res->note, "fwd_workspace_size: %s %.150s", fa4_status_name(st),
+                 fa4_ctx_errmsg(g_ctx));
+        goto out;
+    }
+    if (fws_bytes > 0) {
+        CK(g_cu->memAlloc(&fws, fws_bytes + 256));
+        CK(g_cu->memsetD8Async(fws, 0xab, fws_bytes + 256, NULL));
+        if (c->seed & 1) {
+            fa.workspace = (void *)(uintptr_t)((fws + 255) & ~(CUdeviceptr)255);
+            fa.workspace_size = fws_bytes;
+        }
+    }
+    st = fa4_launch_fwd(kv->k, &fa);
     if (st != FA4_OK) {
         snprintf(res->note, sizeof res->note, "launch_fwd: %s %.150s", fa4_status_name(st), fa4_ctx_errmsg(g_ctx));
         goto out;
+    }
+    if (fws_bytes > 0 && !(c->checked && c->aux_small)) {
+        CK(g_cu->ctxSynchronize());
+        unsigned char *o1 = malloc(O.bytes), *l1 = malloc(lse_n * 4), *o2 = malloc(O.bytes),
+                      *l2 = malloc(lse_n * 4);
+        CK(g_cu->memcpyDtoH(o1, O.ptr, O.bytes));
+        CK(g_cu->memcpyDtoH(l1, lse, lse_n * 4));
+        res->sched_ok = 1;
+        for (int run = 0; run < 2 && st == FA4_OK; run++) {
+            fa4_fwd_args f2 = fa;
+            const int dyn = run == 1 || !(c->seed & 1);
+            f2.workspace = dyn ? (void *)(uintptr_t)((fws + 255) & ~(CUdeviceptr)255) : NULL;
+            f2.workspace_size = dyn ? fws_bytes : 0;
+            CK(g_cu->memsetD8Async(O.ptr, 0xff, O.bytes, NULL));
+            CK(g_cu->memsetD8Async(lse, 0xff, lse_n * 4, NULL));
+            st = fa4_launch_fwd(kv->k, &f2);
+            CK(g_cu->ctxSynchronize());
+            CK(g_cu->memcpyDtoH(o2, O.ptr, O.bytes));
+            CK(g_cu->memcpyDtoH(l2, lse, lse_n * 4));
+            if (memcmp(o1, o2, O.bytes) || memcmp(l1, l2, lse_n * 4))
+                res->sched_ok = 0;
+        }
+        free(o1);
+        free(l1);
+        free(o2);
+        free(l2);
+        if (st != FA4_OK) {
+            snprintf(res->note, sizeof res->note, "launch_fwd (other schedule): %s %.150s", fa4_status_name(st),
+                     fa4_ctx_errmsg(g_ctx));
+            goto out;
+        }
     }
     if (c->checked && c->aux_small) { /* --checked-trap: the forward must fail on the device */
         const CUresult r_trap = g_cu->ctxSynchronize();
@@ -579,7 +630,7 @@ void run_case(tcase *c, case_out *res)
             if (i == 1 ? res->e[i].maxabs > 5e-3 : res->e[i].rel > tol)
                 res->pass = 0;
         }
-        if (res->determ_ok == 0 || res->bm_ok == 0)
+        if (res->determ_ok == 0 || res->bm_ok == 0 || res->sched_ok == 0)
             res->pass = 0;
     }
 out_ws:
@@ -588,6 +639,8 @@ out_ws:
     if (ws)
         g_cu->memFree(ws);
 out:
+    if (fws)
+        g_cu->memFree(fws);
     bm_free(&bm);
     free_aux(&aux);
     dtensor *all[8] = {&Q, &K, &V, &O, &dO, &dQ, &dK, &dV};

@@ -109,6 +109,8 @@ typedef struct case_out {
     int pass;
     int determ_ok; /* -1: not checked */
     int bm_ok;     /* -1: no GPU block mask */
+    int sched_ok;  /* -1: the path has one tile schedule; else the forward's static and dynamic
+                      schedules gave bitwise the same O and LSE */
     char note[200];
 } case_out;
 

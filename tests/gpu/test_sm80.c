@@ -583,10 +583,11 @@ int main(int argc, char **argv)
             snprintf(sizes, sizeof sizes, " B%d H%d/%d S%d/%d", c->batch, c->hq, c->hkv, c->sq, c->skv);
             char feat[400];
             snprintf(feat, sizeof feat, "%s%s", c->tags, sizes);
-            printf("%-4d %-58s %-22s %-22s %-22s %-22s %-22s %-10s %s%s%s%s %.0fms\n", i, feat, cols[0],
+            printf("%-4d %-58s %-22s %-22s %-22s %-22s %-22s %-10s %s%s%s%s%s %.0fms\n", i, feat, cols[0],
                    cols[1], cols[2], cols[3], cols[4], cols[5], res.pass ? "PASS" : "FAIL",
                    res.determ_ok == 1 ? " bitwise-equal" : (res.determ_ok == 0 ? " NOT-BITWISE" : ""),
                    res.bm_ok == 1 ? " bm-lists-ok" : (res.bm_ok == 0 ? " BM-LISTS-DIFFER" : ""),
+                   res.sched_ok == 1 ? " sched-equal" : (res.sched_ok == 0 ? " SCHEDULES-DIFFER" : ""),
                    res.note[0] ? " " : "", dt_ms);
             if (res.note[0])
                 printf("     note: %s\n", res.note);

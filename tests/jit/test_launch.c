@@ -264,6 +264,76 @@ static void test_wrong_kernel(void **state)
                      FA4_ERR_INVALID_ARGUMENT);
 }
 
+/* The forward's optional workspace: sizes per path, and a given one must be large enough and
+ * 256-byte aligned (NULL keeps the static schedule). */
+static void test_fwd_workspace(void **state)
+{
+    fixture *f = *state;
+    size_t n = 1;
+    valid_args(f);
+    /* sm80: no workspace; one given is ignored */
+    assert_int_equal(fa4_fwd_workspace_size(f->k, &f->a, &n), FA4_OK);
+    assert_int_equal(n, 0);
+    f->a.workspace = (char *)FAKE(12) + 4;
+    f->a.workspace_size = 1;
+    expect(f, FA4_ERR_NO_DEVICE, NULL);
+    assert_int_equal(fa4_fwd_workspace_size(f->k, &f->a, NULL), FA4_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fa4_fwd_workspace_size(NULL, &f->a, &n), FA4_ERR_NULL_HANDLE);
+
+    fa4_kernel_spec spec;
+    fa4_kernel_spec_init(&spec);
+    spec.source = MOD;
+    spec.arch = "sm_90a";
+    spec.path = FA4_PATH_SM90;
+    spec.flags = FA4_COMPILE_FWD;
+    fa4_kernel *k90 = NULL;
+    if (fa4_jit_compile(f->ctx, &spec, &k90) != FA4_OK)
+        fail_msg("sm_90a compile: %s", fa4_ctx_errmsg(f->ctx));
+    fa4_kernel *k80 = f->k;
+    f->k = k90;
+    valid_args(f);
+    /* dense: the counter's 256 bytes */
+    assert_int_equal(fa4_fwd_workspace_size(k90, &f->a, &n), FA4_OK);
+    assert_int_equal(n, 256);
+    /* block mask: plus the ranking of each mask row's query tiles (B x HQ rows, 3 tiles of 128 of
+     * SQ 300, int32, rounded up to 256 bytes) */
+    fa4_block_mask bm;
+    memset(&bm, 0, sizeof bm);
+    bm.struct_size = sizeof bm;
+    bm.batch = B, bm.heads = HQ, bm.q_block = 128, bm.kv_block = 128;
+    bm.num_q_blocks = 3, bm.num_kv_blocks = 3;
+    bm.kv_num_blocks = FAKE(9);
+    bm.kv_indices = FAKE(10);
+    f->a.block_mask = &bm;
+    assert_int_equal(fa4_fwd_workspace_size(k90, &f->a, &n), FA4_OK);
+    assert_int_equal(n, 256 + (B * HQ * 3 * 4 + 255) / 256 * 256);
+    bm.batch = 1, bm.heads = 1;
+    assert_int_equal(fa4_fwd_workspace_size(k90, &f->a, &n), FA4_OK);
+    assert_int_equal(n, 512);
+    /* the size query checks the arguments like the launch */
+    f->a.q.data = NULL;
+    assert_int_equal(fa4_fwd_workspace_size(k90, &f->a, &n), FA4_ERR_INVALID_ARGUMENT);
+    valid_args(f);
+    f->a.workspace = FAKE(12);
+    f->a.workspace_size = 255;
+    expect(f, FA4_ERR_WORKSPACE, "must hold 256 bytes");
+    f->a.block_mask = &bm;
+    f->a.workspace = FAKE(12);
+    f->a.workspace_size = 511;
+    expect(f, FA4_ERR_WORKSPACE, "must hold 512 bytes");
+    f->a.workspace = (char *)FAKE(12) + 128;
+    f->a.workspace_size = 4096;
+    expect(f, FA4_ERR_ALIGNMENT, "256-byte aligned");
+    f->a.workspace = FAKE(12);
+    f->a.workspace_size = 256;
+    expect(f, FA4_ERR_NO_DEVICE, "not loaded on a device");
+    f->a.workspace = NULL; /* the static schedule: the size is not looked at */
+    f->a.workspace_size = 1;
+    expect(f, FA4_ERR_NO_DEVICE, "not loaded on a device");
+    f->k = k80;
+    fa4_kernel_destroy(k90);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_aux),
         cmocka_unit_test(test_varlen_offsets_mask_misc),
         cmocka_unit_test(test_wrong_kernel),
+        cmocka_unit_test(test_fwd_workspace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,7 @@
 /*
  * config.cuh - tile geometry of the sm90 forward, in one place with the checks that keep it legal.
  * Warpgroup 0 produces (one thread issues TMA); kConsumers warpgroups consume 64 query rows each:
- * 2 (kM = 128, 240 registers each, intra-warpgroup overlap), the default; or, with
+ * 2 (kM = 128, 232 registers each, intra-warpgroup overlap), the default; or, with
  * FA4_SM90_CONSUMERS=3, three (kM = 192, 160 registers each, though ptxas allocates within the
  * 65536 / 512 = 128 of the launch bound) without the overlap, which spilled there. Three fit only
  * plain attention at D <= 64 (D 96 spilled 152 / 156 bytes, D 64 causal 16 / 40, alibi 450 / 324,
@@ -56,7 +56,12 @@ constexpr int kStages = FA4_SM90_STAGES;
 #endif
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr float kRescaleThreshold = FA4_RESCALE_THRESHOLD; /* log2 units; <= 0: off */
-constexpr int kProducerRegs = kConsumers == 3 ? 32 : 24, kConsumerRegs = kConsumers == 3 ? 160 : 240;
+/* The producer walks the tile schedule (schedule.cuh: the static walk or the dynamic counter's
+ * order), which spilled 16-24 bytes at 24 registers; at 32 the two consumers keep 232 (the split
+ * must fit the 168 x 384 registers the launch allocates, below). The same kernels at 24 / 240
+ * (spilling) measured within noise of 32 / 232 on the H200 except document's static schedule
+ * (+3%) and soft-cap's (+1.5%), notes/issue8-schedule.md. */
+constexpr int kProducerRegs = 32, kConsumerRegs = kConsumers == 3 ? 160 : 232;
 
 constexpr int kPanelBytes = 128;           /* one swizzled row of a panel */
 constexpr int kQBytes = kM * kDp * 2;

@@ -2,13 +2,18 @@
  * fwd.cu - the sm90 (Hopper, sm_90a) forward program: O = softmax(score_mod(scale * Q K^T) masked) V
  * and LSE, with TMA loads, wgmma and warp specialisation.
  *
- * Persistent: the grid holds at most one CTA per SM and each CTA takes one tile (kM query rows
- * of one batch entry and head, see config.cuh) from each wave of gridDim.x consecutive tiles in the
- * order of fa4_sm90_tile(): the query tiles of a head are adjacent (their K and V share L2) and
- * heaviest first (the tile with the most keys under a causal block mask), heads of one KV head
- * adjacent. Dense: tile blockIdx.x of every wave; with a block mask the waves are dealt alternately
- * forwards and backwards (fa4_sm90_walk), which evens out the CTAs' work. The producer and the
- * consumers walk the same sequence.
+ * Persistent: the grid holds at most one CTA per SM. The producer decides which tiles (kM query
+ * rows of one batch entry and head, see config.cuh) its CTA computes and hands each to the
+ * consumers through shared memory (schedule.cuh's fa4_sm90_put_tile). Two schedules:
+ *   static (no workspace): one tile from each wave of gridDim.x consecutive tiles in the order of
+ *     fa4_sm90_tile(): the query tiles of a head are adjacent (their K and V share L2) and
+ *     heaviest first (the tile with the most keys under a causal block mask), heads of one KV head
+ *     adjacent. Dense: tile blockIdx.x of every wave; with a block mask the waves are dealt
+ *     alternately forwards and backwards (fa4_sm90_walk), which evens out the CTAs' work.
+ *   dynamic (a workspace, sched != NULL): the next tile of a global counter whenever the
+ *     producer has issued its current tile's loads (fa4_sm90_dyn_tile; with a block mask in
+ *     the weight order of fa4_sm90_fwd_order, which the host runs first).
+ * Every tile is computed wholly by one CTA in the same way, so both give bitwise the same output.
  * The host may also launch one CTA per tile; the kernel is the same.
  *
  * 128 * (1 + kConsumers) threads (config.cuh):
@@ -26,8 +31,7 @@
  * sequence strides that are multiples of 16 bytes (TMA); GQA/MQA; any Sq, Skv (tails: TMA zero fill
  * plus masking); score_mod and mask_mod with aux; block masks (q_block a multiple of 128, kv_block
  * a multiple of the key tile or smaller); varlen via cu_seqlens; q/kv offsets; empty rows give O = 0
- * and LSE = -inf. Not yet: TMA-store epilogue, dynamic (atomic) tile scheduling (the API has no
- * workspace for a per-launch counter, notes/issue8-schedule.md).
+ * and LSE = -inf. Not yet: TMA-store epilogue.
  */
 /* Checked builds report an out-of-range aux read through a flag that the consumers test once at
  * the end (fa4_mod_checked_finish): a trap reachable inside the main loop made ptxas spill. */
@@ -47,7 +51,8 @@
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     fa4_sm90_fwd(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
-                 const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v)
+                 const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
+                 unsigned *sched)
 {
     extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
     /* 128-byte swizzled tiles want 1024-byte aligned atoms. */
@@ -59,13 +64,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     const int tid = threadIdx.x;
     const int mt = fa4_sm90_rows(p), nc = mt / 64; /* rows per tile, consumers at work */
     const int n_m = (p.seqlen_q + mt - 1) / mt;
-    const int total = n_m * p.hq * p.batch;
-    const bool zigzag = p.has_block_mask != 0; /* how the waves are dealt (fa4_sm90_walk) */
 
     if (tid == 0) {
         /* the empty barriers count one arrival per consumer warp */
         fa4_mbar_init(bars.q(), 1);
         fa4_mbar_init(bars.eq(), 4 * nc);
+        fa4_mbar_init(bars.tile(), 1);
 #pragma unroll
         for (int s = 0; s < kStages; ++s) {
             fa4_mbar_init(bars.k(s), 1);
@@ -86,53 +90,83 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         fa4_tma_prefetch(&tm_q);
         fa4_tma_prefetch(&tm_k);
         fa4_tma_prefetch(&tm_v);
-        int it = 0, nq = 0; /* K/V ring iterations and Q loads so far */
-        for (int base = 0, odd = 0; base < total; base += gridDim.x, odd ^= 1) {
-            const int idx = fa4_sm90_walk(base, odd, blockIdx.x, gridDim.x, zigzag);
-            if (idx >= total)
-                continue;
-            int m_tile, h, b;
-            fa4_sm90_tile(idx, n_m, p.hq, &m_tile, &h, &b);
+        const int nh = p.hq * p.batch, total = n_m * nh;
+        const bool zigzag = p.has_block_mask != 0; /* how static waves are dealt (fa4_sm90_walk) */
+        int it = 0, nt = 0; /* K/V ring iterations and tiles handed over so far */
+        /* with a block mask the ranking follows the counter's 256 bytes (path_sm90.c), and k0 is
+         * the number of tiles per head to hoist (fa4_sm90_fwd_order's count, at most n_m) */
+        const int *perm = sched && p.has_block_mask ? (const int *)(sched + 64) : 0;
+        const int k0 = perm ? min((int)sched[1], n_m) : 0;
+        int base = 0, odd = 0, idx = blockIdx.x;
+        while (idx < total) {
+            int m_tile, hb;
+            if (sched) {
+                fa4_sm90_dyn_tile(p, perm, k0, idx, n_m, nh, &m_tile, &hb);
+            } else {
+                hb = idx / n_m;
+                m_tile = n_m - 1 - (idx - hb * n_m);
+            }
+            const int b = hb / p.hq, h = hb - b * p.hq;
             const fa4_seq seq = fa4_seq_info(p, b);
             const int m0 = m_tile * mt;
-            if (m0 >= seq.len_q)
-                continue;
-            const fa4_sm90_tiles tiles = fa4_sm90_kv_tiles(p, b, h, m0, seq.len_k);
-            const int n_tiles = tiles.count;
-            if (n_tiles <= 0)
-                continue;
-            const int qrow = (int)seq.row_q + m0, qb = p.cu_seqlens_q ? 0 : b;
-            const int krow0 = (int)seq.row_k, kb = p.cu_seqlens_k ? 0 : b;
-            const int hk = h / p.group;
-            if (nq > 0)
-                fa4_mbar_wait(bars.eq(), (unsigned)(nq - 1) & 1u);
-            fa4_mbar_expect_tx(bars.q(), (unsigned)(mt * kDp * 2));
+            if (m0 < seq.len_q) { /* varlen: tiles past a sequence's end are skipped */
+                const fa4_sm90_tiles tiles = fa4_sm90_kv_tiles(p, b, h, m0, seq.len_k);
+                const int n_tiles = tiles.count;
+                /* the consumers have read the last hand-off and released Q */
+                if (nt > 0)
+                    fa4_mbar_wait(bars.eq(), (unsigned)(nt - 1) & 1u);
+                /* the tile first, so that the consumers read its lists while Q is in flight; no
+                 * keys: no Q either, the consumers write O = 0, LSE = -inf */
+                fa4_sm90_put_tile(bars.slot(), m_tile, hb);
+                fa4_mbar_arrive(bars.tile());
+                ++nt;
+                if (n_tiles > 0) {
+                    const int qrow = (int)seq.row_q + m0, qb = p.cu_seqlens_q ? 0 : b;
+                    const int krow0 = (int)seq.row_k, kb = p.cu_seqlens_k ? 0 : b;
+                    const int hk = h / p.group;
+                    fa4_mbar_expect_tx(bars.q(), (unsigned)(mt * kDp * 2));
 #pragma unroll
-            for (int c = 0; c < kDp / 64; ++c)
-                for (int r = 0; r < mt; r += kQBox)
-                    fa4_tma_load_4d(s_q + (c * kM + r) * kPanelBytes, &tm_q, bars.q(), c * 64, qrow + r, h, qb);
-            ++nq;
-            for (int j = 0; j < n_tiles; ++j, ++it) {
-                const int s = it % kStages;
-                const unsigned ph = (unsigned)((it / kStages) - 1) & 1u;
-                bool full;
-                const int krow = krow0 + tiles.start(j, &full);
-                if (it >= kStages)
-                    fa4_mbar_wait(bars.ek(s), ph);
-                fa4_mbar_expect_tx(bars.k(s), kKBytes);
+                    for (int c = 0; c < kDp / 64; ++c)
+                        for (int r = 0; r < mt; r += kQBox)
+                            fa4_tma_load_4d(s_q + (c * kM + r) * kPanelBytes, &tm_q, bars.q(), c * 64, qrow + r, h,
+                                            qb);
+                    for (int j = 0; j < n_tiles; ++j, ++it) {
+                        const int s = it % kStages;
+                        const unsigned ph = (unsigned)((it / kStages) - 1) & 1u;
+                        bool full;
+                        const int krow = krow0 + tiles.start(j, &full);
+                        if (it >= kStages)
+                            fa4_mbar_wait(bars.ek(s), ph);
+                        fa4_mbar_expect_tx(bars.k(s), kKBytes);
 #pragma unroll
-                for (int c = 0; c < kDp / 64; ++c)
-                    fa4_tma_load_4d(s_k + s * kKBytes + c * kN * kPanelBytes, &tm_k, bars.k(s), c * 64, krow, hk,
-                                    kb);
-                if (it >= kStages)
-                    fa4_mbar_wait(bars.ev(s), ph);
-                fa4_mbar_expect_tx(bars.v(s), kVBytes);
+                        for (int c = 0; c < kDp / 64; ++c)
+                            fa4_tma_load_4d(s_k + s * kKBytes + c * kN * kPanelBytes, &tm_k, bars.k(s), c * 64,
+                                            krow, hk, kb);
+                        if (it >= kStages)
+                            fa4_mbar_wait(bars.ev(s), ph);
+                        fa4_mbar_expect_tx(bars.v(s), kVBytes);
 #pragma unroll
-                for (int c = 0; c < kDvp / 64; ++c)
-                    fa4_tma_load_4d(s_v + s * kVBytes + c * kN * kPanelBytes, &tm_v, bars.v(s), c * 64, krow, hk,
-                                    kb);
+                        for (int c = 0; c < kDvp / 64; ++c)
+                            fa4_tma_load_4d(s_v + s * kVBytes + c * kN * kPanelBytes, &tm_v, bars.v(s), c * 64,
+                                            krow, hk, kb);
+                    }
+                }
+            }
+            /* the next tile, once this one's loads are issued (the ring runs kStages key tiles
+             * ahead of the consumers, so the counter's latency hides behind them) */
+            if (sched) {
+                idx = (int)gridDim.x + (int)atomicAdd(sched, 1u);
+            } else {
+                base += gridDim.x;
+                odd ^= 1;
+                idx = base < total ? fa4_sm90_walk(base, odd, blockIdx.x, gridDim.x, zigzag) : total;
             }
         }
+        /* the end: a hand-off of -1 once the last tile's Q is released */
+        if (nt > 0)
+            fa4_mbar_wait(bars.eq(), (unsigned)(nt - 1) & 1u);
+        fa4_sm90_put_tile(bars.slot(), -1, -1);
+        fa4_mbar_arrive(bars.tile());
     } else {
         /* ------------------------------------------------------------------- consumers */
         fa4_regs_inc<kConsumerRegs>();
@@ -143,18 +177,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         const float k2 = p.scale * FA4_LOG2E;
 #endif
         fa4_sm90_pingpong pp = {cw, nc, false};
-        int it = 0, nq = 0;
-        for (int base = kConsumers == 2 || cw < nc ? 0 : total, odd = 0; base < total;
-             base += gridDim.x, odd ^= 1) {
-            const int idx = fa4_sm90_walk(base, odd, blockIdx.x, gridDim.x, zigzag);
-            if (idx >= total)
-                continue;
-            int m_tile, h, b;
-            fa4_sm90_tile(idx, n_m, p.hq, &m_tile, &h, &b);
+        int it = 0, nq = 0; /* ring iterations, Q loads so far */
+        /* a third consumer idles on 128-row tiles (fa4_sm90_rows) */
+        for (int nt = 0; kConsumers == 2 || cw < nc; ++nt) {
+            int m_tile, hb;
+            fa4_mbar_wait(bars.tile(), (unsigned)nt & 1u);
+            fa4_sm90_get_tile(bars.slot(), &m_tile, &hb);
+            if (m_tile < 0)
+                break;
+            const int b = hb / p.hq, h = hb - b * p.hq;
             const fa4_seq seq = fa4_seq_info(p, b);
             const int m0 = m_tile * mt;
-            if (m0 >= seq.len_q)
-                continue;
             const fa4_sm90_tiles tiles = fa4_sm90_kv_tiles(p, b, h, m0, seq.len_k);
             const int row0 = m0 + cw * 64 + warp * 16 + (lane >> 2);
             float o[kDvp / 8][4];
@@ -167,9 +200,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                                              row0,   lane,      cw,    seq.len_q, seq.len_k,
                                              m0 + mt <= seq.len_q, k2, s_q + cw * 64 * kPanelBytes, s_k, s_v};
                 fa4_mbar_wait(bars.q(), (unsigned)nq & 1u);
+                ++nq;
                 c.run(o, m, l, it, pp);
                 it += tiles.count;
-                ++nq;
+            } else {
+                /* no keys, no Q: release the hand-off slot once every lane has read it */
+                __syncwarp();
+                if (lane == 0)
+                    fa4_mbar_arrive(bars.eq());
             }
             fa4_elem *g_o = (fa4_elem *)p.o.data + b * p.o.sb + h * p.o.sh + seq.row_q * p.o.ss;
             float *g_l =
@@ -179,4 +217,64 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         pp.finish();
         fa4_checked_finish();
     }
+}
+
+/* The dynamic schedule's preparation with a block mask, one CTA before the forward on the same
+ * stream: clears the tile counter (sched[0]), ranks each mask row's query tiles by weight,
+ * heaviest first (ties: the later tile first, as causal's order), perm[row][rank] = query tile,
+ * and sets sched[1] to the number of tiles per head to hoist (schedule.cuh): the most tiles of
+ * one row that weigh over twice the row's mean, at most FA4_SM90_HOIST_MAX. One warp per row;
+ * a tile's rank counts the tiles before it, 32 weights at a time passed round the warp. */
+__device__ __forceinline__ int fa4_sm90_tile_weight(const fa4_params &p, const int *np, const int *nf, int mt,
+                                                    int n_m, int i)
+{
+    return i < n_m ? fa4_sm90_block_weight(np, nf, i * mt / p.bm_q_block) : -1;
+}
+
+extern "C" __global__ void __launch_bounds__(1024) fa4_sm90_fwd_order(const fa4_params p, unsigned *sched)
+{
+    int *perm = (int *)(sched + 64);
+    __shared__ int s_hoist;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    const int mt = fa4_sm90_rows(p), n_m = (p.seqlen_q + mt - 1) / mt, rows = p.bm_batch * p.bm_heads;
+    if (threadIdx.x == 0) {
+        s_hoist = 0;
+        sched[0] = 0u;
+    }
+    __syncthreads();
+    for (int row = warp; row < rows; row += nw) {
+        const int *np = p.kv_num + (long long)row * p.bm_nq;
+        const int *nf = p.full_kv_num ? p.full_kv_num + (long long)row * p.bm_nq : 0;
+        float sum = 0.f;
+        for (int i = lane; i < n_m; i += 32)
+            sum += (float)fa4_sm90_tile_weight(p, np, nf, mt, n_m, i);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        int heavy = 0;
+        for (int i0 = 0; i0 < n_m; i0 += 32) {
+            const int i = i0 + lane, wi = fa4_sm90_tile_weight(p, np, nf, mt, n_m, i);
+            int rank = 0;
+            for (int j0 = 0; j0 < n_m; j0 += 32) {
+                const int wl = fa4_sm90_tile_weight(p, np, nf, mt, n_m, j0 + lane);
+#pragma unroll
+                for (int t = 0; t < 32; ++t) {
+                    const int wj = __shfl_sync(0xffffffffu, wl, t);
+                    rank += wj > wi || (wj == wi && j0 + t > i);
+                }
+            }
+            if (i < n_m) {
+                perm[(long long)row * n_m + rank] = i;
+                heavy += (float)wi * (float)n_m > 2.f * sum;
+            }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            heavy += __shfl_xor_sync(0xffffffffu, heavy, o);
+        if (lane == 0)
+            atomicMax(&s_hoist, min(heavy, FA4_SM90_HOIST_MAX));
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        sched[1] = (unsigned)s_hoist;
 }

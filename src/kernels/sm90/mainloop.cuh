@@ -68,9 +68,14 @@ __device__ __forceinline__ void fa4_named_arrive(int id)
     asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
 }
 
-/* The mbarriers, 8 bytes each: Q full / empty, then per stage K full, V full, K empty, V empty. */
+/* The mbarriers, 8 bytes each: Q full / empty, then per stage K full, V full, K empty, V empty,
+ * then the tile hand-off's; at the end of the 256 bytes, the hand-off itself (fa4_sm90_put_tile:
+ * written by the producer once Q empty completed, before it arrives on tile()). */
+static_assert((3 + 4 * kStages) * 8 <= 240, "mbarriers overlap the tile hand-off");
 struct fa4_sm90_bars {
     unsigned base;
+    __device__ __forceinline__ unsigned slot() const { return base + 240u; }
+    __device__ __forceinline__ unsigned tile() const { return base + 8u * (2u + 4u * kStages); }
     __device__ __forceinline__ unsigned q() const { return base; }
     __device__ __forceinline__ unsigned eq() const { return base + 8u; }
     __device__ __forceinline__ unsigned k(int s) const { return base + 8u * (2u + (unsigned)s); }

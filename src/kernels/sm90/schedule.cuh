@@ -6,7 +6,8 @@
  * blocks with 128-key tiles) still loads kN keys but only its own `span` keys count: the rest are
  * masked, so blocks of any multiple-of-16 size work, at the price of idle tensor-core work.
  * fa4_sm90_tile orders the tiles of the persistent grid, fa4_sm90_walk deals them to the CTAs;
- * fa4_sm90_rows says how many query rows a tile has.
+ * fa4_sm90_rows says how many query rows a tile has. With a workspace the tiles are handed out
+ * dynamically instead (fa4_sm90_dyn_tile, fa4_sm90_fwd_order, notes/issue8-schedule.md).
  */
 #ifndef FA4_SM90_SCHEDULE_CUH
 #define FA4_SM90_SCHEDULE_CUH
@@ -95,6 +96,81 @@ __device__ __forceinline__ void fa4_sm90_tile(int idx, int n_m, int hq, int *m_t
 __device__ __forceinline__ int fa4_sm90_walk(int base, bool odd_wave, int c, int g, bool boustrophedon)
 {
     return base + (boustrophedon && odd_wave ? g - 1 - c : c);
+}
+
+/* ------------------------------------------------------------------------ dynamic schedule
+ * With a workspace (fa4_fwd_args.workspace) the producer of each CTA takes its first tile at
+ * blockIdx.x and every further one from a counter in the workspace (gridDim.x + atomicAdd), when
+ * its previous tile's loads are issued; it hands each tile to the consumers through shared memory
+ * (fwd.cu). A CTA that is free takes the next tile, so the split follows the tiles' real costs
+ * (greedy list scheduling). The launch clears the counter on its stream before the kernel
+ * (cuMemsetD32Async, or fa4_sm90_fwd_order below with a block mask): nothing waits on another CTA,
+ * so a grid that is not all resident at once still finishes.
+ * Order of the counter's tiles (notes/issue8-schedule-model.py: max/mean CTA time, 132 CTAs):
+ *   no block mask: fa4_sm90_tile's (all tiles of a head cost the same);
+ *   block mask: per (batch, head) the query tiles ranked by weight (2 x partial + full key blocks,
+ *     fa4_sm90_fwd_order): first the hoisted ones, the K heaviest of every head, then sections of
+ *     FA4_SM90_SECTION consecutive (batch, head) pairs with their other tiles interleaved heaviest
+ *     first (the heads in flight stay few, their K and V in L2). K (at most FA4_SM90_HOIST_MAX)
+ *     counts the tiles of a mask row that weigh over twice the row's mean: tiles that, taken with
+ *     the last section, would overhang the end. Document's two boundary tiles (46 and 27 units
+ *     against a mean CTA load of 371, where the last section leaves about 23 per CTA) are such;
+ *     causal, window and prefix-LM have none (K = 0). Modelled max/mean: document 1.444 (round
+ *     robin) -> 1.003 (1.054 without the hoist), causal 1.031 -> 1.001. */
+#ifndef FA4_SM90_SECTION
+#define FA4_SM90_SECTION 8
+#endif
+#ifndef FA4_SM90_HOIST_MAX
+#define FA4_SM90_HOIST_MAX 4
+#endif
+
+/* The weight of query block qb of a mask row (its lists' counts np, nf; nf may be NULL). */
+__device__ __forceinline__ int fa4_sm90_block_weight(const int *np, const int *nf, int qb)
+{
+    return 2 * np[qb] + (nf ? nf[qb] : 0);
+}
+
+/* The block mask's row (its lists' [batch][head]) of a tile's batch entry and head. */
+__device__ __forceinline__ int fa4_sm90_bm_row(const fa4_params &p, int b, int h)
+{
+    return (p.bm_batch == 1 ? 0 : b) * p.bm_heads + (p.bm_heads == 1 ? 0 : h);
+}
+
+/* Counter value idx -> (query tile, head * batch index hb). perm: fa4_sm90_fwd_order's ranking
+ * (block masks) with k0 tiles of every head hoisted, or NULL: fa4_sm90_tile's order. */
+__device__ __forceinline__ void fa4_sm90_dyn_tile(const fa4_params &p, const int *perm, int k0, int idx, int n_m,
+                                                  int nh, int *m_tile, int *hb)
+{
+    if (!perm) {
+        const int q = idx / n_m;
+        *m_tile = n_m - 1 - (idx - q * n_m);
+        *hb = q;
+        return;
+    }
+    int rank;
+    if (idx < k0 * nh) {
+        rank = idx / nh;
+        *hb = idx - rank * nh;
+    } else {
+        const int i = idx - k0 * nh, per = (n_m - k0) * FA4_SM90_SECTION, s = i / per;
+        const int h0 = s * FA4_SM90_SECTION, hs = min(FA4_SM90_SECTION, nh - h0), r = i - s * per;
+        const int rr = r / hs;
+        *hb = h0 + (r - rr * hs);
+        rank = k0 + rr;
+    }
+    const int b = *hb / p.hq;
+    *m_tile = __ldg(perm + (long long)fa4_sm90_bm_row(p, b, *hb - b * p.hq) * n_m + rank);
+}
+
+/* Handing a tile to the consumers: two words in shared memory, written by the producer before it
+ * arrives on the Q barrier and read by the consumers after their wait on it. */
+__device__ __forceinline__ void fa4_sm90_put_tile(unsigned slot, int m_tile, int hb)
+{
+    asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(slot), "r"(m_tile), "r"(hb) : "memory");
+}
+__device__ __forceinline__ void fa4_sm90_get_tile(unsigned slot, int *m_tile, int *hb)
+{
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(*m_tile), "=r"(*hb) : "r"(slot) : "memory");
 }
 
 #endif /* FA4_SM90_SCHEDULE_CUH */
