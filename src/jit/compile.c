@@ -3,7 +3,8 @@
  *
  *   spec ----------- check (dtype, head dims, arch, flags, path)
  *    |  mod source -- fa4__mod_parse: lex, parse, check (errors at the user's line:col)
- *    |  key inputs -- mod token hash + every option + kernel fingerprint + NVRTC version + arch
+ *    |  key inputs -- mod token hash + every option + kernel and emitter fingerprints + NVRTC
+ *    |                version + arch
  *    v
  *   memory table --- hit: the same loaded kernel, shared (refcounted)
  *   disk tiers ----- hit: cubins from the cache (checked, compared key inputs)
@@ -217,9 +218,9 @@ static char *key_inputs(const resolved *r, size_t *len)
     FILE *f = open_memstream(&out, &size);
     if (!f)
         return NULL;
-    fprintf(f, "%s\nlibrary=%s\nfingerprint=%s\nnvrtc=%d.%d\narch=%s\npath=%d\n", KEY_FORMAT,
-            FA4_VERSION_STRING, fa4__kernel_sources_fingerprint(), nv_major, nv_minor, r->arch,
-            r->spec.path);
+    fprintf(f, "%s\nlibrary=%s\nfingerprint=%s\nemitter=%s\nnvrtc=%d.%d\narch=%s\npath=%d\n",
+            KEY_FORMAT, FA4_VERSION_STRING, fa4__kernel_sources_fingerprint(), fa4__emitter_fingerprint,
+            nv_major, nv_minor, r->arch, r->spec.path);
     fprintf(f, "dtype=%s\nhead_dim=%d\nhead_dim_v=%d\nflags=0x%x\nmod=%s\n",
             fa4_dtype_name((fa4_dtype)r->spec.dtype), r->spec.head_dim, r->spec.head_dim_v,
             r->spec.flags, modhash);

@@ -193,6 +193,9 @@ typedef struct fa4__embedded_file {
  * builds). Returns the table and its length; NULL with a reason when they cannot be read. */
 const fa4__embedded_file *fa4__kernel_sources(int *count, const char **why);
 const char *fa4__kernel_sources_fingerprint(void);
+/* SHA-256 (32 hex digits) of the mod emitter's sources (src/jit/mod), taken at build time by
+ * cmake/embed.cmake: the header it writes is in every program, so it is in every cache key. */
+extern const char fa4__emitter_fingerprint[];
 
 /* ------------------------------------------------------------------------------------- helpers */
 int fa4__arch_parse(const char *arch, int *major, int *minor, int *suffix_a);

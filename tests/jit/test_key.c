@@ -127,6 +127,10 @@ static void test_inputs_text(void **state)
     char fp[64];
     snprintf(fp, sizeof fp, "fingerprint=%s\n", fa4_kernel_fingerprint());
     assert_non_null(strstr(text, fp));
+    /* the mod emitter's sources too: fa4_mod.cuh is in every program */
+    const char *em = strstr(text, "emitter=");
+    assert_non_null(em);
+    assert_int_equal(strspn(em + 8, "0123456789abcdef"), 32);
     char again[33];
     fa4__cache_key(text, strlen(text), again);
     assert_string_equal(key, again);
