@@ -453,6 +453,12 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
             j->opts[j->num_opts++] = common[i];
         for (int i = 0; i < np && j->num_opts < FA4__NVRTC_MAX_OPTS; i++)
             j->opts[j->num_opts++] = path_opts[i];
+        /* The sm80 forward and backward call the mods under per-position branches (fa4_allowed),
+         * where fa4_idiv_u's magic number is computed again at each position (35 and 64 64-bit
+         * divisions in dilated_window's at sm_80): there the general division is cheaper. */
+        if ((!strcmp(d->entry, "sm80/fwd.cu") || !strcmp(d->entry, "sm80/bwd_main.cu")) &&
+            j->num_opts < FA4__NVRTC_MAX_OPTS)
+            j->opts[j->num_opts++] = "-DFA4_IDIV_UNIFORM=0";
     }
 
     double t0 = fa4__now_ms();

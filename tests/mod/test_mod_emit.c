@@ -596,6 +596,45 @@ static void tile_forms(void **state)
     fa4__mod_free(m);
 }
 
+/* Which int divisions the emitter turns into fa4_idiv_u / fa4_imod_u (a divisor the same at every
+ * position that is not a literal) and which keep fa4_idiv / fa4_imod (literals, which the compiler
+ * divides by best; divisors that vary; helpers that the backward's dual code also calls with
+ * opaque scalar aux reads). */
+static void uniform_int_divisors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src;
+        int uniform;
+    } cases[] = {
+        {"bool mask_mod(int b, int h, int q, int kv, int d) { return q / d == kv / d; }", 1},
+        {"bool mask_mod(int b, int h, int q, int kv, int d) { return (q - kv) % (d + h) == 0; }", 1},
+        {"bool mask_mod(int b, int h, int q, int kv) { return q / 4 == kv % 3; }", 0},
+        {"bool mask_mod(int b, int h, int q, int kv) { return q / (kv + 1) == 0; }", 0},
+        {"bool mask_mod(int b, int h, int q, int kv, int d) { int e = d; if (q > kv) { e = 2 * d; } "
+         "return q / e == 0; }",
+         0},
+        {"int f(int x, int n) { return x / n; }\n"
+         "float score_mod(float s, int b, int h, int q, int kv, int n) { return s + (float)f(kv - q, n); }",
+         0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fa4__mod *m = mt_parse(cases[i].src, strlen(cases[i].src), "u");
+        assert_non_null(m);
+        char *out = fa4__mod_emit_cuda(m, "u", 0);
+        assert_non_null(out);
+        const char *user = strstr(out, "// ---- the user's functions");
+        assert_non_null(user);
+        const int got_u = strstr(user, "fa4_idiv_u(") || strstr(user, "fa4_imod_u(");
+        const int got_g = strstr(user, "fa4_idiv(") || strstr(user, "fa4_imod(");
+        if (got_u != cases[i].uniform || got_g == cases[i].uniform)
+            fail_msg("case %zu: expected %s", i, cases[i].uniform ? "fa4_idiv_u / fa4_imod_u only"
+                                                                  : "fa4_idiv / fa4_imod only");
+        free(out);
+        fa4__mod_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -608,6 +647,7 @@ int main(void)
         cmocka_unit_test(uniform_divisors),
         cmocka_unit_test(uniform_hoist),
         cmocka_unit_test(tile_forms),
+        cmocka_unit_test(uniform_int_divisors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,6 +36,8 @@ static const char shim[] =
     "static inline int __float2int_rz(float x) { return x != x ? 0 : x >= 2147483647.0f ? "
     "2147483647 : x <= -2147483648.0f ? (-2147483647 - 1) : (int)x; }\n"
     "static inline float __fdividef(float a, float b) { return a / b; }\n"
+    "static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }\n"
+    "static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }\n"
     "static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }\n"
     "static inline float atomicAdd(float *p, float v) { float o = *p; *p = o + v; return o; }\n"
     /* one thread: never a full warp, so fa4_aux_grad_add takes its plain atomicAdd path */
@@ -388,10 +390,82 @@ static void emitted_matches_evaluator(void **state)
     assert_true(rel_taken > 0 && tiles_taken > 0);
 }
 
+/* fa4_idiv_u / fa4_imod_u (the magic-number forms for divisors the same at every position) give
+ * the results of fa4_idiv / fa4_imod, which the evaluator defines, at the edges (0, +-1, INT_MIN,
+ * INT_MAX, powers of 2 and their neighbours), at every divisor up to 2^16 in magnitude and at
+ * random pairs, with dividends near multiples of the divisor (the quotient's corner cases). */
+static void uniform_int_division(void **state)
+{
+    (void)state;
+    if (system("c++ --version > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "skipped: no C++ compiler (c++) on this machine\n");
+        skip();
+    }
+    static const char mod[] = "bool mask_mod(int b, int h, int q, int kv, int d) { return q / d == kv % d; }";
+    fa4__mod *m = mt_parse(mod, strlen(mod), "u");
+    assert_non_null(m);
+    char *cu = fa4__mod_emit_cuda(m, "u", 0);
+    assert_non_null(cu);
+    assert_non_null(strstr(cu, "fa4_idiv_u(q, fa4_a.d)"));
+    assert_non_null(strstr(cu, "fa4_imod_u(kv, fa4_a.d)"));
+    char dir[512], src[600], exe[600], cmd[2048];
+    snprintf(dir, sizeof dir, "%s/mod_idiv_XXXXXX", FA4_TEST_BINARY_DIR);
+    assert_non_null(mkdtemp(dir));
+    snprintf(src, sizeof src, "%s/idiv.cpp", dir);
+    snprintf(exe, sizeof exe, "%s/idiv", dir);
+    FILE *f = fopen(src, "w");
+    assert_non_null(f);
+    char *text = host_text(cu);
+    fprintf(f, "#define FA4_CHECKED 0\n%s\n%s\n", shim, text);
+    free(text);
+    fputs("static unsigned long long st = 88172645463325252ull;\n"
+          "static unsigned rnd(void) { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return (unsigned)st; }\n"
+          "static long bad, n;\n"
+          "static void one(int a, int b)\n{\n"
+          "    n++;\n"
+          "    if (fa4_idiv_u(a, b) != fa4_idiv(a, b) || fa4_imod_u(a, b) != fa4_imod(a, b)) {\n"
+          "        if (bad++ < 5) printf(\"mismatch %d / %d: %d %d, want %d %d\\n\", a, b, fa4_idiv_u(a, b), "
+          "fa4_imod_u(a, b), fa4_idiv(a, b), fa4_imod(a, b));\n    }\n}\n"
+          "static void near(int a, int b) { for (int k = -2; k <= 2; k++) one((int)((unsigned)a + (unsigned)k), b); }\n"
+          "int main(void)\n{\n"
+          "    int e[72], ne = 0;\n"
+          "    for (int k = 0; k < 31; k++) { e[ne++] = 1 << k; e[ne++] = -(1 << k); }\n"
+          "    e[ne++] = 0; e[ne++] = 3; e[ne++] = -3; e[ne++] = 7; e[ne++] = 641; e[ne++] = 6700417;\n"
+          "    e[ne++] = 2147483647; e[ne++] = -2147483647; e[ne++] = -2147483647 - 1; e[ne++] = 1000003;\n"
+          "    for (int i = 0; i < ne; i++)\n"
+          "        for (int j = 0; j < ne; j++) { near(e[i], e[j]); near(e[i], e[j] + 1); near(e[i], e[j] - 1); }\n"
+          "    for (int b = -65536; b <= 65536; b++)\n"
+          "        for (int k = 0; k < 24; k++) {\n"
+          "            const int q = (int)rnd() % (b ? 2147483647 / (b < 0 ? -b : b) + 1 : 7);\n"
+          "            near((int)((unsigned)q * (unsigned)b), b);\n"
+          "            one((int)rnd(), b);\n"
+          "        }\n"
+          "    for (int k = 0; k < 2000000; k++) {\n"
+          "        int b = (int)rnd() >> (rnd() % 32);\n"
+          "        one((int)rnd(), b);\n"
+          "        const int q = (int)rnd() % (b ? 2147483647 / (b < 0 ? -(unsigned)b : (unsigned)b) + 1 : 7);\n"
+          "        near((int)((unsigned)q * (unsigned)b), b);\n"
+          "    }\n"
+          "    printf(\"%ld pairs, %ld mismatches\\n\", n, bad);\n"
+          "    return bad != 0;\n}\n",
+          f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -o '%s' '%s' -lm && '%s'", exe, src, exe);
+    const int rc = system(cmd);
+    if (!getenv("FA4_MOD_HOST_KEEP")) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    free(cu);
+    fa4__mod_free(m);
+    assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(emitted_matches_evaluator),
+        cmocka_unit_test(uniform_int_division),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

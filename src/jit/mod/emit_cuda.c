@@ -166,7 +166,12 @@ static void emit_binary(fa4__emitter *E, const fa4__expr *e)
     E->bare_pending = E->bare;
     E->bare = 0;
     if (fn) {
-        fa4__out(E, "%s(", fn);
+        /* an int division whose divisor is the same at every position (and not a literal, which
+         * the compiler divides by best itself): fa4_idiv_u's multiply-high by a magic number the
+         * compiler computes once, instead of a division expanded at every position */
+        const int uniform = (e->op == TK_SLASH || e->op == TK_PERCENT) && E->vary &&
+                            e->b->kind != EX_INT && !fa4__expr_depends(e->b, E->vary);
+        fa4__out(E, "%s%s(", fn, uniform ? "_u" : "");
         fa4__emit_bare(E, e->a);
         fa4__out(E, ", ");
         fa4__emit_bare(E, e->b);

@@ -32,6 +32,39 @@ __device__ __forceinline__ int fa4_ineg(int a) { return (int)(0u - (unsigned)a);
 // remainder comes from that quotient, so a / b and a % b in one mod divide once.
 __device__ __forceinline__ int fa4_idiv(int a, int b) { const int q = a / (b == 0 || b == -1 ? 1 : b); return b == 0 ? 0 : b == -1 ? fa4_ineg(a) : q; }
 __device__ __forceinline__ int fa4_imod(int a, int b) { return b == 0 ? 0 : fa4_isub(a, fa4_imul(fa4_idiv(a, b), b)); }
+// fa4_idiv_u / fa4_imod_u: the same results, for a divisor b that is the same at every
+// position: with sh = floor(log2 |b|) and m = floor((2^(32+sh) - 1) / |b|) (< 2^32;
+// 2^32 - 1 for a power of 2; 0 for b == 0), |a| / |b| == floor(m (|a| + 1) / 2^(32+sh))
+// for every |a| <= 2^31 (round-down method with increment). m and sh depend on b alone:
+// ptxas computes them once where the mod is inlined without branches around it (its 64-bit
+// division is one PTX instruction), and each position then costs a multiply-high, a shift
+// and the sign instead of a division's ~16 instructions (and compile time; issue 8).
+// FA4_IDIV_UNIFORM 0, for programs that call the mods under per-position branches (where
+// m would be computed at every position): the general forms.
+#ifndef FA4_IDIV_UNIFORM
+#define FA4_IDIV_UNIFORM 1
+#endif
+#if FA4_IDIV_UNIFORM
+__device__ __forceinline__ unsigned fa4_iabs_u(int a) { return a < 0 ? 0u - (unsigned)a : (unsigned)a; }
+__device__ __forceinline__ int fa4_idiv_u(int a, int b)
+{
+    const unsigned ab = fa4_iabs_u(b);
+    const int sh = 31 - __clz(ab | 1u);
+    const unsigned m0 = (unsigned)(((1ull << (32 + sh)) - 1ull) / (ab + (ab == 0u)));
+    const unsigned m = ab == 0u ? 0u : m0;
+    const unsigned q = __umulhi(m, fa4_iabs_u(a) + 1u) >> sh;
+    const unsigned s = (unsigned)((a ^ b) >> 31);
+    return (int)((q ^ s) - s);
+}
+// the remainder masked to 0 for b == 0 (a select there made NVVM version the code on b)
+__device__ __forceinline__ int fa4_imod_u(int a, int b)
+{
+    return (int)((unsigned)fa4_isub(a, fa4_imul(fa4_idiv_u(a, b), b)) & (0u - (unsigned)(b != 0)));
+}
+#else
+__device__ __forceinline__ int fa4_idiv_u(int a, int b) { return fa4_idiv(a, b); }
+__device__ __forceinline__ int fa4_imod_u(int a, int b) { return fa4_imod(a, b); }
+#endif
 __device__ __forceinline__ int fa4_ishl(int a, int b) { return (int)((unsigned)a << (b & 31)); }
 __device__ __forceinline__ int fa4_ishr(int a, int b) { return a >> (b & 31); }
 __device__ __forceinline__ int fa4_iabs(int a) { return a < 0 ? fa4_ineg(a) : a; }
@@ -249,7 +282,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 5 "alibi.mod"
     return score + (fa4_aux_slopes(fa4_a, h) * ((float)fa4_isub(kv_idx, q_idx)));
 }
-#line 253 "fa4_mod.cuh"
+#line 286 "fa4_mod.cuh"
 
 // ---- score_mod's position-independent part, computed once per score fragment
 #define FA4_SCORE_MOD_UNIFORM 1
@@ -278,16 +311,16 @@ __device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h,
     fa4_u.u0 = fa4_aux_slopes(fa4_a, h);
     return fa4_u;
 }
-#line 282 "fa4_mod.cuh"
+#line 315 "fa4_mod.cuh"
 #line 4 "alibi.mod"
 __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)
 {
 #line 5 "alibi.mod"
     return score + (fa4_u.u0 * ((float)fa4_isub(kv_idx, q_idx)));
 }
-#line 289 "fa4_mod.cuh"
+#line 322 "fa4_mod.cuh"
 #endif
-#line 291 "fa4_mod.cuh"
+#line 324 "fa4_mod.cuh"
 
 // ---- score_mod over a tile whose index-dependent parts are one value there
 #define FA4_SCORE_MOD_TILE 0
@@ -323,7 +356,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 5 "alibi.mod"
     return fa4_dadd(score, fa4_dmul(fa4_daux_slopes(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr), fa4_dconst((float)fa4_isub(kv_idx, q_idx))));
 }
-#line 327 "fa4_mod.cuh"
+#line 360 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

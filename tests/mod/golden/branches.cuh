@@ -34,6 +34,39 @@ __device__ __forceinline__ int fa4_ineg(int a) { return (int)(0u - (unsigned)a);
 // remainder comes from that quotient, so a / b and a % b in one mod divide once.
 __device__ __forceinline__ int fa4_idiv(int a, int b) { const int q = a / (b == 0 || b == -1 ? 1 : b); return b == 0 ? 0 : b == -1 ? fa4_ineg(a) : q; }
 __device__ __forceinline__ int fa4_imod(int a, int b) { return b == 0 ? 0 : fa4_isub(a, fa4_imul(fa4_idiv(a, b), b)); }
+// fa4_idiv_u / fa4_imod_u: the same results, for a divisor b that is the same at every
+// position: with sh = floor(log2 |b|) and m = floor((2^(32+sh) - 1) / |b|) (< 2^32;
+// 2^32 - 1 for a power of 2; 0 for b == 0), |a| / |b| == floor(m (|a| + 1) / 2^(32+sh))
+// for every |a| <= 2^31 (round-down method with increment). m and sh depend on b alone:
+// ptxas computes them once where the mod is inlined without branches around it (its 64-bit
+// division is one PTX instruction), and each position then costs a multiply-high, a shift
+// and the sign instead of a division's ~16 instructions (and compile time; issue 8).
+// FA4_IDIV_UNIFORM 0, for programs that call the mods under per-position branches (where
+// m would be computed at every position): the general forms.
+#ifndef FA4_IDIV_UNIFORM
+#define FA4_IDIV_UNIFORM 1
+#endif
+#if FA4_IDIV_UNIFORM
+__device__ __forceinline__ unsigned fa4_iabs_u(int a) { return a < 0 ? 0u - (unsigned)a : (unsigned)a; }
+__device__ __forceinline__ int fa4_idiv_u(int a, int b)
+{
+    const unsigned ab = fa4_iabs_u(b);
+    const int sh = 31 - __clz(ab | 1u);
+    const unsigned m0 = (unsigned)(((1ull << (32 + sh)) - 1ull) / (ab + (ab == 0u)));
+    const unsigned m = ab == 0u ? 0u : m0;
+    const unsigned q = __umulhi(m, fa4_iabs_u(a) + 1u) >> sh;
+    const unsigned s = (unsigned)((a ^ b) >> 31);
+    return (int)((q ^ s) - s);
+}
+// the remainder masked to 0 for b == 0 (a select there made NVVM version the code on b)
+__device__ __forceinline__ int fa4_imod_u(int a, int b)
+{
+    return (int)((unsigned)fa4_isub(a, fa4_imul(fa4_idiv_u(a, b), b)) & (0u - (unsigned)(b != 0)));
+}
+#else
+__device__ __forceinline__ int fa4_idiv_u(int a, int b) { return fa4_idiv(a, b); }
+__device__ __forceinline__ int fa4_imod_u(int a, int b) { return fa4_imod(a, b); }
+#endif
 __device__ __forceinline__ int fa4_ishl(int a, int b) { return (int)((unsigned)a << (b & 31)); }
 __device__ __forceinline__ int fa4_ishr(int a, int b) { return a >> (b & 31); }
 __device__ __forceinline__ int fa4_iabs(int a) { return a < 0 ? fa4_ineg(a) : a; }
@@ -267,7 +300,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 271 "fa4_mod.cuh"
+#line 304 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -300,9 +333,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 304 "fa4_mod.cuh"
+#line 337 "fa4_mod.cuh"
 #endif
-#line 306 "fa4_mod.cuh"
+#line 339 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -311,7 +344,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 315 "fa4_mod.cuh"
+#line 348 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -333,7 +366,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 337 "fa4_mod.cuh"
+#line 370 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -358,9 +391,9 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 362 "fa4_mod.cuh"
+#line 395 "fa4_mod.cuh"
 #endif
-#line 364 "fa4_mod.cuh"
+#line 397 "fa4_mod.cuh"
 
 // ---- score_mod's position-independent part, computed once per score fragment
 #define FA4_SCORE_MOD_UNIFORM 3
@@ -394,7 +427,7 @@ __device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h,
     fa4_u.u2 = (((float)h) * 0.5f) > 1.0f;
     return fa4_u;
 }
-#line 398 "fa4_mod.cuh"
+#line 431 "fa4_mod.cuh"
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)
 {
@@ -418,9 +451,9 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 422 "fa4_mod.cuh"
+#line 455 "fa4_mod.cuh"
 #endif
-#line 424 "fa4_mod.cuh"
+#line 457 "fa4_mod.cuh"
 
 // ---- score_mod over a tile whose index-dependent parts are one value there
 #define FA4_SCORE_MOD_TILE 0
@@ -434,7 +467,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 438 "fa4_mod.cuh"
+#line 471 "fa4_mod.cuh"
 #else
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -442,9 +475,9 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 446 "fa4_mod.cuh"
+#line 479 "fa4_mod.cuh"
 #endif
-#line 448 "fa4_mod.cuh"
+#line 481 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -488,7 +521,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 492 "fa4_mod.cuh"
+#line 525 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -521,9 +554,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 525 "fa4_mod.cuh"
+#line 558 "fa4_mod.cuh"
 #endif
-#line 527 "fa4_mod.cuh"
+#line 560 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -545,7 +578,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 549 "fa4_mod.cuh"
+#line 582 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -570,9 +603,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 574 "fa4_mod.cuh"
+#line 607 "fa4_mod.cuh"
 #endif
-#line 576 "fa4_mod.cuh"
+#line 609 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
