@@ -25,6 +25,32 @@
 #define FA4_SM90_BWD_DQ_FIRST 1
 #endif
 
+/* 1: the score stage in two passes, as the wgmmas complete: P^T (mask, exp2) once S^T is done,
+ * while dP^T still runs, then dS^T once dP^T is done (the exp2s, 8192 a step on an SM's 16 MUFU
+ * lanes, no longer wait for dP^T). 0: one pass after both. Default 1 without a score_mod; with
+ * one it is 0: softcap_causal D 128 spilled 20 bytes with it (P is packed in the first pass
+ * there, 16 registers more), and never with trainable aux (the gradient terms need P, dP and the
+ * read indices of the first pass together). */
+#ifndef FA4_SM90_BWD_SPLIT
+#if FA4_HAS_SCORE_MOD
+#define FA4_SM90_BWD_SPLIT 0
+#else
+#define FA4_SM90_BWD_SPLIT 1
+#endif
+#endif
+#if FA4_SM90_BWD_SPLIT && FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
+#error "FA4_SM90_BWD_SPLIT: not with trainable aux"
+#endif
+/* With FA4_SM90_BWD_SPLIT 1: 1 issues dV += P^T dO right after the second pass, ahead of the
+ * dS store and the consumers' barrier (which it then overlaps), dK and dQ after the barrier;
+ * 0 issues all three after the barrier. */
+#ifndef FA4_SM90_BWD_DV_EARLY
+#define FA4_SM90_BWD_DV_EARLY 1
+#endif
+#if FA4_SM90_BWD_SPLIT && FA4_SM90_BWD_DV_EARLY && !FA4_SM90_BWD_DQ_FIRST
+#error "FA4_SM90_BWD_DV_EARLY needs FA4_SM90_BWD_DQ_FIRST"
+#endif
+
 /* FA4_SM90_BWD_FALLBACK=1: the build with the fewest registers (FA4_SM90_BWD_FAST_TILES 0,
  * FA4_SM90_BWD_DQ_PASS 0, FA4_SM90_BWD_DQ_PEEK 0, whatever else was set). Where the default build
  * spills (rel_bias and t5_bias at D 128), the library compiles the program again with it
@@ -334,6 +360,132 @@ struct fa4_bwd_consumer {
     }
 #endif
 
+    /* FA4_SM90_BWD_SPLIT, first pass (S^T complete, dP^T may still run). Without a score_mod
+     * sc[c][e] becomes P in place (0 outside the mask) and the second pass packs it; with one,
+     * P^T is packed into pp here and sc[c][e] becomes P d score_mod / d score, dS^T's factor (16
+     * registers more over the second pass). */
+    template <bool kCheck>
+    __device__ __forceinline__ void probs(float (&sc)[kBM / 8][4], unsigned (&pp)[kBM / 16][4], int s, int h,
+                                          int m0, bool full) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
+#if !FA4_HAS_SCORE_MOD
+        const float k2 = p.scale * FA4_LOG2E; /* as the forward: one FMA into log2 units */
+#endif
+#pragma unroll
+        for (int c = 0; c < kBM / 8; ++c) {
+            float l2[2];
+            fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
+            float pr[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int ki = key0 + (e >= 2 ? 8 : 0);
+                const int qi = m0 + 8 * c + 2 * t + (e & 1);
+                bool ok = true;
+                if (kCheck) {
+#if FA4_HAS_MASK_MOD
+                    ok = !(qi >= len_q || ki >= len_k) &
+                         (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#else
+                    ok = !(qi >= len_q || ki >= len_k);
+#endif
+                }
+#if FA4_HAS_SCORE_MOD
+                float dmod = 1.f;
+                const float x = fa4_score_mod_fwd_deriv(sc[c][e] * p.scale, b, h, (int)(qi + p.q_offset),
+                                                        (int)(ki + p.kv_offset), aux, &dmod);
+                const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
+                sc[c][e] = ok ? pv * dmod : 0.f;
+                pr[e] = pv;
+#else
+                sc[c][e] = ok ? fa4_exp2(fmaf(sc[c][e], k2, -l2[e & 1])) : 0.f;
+                pr[e] = 0.f;
+#endif
+            }
+#if FA4_HAS_SCORE_MOD
+            const int kk = c / 2, hi = (c & 1) * 2;
+            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
+            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
+            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+f"(sc[c][0]), "+f"(sc[c][1]),
+                         "+f"(sc[c][2]), "+f"(sc[c][3])::"memory");
+#else
+            (void)pr;
+            asm volatile("" : "+f"(sc[c][0]), "+f"(sc[c][1]), "+f"(sc[c][2]), "+f"(sc[c][3])::"memory");
+#endif
+        }
+    }
+
+    /* FA4_SM90_BWD_SPLIT, second pass (dP^T complete): dS^T = sc (dP^T - dpsum) into pds (and,
+     * without a score_mod, P^T = sc into pp). Rows past the sequence read whatever follows in the
+     * workspace as dpsum: kCheck zeroes it there (sc is 0 already), so no NaN reaches dS. */
+    template <bool kCheck>
+    __device__ __forceinline__ void dsgrads(const float (&sc)[kBM / 8][4], const float (&dp)[kBM / 8][4],
+                                            unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4], int s,
+                                            int m0) const
+    {
+        const int t = lane & 3;
+#pragma unroll
+        for (int c = 0; c < kBM / 8; ++c) {
+            float dps[2];
+            fa4_bwd_lds2(sm.rows(s) + kBM * 4 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
+            if (kCheck) {
+                const int qi = m0 + 8 * c + 2 * t;
+                dps[0] = qi < len_q ? dps[0] : 0.f;
+                dps[1] = qi + 1 < len_q ? dps[1] : 0.f;
+            }
+            float ds[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                ds[e] = sc[c][e] * (dp[c][e] - dps[e & 1]);
+            const int kk = c / 2, hi = (c & 1) * 2;
+#if !FA4_HAS_SCORE_MOD
+            pp[kk][hi] = fa4_pack2(sc[c][0], sc[c][1]);
+            pp[kk][hi + 1] = fa4_pack2(sc[c][2], sc[c][3]);
+#endif
+            pds[kk][hi] = fa4_pack2(ds[0], ds[1]);
+            pds[kk][hi + 1] = fa4_pack2(ds[2], ds[3]);
+#if !FA4_HAS_SCORE_MOD
+            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+r"(pds[kk][hi]), "+r"(pds[kk][hi + 1])::"memory");
+#endif
+        }
+    }
+
+    /* dV += P^T dO alone (FA4_SM90_BWD_DV_EARLY; one commit group). */
+    __device__ __forceinline__ void issue_dv(float (&dv)[kDvp / 8][4], const unsigned (&pp)[kBM / 16][4],
+                                             int s) const
+    {
+#pragma unroll
+        for (int kk = 0; kk < kBM / 16; ++kk)
+            fa4_wgmma<kDvp>::rs(dv, pp[kk],
+                                fa4_desc_sw128(sm.dout(s) + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
+        fa4_wgmma_commit();
+    }
+
+    /* dK += dS^T Q alone (FA4_SM90_BWD_DV_EARLY; one commit group). */
+    __device__ __forceinline__ void issue_dk(float (&dk)[kDp / 8][4], const unsigned (&pds)[kBM / 16][4],
+                                             int s) const
+    {
+#pragma unroll
+        for (int kk = 0; kk < kBM / 16; ++kk)
+            fa4_wgmma<kDp>::rs(dk, pds[kk],
+                               fa4_desc_sw128(sm.q(s) + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
+        fa4_wgmma_commit();
+    }
+
+    /* FA4_SM90_BWD_SPLIT: the score stage between the S^T/dP^T issue (S^T complete) and the dS
+     * store: first pass, the wait for dP^T, second pass. */
+    template <bool kCheck>
+    __device__ __forceinline__ void grads_split(float (&sc)[kBM / 8][4], float (&dp)[kBM / 8][4],
+                                                unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4], int s,
+                                                int h, int m0, bool full) const
+    {
+        probs<kCheck>(sc, pp, s, h, m0, full);
+        fa4_wgmma_wait<0>();
+        fa4_reg_fence(dp);
+        dsgrads<kCheck>(sc, dp, pp, pds, s, m0);
+    }
+
     /* dS^T fragment -> dS[query][key] in buffer buf (128-byte swizzle, panel = key / 64). */
     __device__ __forceinline__ void store_ds(const unsigned (&pds)[kBM / 16][4], int buf) const
     {
@@ -499,10 +651,26 @@ struct fa4_bwd_consumer {
             if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
                 dq_turn_window(h, m0); /* the previous step's turn */
 #endif
+            const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
+#if FA4_SM90_BWD_SPLIT
+            fa4_wgmma_wait<1>();
+            fa4_reg_fence(sc);
+            if (FA4_SM90_BWD_FAST_TILES && inside)
+                grads_split<false>(sc, dp, pp, pds, s, h, m0, full);
+            else
+                grads_split<true>(sc, dp, pp, pds, s, h, m0, full);
+#if FA4_SM90_BWD_DV_EARLY
+            /* after the branch: a wgmma in flight across its join made ptxas serialize them */
+            fa4_reg_fence(dv);
+            fa4_bwd_fence_u(pp);
+            fa4_bwd_fence_u(pds);
+            fa4_wgmma_fence();
+            issue_dv(dv, pp, s);
+#endif
+#else
             fa4_wgmma_wait<0>();
             fa4_reg_fence(sc);
             fa4_reg_fence(dp);
-            const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
 #if FA4_SM90_BWD_TILE_ADD
             if (add && FA4_SM90_BWD_FAST_TILES && inside)
                 grads_add<false>(sc, dp, pp, pds, s, h, m0, full, tl);
@@ -514,6 +682,7 @@ struct fa4_bwd_consumer {
                 grads<false>(sc, dp, pp, pds, s, h, m0, full);
             else
                 grads<true>(sc, dp, pp, pds, s, h, m0, full);
+#endif
         }
         store_ds(pds, buf);
         fa4_bwd_fence_async_smem();
@@ -525,6 +694,21 @@ struct fa4_bwd_consumer {
         /* dQ first: both halves of dS must be in shared memory, then dQ, dV, dK go to the tensor
          * cores back to back, and dQ's reduction into the workspace runs while dV, dK compute. */
         fa4_bwd_consumers_sync();
+#if FA4_SM90_BWD_SPLIT && FA4_SM90_BWD_DV_EARLY
+        /* dV is in flight already: dQ, then dK; waiting for all but the last group leaves dK */
+        if (kBDqWgs == 2 || cw < kBDqWgs) { /* D 128: both warpgroups, no branch */
+            float dq[kBDqN / 8][4];
+            fa4_wgmma_fence();
+            issue_dq(dq, buf);
+            issue_dk(dk, pds, s);
+            fa4_wgmma_wait<1>();
+            fa4_reg_fence(dq);
+            write_dq(dq, h, m0);
+        } else {
+            fa4_wgmma_fence();
+            issue_dk(dk, pds, s);
+        }
+#else
         if (cw < kBDqWgs) {
             float dq[kBDqN / 8][4];
             fa4_wgmma_fence();
@@ -537,6 +721,7 @@ struct fa4_bwd_consumer {
             fa4_wgmma_fence();
             issue_dkv(dk, dv, pp, pds, s);
         }
+#endif
         fa4_wgmma_wait<0>();
         fa4_reg_fence(dk);
         fa4_reg_fence(dv);
