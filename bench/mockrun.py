@@ -135,6 +135,8 @@ def main(argv=None):
             raise backends.Unsupported("cuDNN varlen is not reachable through torch SDPA")
         if name == "cudnn" and case.D == 256:
             raise RuntimeError("mock: cuDNN refuses D=256")
+        if name == "flex" and case.score_mod == "alibi":  # no peer: the forward's eager slice check
+            raise backends.Unsupported("mock: no peer for alibi")
         return MathRunner(name, case, inp, wrong=(name == "fa4jit-sm90" and case.D == 64),
                           noise=2e-4 if name.startswith("fa4jit") else 0.0)
 
@@ -178,12 +180,15 @@ def main(argv=None):
     det = by.get("plain_seqlen:S=128", {}).get("results", {}).get("fa4jit-sm80", {}).get(
         "deterministic")
     print("deterministic row:", {k: v for k, v in (det or {}).items() if k != "fwdbwd"})
+    al = by.get("mods:ALiBi", {}).get("results", {}).get("fa4jit-sm80", {})
+    print("ALiBi without a peer:", al.get("status"), al.get("ref"), al.get("err_fwd"))
     md = open(os.path.join(a.out, "mock.md")).read()
     ok = rc == 0 and want_wrong == ["headdim:D=64"] and all(
         "cuDNN refuses" in (e or "") or "mock: No valid triton" in (e or "") for _, b, e in bad)
     ok = ok and sc is not None and rb["fa4jit-sm80"].get("bwd_status") == "ok" and \
         len(sc["err_grads"]) == 4 and det and det.get("status") == "ok" and \
-        "Deterministic backward" in md and "fa4jit / FlexAttention" in md
+        "Deterministic backward" in md and "fa4jit / FlexAttention" in md and \
+        al.get("status") == "ok" and al.get("ref") == "eager fp32 slice (b=0)"
     print("MOCK RUN", "OK" if ok else "FAILED")
     return 0 if ok else 1
 
