@@ -166,6 +166,15 @@ static void print_summary(const char *path, const fa4__mod *m)
                    a->name);
     }
     printf("\n");
+    int hoisted = 0, tile = 0, add = 0;
+    if (fa4__mod_has_score(m) && fa4__mod_forward_forms(m, &hoisted, &tile, &add) == 0)
+        printf("  sm90 forward: %d position-independent part%s of score_mod computed once per "
+               "fragment; %s\n",
+               hoisted, hoisted == 1 ? "" : "s",
+               tile ? (add ? "a tile form (score + c where its index-dependent parts are one value "
+                             "over a tile; the backward's too)"
+                           : "a tile form (where its index-dependent parts are one value over a tile)")
+                    : "no tile form (every position evaluates score_mod)");
 }
 
 /* Build aux values from the --aux arguments; returns 0 or prints why not and returns -1. */

@@ -125,6 +125,17 @@ static void test_check_points_at_the_error(void **state)
     int rc = run("check good.mod", &out);
     if (rc != 0)
         fail_msg("check good.mod: %d: %s", rc, out);
+    /* what the sm90 forward makes of it: slopes[h] once per fragment, no tile form */
+    if (!strstr(out, "sm90 forward: 1 position-independent part of score_mod computed once per "
+                     "fragment; no tile form"))
+        fail_msg("check good.mod: no forward summary:\n%s", out);
+    free(out);
+    write_text("relpos.mod", "float score_mod(float score, int b, int h, int q_idx, int kv_idx,\n"
+                             "                const float *bias) {\n"
+                             "    return score + bias[clamp(kv_idx - q_idx, -8, 8) + 8];\n}\n");
+    rc = run("check relpos.mod", &out);
+    if (rc != 0 || !strstr(out, "a tile form (score + c"))
+        fail_msg("check relpos.mod: %d: %s", rc, out);
     free(out);
     rc = run("check bad.mod", &out);
     assert_int_equal(rc, 1);

@@ -668,3 +668,26 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
     fa4__mod_varying_free(m, E.varying);
     return fa4__emitter_finish(&E);
 }
+
+/* The counts as the release header defines them (the analyses run inside the emission). */
+static int define_after(const char *text, const char *anchor, const char *name)
+{
+    const char *a = anchor ? strstr(text, anchor) : text;
+    const char *d = a ? strstr(a, name) : NULL;
+    return d ? atoi(d + strlen(name)) : 0;
+}
+
+int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add)
+{
+    char *text = fa4__mod_emit_cuda(m, m ? m->name : "mod", 0);
+    if (!text)
+        return -1;
+    /* the release definitions follow the checked ones (#if FA4_CHECKED ... #else) */
+    *hoisted = define_after(text, NULL, "#define FA4_SCORE_MOD_UNIFORM ");
+    *tile_parts = define_after(text, "#else\n#define FA4_SCORE_MOD_TILE ", "#define FA4_SCORE_MOD_TILE ");
+    *tile_add = *tile_parts ? define_after(text, "#else\n#define FA4_SCORE_MOD_TILE ",
+                                           "#define FA4_SCORE_MOD_TILE_ADD ")
+                            : 0;
+    free(text);
+    return 0;
+}

@@ -132,6 +132,11 @@ void fa4__mod_hash(const fa4__mod *m, uint8_t out[16]);
  * Returns a malloc'd NUL-terminated string or NULL on out of memory. #line directives map every
  * line of user code back to `source_name`:line so NVRTC messages point at the user's source. */
 char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked);
+/* What the sm90 forward's release build makes of score_mod (emit_cuda.c, emit_tile.c): how many
+ * position-independent parts it computes once per fragment, how many index-dependent parts can
+ * be one value over a tile (0: no tile form), and whether the tile form is score + c (the
+ * backward's add form). Returns 0, or -1 when out of memory. */
+int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add);
 
 /* CPU evaluator. Aux values are fa4_aux_value with HOST pointers in data (same order and types as
  * declared). Floats are evaluated in double, ints with int32 wrap-around semantics. Out-of-range
