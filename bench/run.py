@@ -506,16 +506,21 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn, ho
     def tflops(flops, ms):
         return flops / (ms * 1e-3) / 1e12
 
+    def slice_runner(name):
+        """Batch entry 0 of the inputs, its eager float32 reference (computed once per case, in
+        ref["eager"]) and fa4jit's runner on that slice."""
+        sl = backends.SliceInputs(inp)
+        if "eager" not in ref:
+            ref["eager"] = backends.eager_reference(c, sl)
+            torch.cuda.synchronize()
+        return sl, backends.Fa4Runner(backends.slice_case(c), sl, name.split("-", 1)[1])
+
     def slice_check(name, r):
         """fa4jit's output and gradients on batch entry 0 against eager float32 (materialised
         scores, autograd) on the same slice; sets r's bwd_status to wrong when over the bounds."""
         try:
-            sl = backends.SliceInputs(inp)
-            if "eager" not in ref:
-                ref["eager"] = backends.eager_reference(c, sl)
-                torch.cuda.synchronize()
+            sl, fr = slice_runner(name)
             o_ref, g_ref = ref["eager"]
-            fr = backends.Fa4Runner(backends.slice_case(c), sl, name.split("-", 1)[1])
             o, g = fr.fwdbwd(0)
             torch.cuda.synchronize()
             e_o = backends.rel_l2(o, o_ref)
@@ -544,11 +549,7 @@ def run_case(c, args, torch, timer, deadline, fa4_paths, precompiled, log_fn, ho
         (materialised scores) on the same slice. Sets r's status (wrong / unverified) and returns
         whether the full-size forward may be timed."""
         try:
-            sl = backends.SliceInputs(inp)
-            if "eager" not in ref:
-                ref["eager"] = backends.eager_reference(c, sl)
-                torch.cuda.synchronize()
-            fr = backends.Fa4Runner(backends.slice_case(c), sl, name.split("-", 1)[1])
+            sl, fr = slice_runner(name)
             o = fr.fwd(0)
             torch.cuda.synchronize()
             e_o = backends.rel_l2(o, ref["eager"][0])

@@ -31,6 +31,7 @@ typedef struct tile_ctx {
     fa4__emitter *E;
     const fa4__func *f;
     unsigned char *score_dep; /* per slot: depends on the score */
+    unsigned char *index_dep; /* per slot: depends on q_idx or kv_idx */
     int *local_node;          /* per slot: node of a score-free local, -1 if none */
     unsigned char *live;      /* per slot: read in the tile form outside the candidates */
     const fa4__expr *cand[MAX_CAND];
@@ -45,18 +46,15 @@ static int is_param(const tile_ctx *t, const fa4__expr *e, int i)
     return e->kind == EX_VAR && e->var == t->f->params[i];
 }
 
+/* Through locals: a local depends on what its initializer depends on (declarations only). */
 static int depends_score(const tile_ctx *t, const fa4__expr *e)
 {
-    if (!e)
-        return 0;
-    if (e->kind == EX_VAR)
-        return is_param(t, e, 0) || (e->var->kind == VK_LOCAL && t->score_dep[e->var->slot]);
-    if (depends_score(t, e->a) || depends_score(t, e->b) || depends_score(t, e->c))
-        return 1;
-    for (int i = 0; i < e->nargs; i++)
-        if (depends_score(t, e->args[i]))
-            return 1;
-    return 0;
+    return fa4__expr_depends(e, t->score_dep);
+}
+
+static int depends_index(const tile_ctx *t, const fa4__expr *e)
+{
+    return fa4__expr_depends(e, t->index_dep);
 }
 
 static const fa4__expr *local_init(const tile_ctx *t, const fa4__var *v)
@@ -114,27 +112,6 @@ static int can_saturate(const tile_ctx *t, const fa4__expr *e)
         if (!can_saturate(t, e->args[i]))
             return 0;
     return 1;
-}
-
-static int depends_index(const tile_ctx *t, const fa4__expr *e)
-{
-    if (!e)
-        return 0;
-    if (e->kind == EX_VAR) {
-        if (is_param(t, e, 3) || is_param(t, e, 4))
-            return 1;
-        if (e->var->kind == VK_LOCAL) {
-            const fa4__expr *init = local_init(t, e->var);
-            return init && depends_index(t, init);
-        }
-        return 0;
-    }
-    if (depends_index(t, e->a) || depends_index(t, e->b) || depends_index(t, e->c))
-        return 1;
-    for (int i = 0; i < e->nargs; i++)
-        if (depends_index(t, e->args[i]))
-            return 1;
-    return 0;
 }
 
 /* Does e read anything that may vary by tile (an index, a local, an aux tensor, a call)? Bare
@@ -495,19 +472,24 @@ void fa4__emit_tile_forms(fa4__emitter *E)
     t.f = f;
     t.ok = 1;
     t.score_dep = calloc((size_t)f->nslots + 1, 1);
+    t.index_dep = calloc((size_t)f->nslots + 1, 1);
     t.local_node = malloc(((size_t)f->nslots + 1) * sizeof *t.local_node);
     t.live = calloc((size_t)f->nslots + 1, 1);
-    if (!t.score_dep || !t.local_node || !t.live) {
+    if (!t.score_dep || !t.index_dep || !t.local_node || !t.live) {
         emit_none(E);
         goto done;
     }
     for (int i = 0; i <= f->nslots; i++)
         t.local_node[i] = -1;
     const fa4__stmt *body = f->body;
+    t.score_dep[f->params[0]->slot] = 1;
+    t.index_dep[f->params[3]->slot] = t.index_dep[f->params[4]->slot] = 1;
     for (int i = 0; i < body->nitems; i++) {
         const fa4__stmt *s = body->items[i];
         if (s->kind == ST_DECL && s->e && depends_score(&t, s->e))
             t.score_dep[s->var->slot] = 1;
+        if (s->kind == ST_DECL && s->e && depends_index(&t, s->e))
+            t.index_dep[s->var->slot] = 1;
     }
     for (int i = 0; i < body->nitems; i++) {
         const fa4__stmt *s = body->items[i];
@@ -652,6 +634,7 @@ void fa4__emit_tile_forms(fa4__emitter *E)
     fa4__out(E, "#line %d \"fa4_mod.cuh\"\n", E->out_line + 1);
 done:
     free(t.score_dep);
+    free(t.index_dep);
     free(t.local_node);
     free(t.live);
 }
