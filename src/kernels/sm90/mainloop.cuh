@@ -273,7 +273,9 @@ struct fa4_sm90_consumer {
             release(bars.ev(s));
         }
 #else
-        /* key tile 0: S(0) and its softmax */
+        /* key tile 0's S is issued (and waited for) here; the loop's body ends with the issue of
+         * S(j + 1) and P(j) V(j), so softmax (and the mods inlined in it) is compiled once, not once
+         * for tile 0 and once for the loop (issue 8: half the mods' code and compile time). */
         fa4_mbar_wait(bars.k(FA4_STAGE(0)), FA4_PHASE(0));
         pp.acquire();
         fa4_wgmma_fence();
@@ -282,29 +284,9 @@ struct fa4_sm90_consumer {
         pp.release();
         early(e, 0);
         fa4_wgmma_wait<0>();
-        fa4_reg_fence(sc);
-        release(bars.ek(FA4_STAGE(0)));
-        if (n_tiles == 1)
-            release(bars.eq());
-        softmax(sc, 0, e, m, l, corr); /* O is still zero: nothing to rescale */
-        pack(pa, sc);
-        for (int j = 1; j < n_tiles; ++j) {
+        for (int j = 0;;) {
             const int s = FA4_STAGE(j), sp = FA4_STAGE(j - 1);
-            fa4_mbar_wait(bars.k(s), FA4_PHASE(j));
-            /* V(j-1) arrived long ago; waiting here keeps branches out from between the two issues
-             * (ptxas would otherwise insert a warpgroup fence before the RS-wgmma, C7519) */
-            fa4_mbar_wait(bars.v(sp), FA4_PHASE(j - 1));
-            pp.acquire();
-            fa4_reg_fence(o);
-            fa4_reg_fence_u(pa);
-            fa4_wgmma_fence();
-            issue_qk(sc, s);
-            fa4_wgmma_commit();
-            issue_pv(o, pa, sp);
-            fa4_wgmma_commit();
-            pp.release();
-            early(e, j);
-            fa4_wgmma_wait<1>();
+            fa4_wgmma_wait<1>(); /* S(j); tile 0: nothing in flight */
             fa4_reg_fence(sc);
             release(bars.ek(s));
             if (j == n_tiles - 1)
@@ -313,10 +295,29 @@ struct fa4_sm90_consumer {
             fa4_wgmma_wait<0>();
             fa4_reg_fence(o);
             fa4_reg_fence_u(pa);
-            release(bars.ev(sp));
-            if (need)
-                rescale(o, corr);
+            if (j > 0) {
+                release(bars.ev(sp));
+                if (need) /* tile 0: O is still zero, nothing to rescale */
+                    rescale(o, corr);
+            }
             pack(pa, sc);
+            if (++j == n_tiles)
+                break;
+            const int sn = FA4_STAGE(j);
+            fa4_mbar_wait(bars.k(sn), FA4_PHASE(j));
+            /* V(j-1) arrived long ago; waiting here keeps branches out from between the two issues
+             * (ptxas would otherwise insert a warpgroup fence before the RS-wgmma, C7519) */
+            fa4_mbar_wait(bars.v(s), FA4_PHASE(j - 1));
+            pp.acquire();
+            fa4_reg_fence(o);
+            fa4_reg_fence_u(pa);
+            fa4_wgmma_fence();
+            issue_qk(sc, sn);
+            fa4_wgmma_commit();
+            issue_pv(o, pa, s);
+            fa4_wgmma_commit();
+            pp.release();
+            early(e, j);
         }
         const int sl = FA4_STAGE(n_tiles - 1);
         fa4_mbar_wait(bars.v(sl), FA4_PHASE(n_tiles - 1));
