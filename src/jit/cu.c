@@ -1,5 +1,6 @@
 /*
- * cu.c - loads the CUDA driver with dlopen once per process and fills the fa4__cu table.
+ * cu.c - loads the CUDA driver with dlopen once per process and fills the fa4__cu table, and the one
+ * launch call that chooses between a plain launch and a programmatic dependent one (PDL).
  * Failure to load is not an error of the library: a ctx without a device still compiles.
  */
 #include "cu.h"
@@ -7,6 +8,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static fa4__cu g_cu;
@@ -50,6 +52,51 @@ const fa4__cu *fa4__cu_get(const char **why)
         return NULL;
     }
     return &g_cu;
+}
+
+static pthread_once_t g_pdl_once = PTHREAD_ONCE_INIT;
+static int g_pdl_env = 1;        /* FA4JIT_PDL=0 turns it off */
+static volatile int g_pdl_broken; /* a PDL launch failed where a plain one worked */
+
+static void read_pdl_env(void)
+{
+    const char *e = getenv("FA4JIT_PDL");
+    g_pdl_env = !(e && e[0] == '0');
+}
+
+CUresult fa4__cu_launch(const fa4__cu *cu, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned threads,
+                        unsigned smem, CUstream stream, void **args, int pdl)
+{
+    if (pdl) {
+        pthread_once(&g_pdl_once, read_pdl_env);
+        pdl = g_pdl_env && !g_pdl_broken && cu->driver_version >= 12030;
+    }
+    if (pdl) {
+        CUlaunchAttribute attr;
+        CUlaunchConfig cfg;
+        memset(&attr, 0, sizeof attr);
+        memset(&cfg, 0, sizeof cfg);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        cfg.gridDimX = gx;
+        cfg.gridDimY = gy;
+        cfg.gridDimZ = gz;
+        cfg.blockDimX = threads;
+        cfg.blockDimY = 1;
+        cfg.blockDimZ = 1;
+        cfg.sharedMemBytes = smem;
+        cfg.hStream = stream;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        if (cu->launchKernelEx(&cfg, f, args, NULL) == CUDA_SUCCESS)
+            return CUDA_SUCCESS;
+        /* the plain launch decides: where it fails too, its error is the one to report */
+        CUresult r = cu->launchKernel(f, gx, gy, gz, threads, 1, 1, smem, stream, args, NULL);
+        if (r == CUDA_SUCCESS)
+            g_pdl_broken = 1;
+        return r;
+    }
+    return cu->launchKernel(f, gx, gy, gz, threads, 1, 1, smem, stream, args, NULL);
 }
 
 void fa4__cu_describe(const fa4__cu *cu, CUresult r, char *buf, size_t len)

@@ -66,6 +66,15 @@ typedef struct fa4__cu {
  * `why` (if given) points to a static reason. */
 const fa4__cu *fa4__cu_get(const char **why);
 
+/* Launch f; with pdl set, by cuLaunchKernelEx with programmatic stream serialization (the kernel
+ * may start while the previous one on the stream still runs, and resolves the dependency itself
+ * with griddepcontrol: common/ptx.cuh). PDL is skipped where the driver is older than 12.3 (PDL
+ * launches under stream capture), where FA4JIT_PDL=0 is set in the environment (for A/B timing), and
+ * after a launch with the attribute has failed where a plain one succeeded (then never tried again
+ * in the process). */
+CUresult fa4__cu_launch(const fa4__cu *cu, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned threads,
+                        unsigned smem, CUstream stream, void **args, int pdl);
+
 /* "CUDA_ERROR_OUT_OF_MEMORY: out of memory" into buf, for messages. */
 void fa4__cu_describe(const fa4__cu *cu, CUresult r, char *buf, size_t len);
 

@@ -22,9 +22,10 @@ typedef struct fa4__bwd_ws {
 void fa4__sm80_bwd_layout(const fa4__problem *p, fa4__bwd_ws *w);
 /* Point pr at the workspace (dq_slots = w->slots). */
 void fa4__sm80_bwd_workspace_params(fa4_params *pr, const fa4__problem *p, const fa4__bwd_ws *w);
-/* Zero pr->dq_slots slots of dq_accum, then launch bwd_pre (dpsum, lse2). */
-fa4_status fa4__sm80_bwd_pre(fa4_kernel *k, fa4_params *pr, const fa4__problem *p);
+/* Launch bwd_pre: dpsum, lse2, and the rows of pr->dq_slots slots of dq_accum zeroed (and the dQ
+ * turn counters where pr->dq_sem is set). pdl: a programmatic dependent launch (sm90). */
+fa4_status fa4__sm80_bwd_pre(fa4_kernel *k, fa4_params *pr, const fa4__problem *p, int pdl);
 /* bwd_post: dQ scaled and converted (the ordered sum of pr->dq_slots slots). */
-fa4_status fa4__sm80_bwd_post(fa4_kernel *k, fa4_params *pr, const fa4__problem *p);
+fa4_status fa4__sm80_bwd_post(fa4_kernel *k, fa4_params *pr, const fa4__problem *p, int pdl);
 
 #endif /* FA4_JIT_PARAMS_FILL_H */

@@ -5,7 +5,7 @@
  * made the ctx's CUDA context current) and turn it into the kernels' fa4_params in one place.
  * Tile geometry mirrors src/kernels/sm80/config.cuh: keep the two in step.
  *
- * Backward launch order on the caller's stream: memset dQ workspace -> bwd_pre (dpsum, lse2)
+ * Backward launch order on the caller's stream: bwd_pre (dpsum, lse2, dq_accum zeroed)
  * -> bwd_main (dK, dV; dQ into the workspace) -> bwd_post (dQ). Workspace layout, each part
  * 256-byte aligned: dpsum [hq][rows] | lse2 [hq][rows] | dq_accum [slots][hq][rows][d] fp32, where
  * rows = batch * seqlen_q (or the packed total under varlen) and slots = 1, or the number of kv
@@ -132,9 +132,10 @@ static fa4_status check_problem(fa4_kernel *k, const fa4__problem *p)
 
 static const uint8_t zero_aux[FA4__AUX_BLOCK_MAX];
 
+/* pdl: a programmatic dependent launch (fa4__cu_launch; the sm90 backward's pre and post) */
 static fa4_status launch(fa4_kernel *k, const char *program, const char *function, unsigned gx,
                          unsigned gy, unsigned gz, unsigned threads, int smem, void *params,
-                         const void *aux, CUstream stream)
+                         const void *aux, CUstream stream, int pdl)
 {
     fa4_ctx *ctx = k->ctx;
     const fa4__cu *cu = ctx->cu;
@@ -162,7 +163,7 @@ static fa4_status launch(fa4_kernel *k, const char *program, const char *functio
     }
     args[0] = params;
     args[1] = (void *)(aux ? aux : zero_aux);
-    r = cu->launchKernel(f, gx, gy, gz, threads, 1, 1, (unsigned)smem, stream, args, NULL);
+    r = fa4__cu_launch(cu, f, gx, gy, gz, threads, (unsigned)smem, stream, args, pdl);
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, program);
     return FA4_OK;
@@ -178,7 +179,7 @@ static fa4_status sm80_launch_fwd(fa4_kernel *k, const fa4__problem *p)
     return launch(k, "fwd", "fa4_sm80_fwd", (unsigned)cdiv(p->seqlen_q, FWD_M), (unsigned)p->hq,
                   (unsigned)p->batch, fwd_threads(p->head_dim, p->head_dim_v, kernel_has_mods(k)),
                   fwd_smem(p->head_dim, p->head_dim_v, kernel_has_mods(k)), &pr, p->aux_block,
-                  p->stream);
+                  p->stream, 0);
 }
 
 void fa4__sm80_bwd_layout(const fa4__problem *p, fa4__bwd_ws *w)
@@ -205,21 +206,16 @@ void fa4__sm80_bwd_workspace_params(fa4_params *pr, const fa4__problem *p, const
     pr->dq_slots = w->slots;
 }
 
-fa4_status fa4__sm80_bwd_pre(fa4_kernel *k, fa4_params *pr, const fa4__problem *p)
+fa4_status fa4__sm80_bwd_pre(fa4_kernel *k, fa4_params *pr, const fa4__problem *p, int pdl)
 {
-    CUresult r = k->ctx->cu->memsetD32Async(
-        (CUdeviceptr)(uintptr_t)pr->dq_accum, 0,
-        (size_t)pr->dq_slots * (size_t)p->hq * (size_t)pr->ws_rows * (size_t)p->head_dim, p->stream);
-    if (r != CUDA_SUCCESS)
-        return fa4__cu_error(k->ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dQ workspace)");
     return launch(k, "bwd_pre", "fa4_sm80_bwd_pre", (unsigned)cdiv(p->seqlen_q, BWD_M), (unsigned)p->hq,
-                  (unsigned)p->batch, PRE_THREADS, 0, pr, p->aux_block, p->stream);
+                  (unsigned)p->batch, PRE_THREADS, 0, pr, p->aux_block, p->stream, pdl);
 }
 
-fa4_status fa4__sm80_bwd_post(fa4_kernel *k, fa4_params *pr, const fa4__problem *p)
+fa4_status fa4__sm80_bwd_post(fa4_kernel *k, fa4_params *pr, const fa4__problem *p, int pdl)
 {
     return launch(k, "bwd_post", "fa4_sm80_bwd_post", (unsigned)cdiv(p->seqlen_q, BWD_M), (unsigned)p->hq,
-                  (unsigned)p->batch, POST_THREADS, 0, pr, p->aux_block, p->stream);
+                  (unsigned)p->batch, POST_THREADS, 0, pr, p->aux_block, p->stream, pdl);
 }
 
 /* The sm80 forward's grid has one CTA per tile: no schedule to keep, no workspace. */
@@ -259,15 +255,15 @@ static fa4_status sm80_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         return fa4__set_error(ctx, FA4_ERR_ALIGNMENT, "sm80: workspace must be 256-byte aligned");
     fa4__params_fill(&pr, p);
     fa4__sm80_bwd_workspace_params(&pr, p, &w);
-    st = fa4__sm80_bwd_pre(k, &pr, p);
+    st = fa4__sm80_bwd_pre(k, &pr, p, 0);
     if (st != FA4_OK)
         return st;
     st = launch(k, "bwd_main", "fa4_sm80_bwd_main", (unsigned)cdiv(p->seqlen_k, BWD_N),
                 (unsigned)p->hkv, (unsigned)p->batch, BWD_THREADS, bwd_smem(p->head_dim, p->head_dim_v), &pr,
-                p->aux_block, p->stream);
+                p->aux_block, p->stream, 0);
     if (st != FA4_OK)
         return st;
-    return fa4__sm80_bwd_post(k, &pr, p);
+    return fa4__sm80_bwd_post(k, &pr, p, 0);
 }
 
 static fa4_status sm80_block_mask(fa4_kernel *k, int batch, int heads, int64_t sq, int64_t skv,
@@ -320,7 +316,7 @@ static fa4_status sm80_block_mask(fa4_kernel *k, int batch, int heads, int64_t s
     bp.full_q_idx = (int *)out->full_q_indices;
 
     st = launch(k, "block_mask", "fa4_sm80_block_mask_eval", (unsigned)nkv, (unsigned)nq,
-                (unsigned)(batch * heads), MASK_THREADS, 0, &bp, aux_block, stream);
+                (unsigned)(batch * heads), MASK_THREADS, 0, &bp, aux_block, stream, 0);
     if (st != FA4_OK)
         return st;
     compact = fa4__kernel_function(k, "block_mask", "fa4_sm80_block_mask_compact");

@@ -179,8 +179,9 @@ static fa4_status sm90_fwd_workspace(fa4_kernel *k, const fa4__problem *p, size_
 
 /* Before the forward, on its stream: the counter cleared, and with a block mask the weight ranking
  * and hoist count written (fa4_sm90_fwd_order, one CTA, which clears the counter too). Stream
- * order makes both visible to the forward, and a later launch on the same stream cannot start
- * before this one's forward ends. */
+ * order makes both visible to the forward (after the order kernel the forward is a programmatic
+ * dependent launch: its producer waits for the order kernel before it reads the workspace), and a
+ * later launch on the same stream cannot start before this one's forward ends. */
 static fa4_status sched_prepare(fa4_kernel *k, const fa4__problem *p, fa4_params *pr, unsigned **ctr)
 {
     fa4_ctx *ctx = k->ctx;
@@ -197,7 +198,7 @@ static fa4_status sched_prepare(fa4_kernel *k, const fa4__problem *p, fa4_params
     if (!f)
         return fa4__set_error(ctx, FA4_ERR_WRONG_KERNEL, "sm90: the fwd program has no fa4_sm90_fwd_order");
     void *args[2] = {pr, ctr};
-    r = cu->launchKernel(f, 1, 1, 1, 1024, 1, 1, 0, p->stream, args, NULL);
+    r = fa4__cu_launch(cu, f, 1, 1, 1, 1024, 0, p->stream, args, 0);
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fwd_order");
     return FA4_OK;
@@ -261,7 +262,8 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
     args[3] = &mk;
     args[4] = &mv;
     args[5] = &ctr;
-    r = cu->launchKernel(f, (unsigned)ctas, 1, 1, FWD_THREADS, 1, 1, (unsigned)smem, p->stream, args, NULL);
+    r = fa4__cu_launch(cu, f, (unsigned)ctas, 1, 1, FWD_THREADS, (unsigned)smem, p->stream, args,
+                       p->workspace && p->has_block_mask);
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fwd");
     return FA4_OK;
@@ -328,7 +330,11 @@ static fa4_status make_map_dq(fa4_ctx *ctx, CUtensorMap *map, float *data, int d
     return FA4_OK;
 }
 
-/* memset dQ workspace -> sm80 bwd_pre -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post. Falls back
+/* sm80 bwd_pre (dpsum, lse2; dq_accum and the turn counters zeroed) -> [deterministic with a block
+ * mask: fa4_sm90_bwd_rank] -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post, each after the first a
+ * programmatic dependent launch on the one before (the kernels' fa4_pdl_wait / fa4_pdl_launch:
+ * bwd_main's CTAs start and load K and V while bwd_pre's last CTAs run, bwd_post's start on the
+ * SMs bwd_main's last wave leaves). Falls back
  * to the whole sm80 backward for heads over 128, checked builds (bwd_main90 is an empty stub for
  * both) and block masks whose kv_block is not a multiple of 128 (a CTA's keys must lie in one
  * block). */
@@ -368,13 +374,10 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     fa4__params_fill(&pr, p);
     fa4__sm80_bwd_workspace_params(&pr, p, &w);
     /* deterministic: one dQ accumulator, added into in key-tile order (turn counters after the sm80
-     * layout, zeroed here; with a block mask each tile's turn from the rank table after them) */
+     * layout, zeroed by bwd_pre; with a block mask each tile's turn from the rank table after them) */
     if (p->deterministic) {
         pr.dq_slots = 1;
         pr.dq_sem = (int *)((uint8_t *)p->workspace + w.total);
-        r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)pr.dq_sem, 0, sm90_dq_sem_bytes(p, &w) / 4, p->stream);
-        if (r != CUDA_SUCCESS)
-            return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dQ turn counters)");
     }
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
@@ -397,7 +400,12 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     if (st != FA4_OK)
         return st;
 
-    st = fa4__sm80_bwd_pre(k, &pr, p);
+    /* bwd_pre is a plain launch: what came before may be any kernel, perhaps itself a dependent
+     * launch that does not wait for its own predecessor, so only full stream order makes O, dO and
+     * LSE safe to read. PDL only behind it (when it runs): bwd_main loads K and V before its wait,
+     * trusting that every kernel before bwd_pre has completed */
+    const int pdl = cdiv(p->seqlen_q, BWD_M) > 0;
+    st = fa4__sm80_bwd_pre(k, &pr, p, 0);
     if (st != FA4_OK)
         return st;
 
@@ -409,8 +417,8 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             return fa4__set_error(ctx, FA4_ERR_LAUNCH, "sm90: no fa4_sm90_bwd_rank in bwd_main90");
         r = cu->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, rank_smem);
         if (r == CUDA_SUCCESS)
-            r = cu->launchKernel(f, (unsigned)(p->bm.batch * p->bm.heads), 1, 1, 32, 1, 1, (unsigned)rank_smem,
-                                 p->stream, rank_args, NULL);
+            r = fa4__cu_launch(cu, f, (unsigned)(p->bm.batch * p->bm.heads), 1, 1, 32, (unsigned)rank_smem,
+                               p->stream, rank_args, pdl);
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_rank90");
     }
@@ -447,15 +455,15 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
                                   "sm90: %lld key tiles, %d kv heads, %d batch entries: over the grid's 65535",
                                   (long long)tiles, p->hkv, p->batch);
         if (pr.tiles_slowest == 1)
-            r = cu->launchKernel(f, (unsigned)p->hkv, (unsigned)p->batch, (unsigned)tiles, BWD_THREADS, 1, 1,
-                                 (unsigned)smem, p->stream, args, NULL);
+            r = fa4__cu_launch(cu, f, (unsigned)p->hkv, (unsigned)p->batch, (unsigned)tiles, BWD_THREADS,
+                               (unsigned)smem, p->stream, args, pdl);
         else
-            r = cu->launchKernel(f, (unsigned)tiles, (unsigned)p->hkv, (unsigned)p->batch, BWD_THREADS, 1, 1,
-                                 (unsigned)smem, p->stream, args, NULL);
+            r = fa4__cu_launch(cu, f, (unsigned)tiles, (unsigned)p->hkv, (unsigned)p->batch, BWD_THREADS,
+                               (unsigned)smem, p->stream, args, pdl);
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_main90");
     }
-    return fa4__sm80_bwd_post(k, &pr, p);
+    return fa4__sm80_bwd_post(k, &pr, p, pdl);
 }
 
 static fa4_status sm90_block_mask(fa4_kernel *k, int batch, int heads, int64_t sq, int64_t skv,

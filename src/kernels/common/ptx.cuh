@@ -1,7 +1,8 @@
 /*
  * ptx.cuh - the hardware primitives every kernel program uses, as inline PTX because NVRTC gives us no
  * headers: 16-bit element conversions (bf16 or fp16, chosen by FA4_DTYPE_BF16 / FA4_DTYPE_FP16),
- * shared-memory addresses, cp.async, ldmatrix, mma.sync m16n8k16 with fp32 accumulators, exp2.
+ * shared-memory addresses, cp.async, ldmatrix, mma.sync m16n8k16 with fp32 accumulators, exp2, and
+ * the two instructions of programmatic dependent launch (sm_90; nothing on older archs).
  * Elements travel as raw 16-bit patterns (fa4_elem); two of them packed in a 32-bit register.
  */
 #ifndef FA4_COMMON_PTX_CUH
@@ -22,6 +23,30 @@ __device__ __forceinline__ unsigned fa4_smem_addr(const void *p)
     unsigned r;
     asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
     return r;
+}
+
+/* ------------------------------------------------------------- programmatic dependent launch */
+/* Between kernels that the host launches with programmatic stream serialization (PDL: the sm90
+ * backward's pre -> [rank] -> main -> post, the forward's order -> forward), a kernel may start
+ * while its predecessor still runs. fa4_pdl_wait blocks the calling thread until the whole
+ * predecessor grid has completed and its memory is visible: every read of the predecessor's
+ * output, and every write to what it reads, comes after it. fa4_pdl_launch lets the successor's
+ * CTAs be scheduled once every CTA of this grid has issued it (or exited); it orders nothing, so
+ * it may come first. A kernel launched without the attribute, or an arch before sm_90, makes both
+ * no-ops. Every kernel of a chain waits somewhere, even one that reads nothing of its
+ * predecessor's (the rank kernel, at its end): its completion then implies its predecessor's, so
+ * that a wait in the next kernel covers the whole chain. */
+__device__ __forceinline__ void fa4_pdl_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void fa4_pdl_launch(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
 }
 
 /* ---------------------------------------------------------------------------- conversions */

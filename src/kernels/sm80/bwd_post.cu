@@ -17,6 +17,8 @@ extern "C" __global__ void __launch_bounds__(256) fa4_sm80_bwd_post(const fa4_pa
     const int m0 = blockIdx.x * kBwdM;
     if (m0 >= seq.len_q)
         return;
+    fa4_pdl_wait(); /* PDL: dq_accum is the main kernel's */
+    fa4_pdl_launch();
     const int rows = min(kBwdM, seq.len_q - m0);
     fa4_elem *gdQ = (fa4_elem *)p.dq.data + b * p.dq.sb + h * p.dq.sh + (seq.row_q + m0) * p.dq.ss;
     const long long slot = (long long)p.hq * p.ws_rows * kD;

@@ -3,6 +3,11 @@
  * in log2 units (+inf for rows with nothing allowed, so that P = exp2(s - lse2) is 0 there, not NaN),
  * both into the workspace where the main kernel reads them. A CTA covers 64 rows of one
  * (batch, head), a warp per row at a time. Supports everything the forward does (varlen, strides).
+ * It also zeroes what the main kernel adds into, for its rows: dq_accum (every slot) and, in the
+ * sm90 deterministic backward, the rows' dQ turn counters (p.dq_sem); no memset launch before it.
+ * PDL (ptx.cuh): the launchers launch it plainly (its predecessor may be anything); its wait comes
+ * first all the same, before it reads O, dO, LSE or writes the workspace that the previous
+ * backward's post reads; then it lets the main kernel start.
  */
 #include "fa4_mod.cuh"
 #include "common/params.h"
@@ -18,6 +23,23 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
     const int m0 = blockIdx.x * kBwdM;
     if (m0 >= seq.len_q)
         return;
+    fa4_pdl_wait();
+    fa4_pdl_launch(); /* the main kernel's prologue (K, V loads) may start; it waits for this grid */
+    {
+        /* rows past the sequence are left as they are: the main kernels add nothing but zeros
+         * there (sm90's 64-row TMA boxes), and bwd_post never reads them */
+        const long long row0 = (long long)h * p.ws_rows + seq.ws_row + m0;
+        const int n4 = min(kBwdM, seq.len_q - m0) * (kD / 4);
+        const long long slot4 = (long long)p.hq * p.ws_rows * (kD / 4);
+        float *z = p.dq_accum + row0 * kD;
+        for (int s = 0; s < p.dq_slots; ++s)
+            for (int i = threadIdx.x; i < n4; i += blockDim.x)
+                asm volatile("st.global.v4.f32 [%0], {%1, %1, %1, %1};\n" ::"l"(z + (s * slot4 + i) * 4), "f"(0.f)
+                             : "memory");
+        /* the turn counters of this query tile, [(row0 / 4) * 2 + column half] (bwd_consumer.cuh) */
+        if (p.dq_sem && threadIdx.x < 2)
+            p.dq_sem[(row0 >> 2) * 2 + threadIdx.x] = 0;
+    }
     const fa4_elem *gO = (const fa4_elem *)p.o.data + b * p.o.sb + h * p.o.sh + seq.row_q * p.o.ss;
     const fa4_elem *gdO = (const fa4_elem *)p.dout.data + b * p.dout.sb + h * p.dout.sh + seq.row_q * p.dout.ss;
     const float *gL = (const float *)p.lse.data + b * p.lse.sb + h * p.lse.sh + seq.row_q * p.lse.ss;

@@ -551,7 +551,7 @@ struct fa4_bwd_consumer {
     __device__ __forceinline__ int *dq_turn_ctr(int h, int m0) const
     {
         const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
-        return p.dq_sem + (row0 >> 2) * kBDqWgs + cw;
+        return p.dq_sem + (row0 >> 2) * 2 + cw; /* 2 per query tile for any kBDqWgs: bwd_pre zeroes them */
     }
 
     /* Deterministic, issuer only, while the step's S/dP wgmmas run (FA4_SM90_BWD_DQ_PASS 1): pass
@@ -605,7 +605,7 @@ struct fa4_bwd_consumer {
         fa4_bwd_wg_sync(cw);
         if (issuer) {
             const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
-            int *ctr = p.dq_sem ? p.dq_sem + (row0 >> 2) * kBDqWgs + cw : nullptr;
+            int *ctr = p.dq_sem ? p.dq_sem + (row0 >> 2) * 2 + cw : nullptr;
             if (ctr) {
 #if FA4_SM90_BWD_DQ_PEEK
                 unsigned seen;

@@ -125,6 +125,11 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
 extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_rank(const fa4_params p)
 {
     extern __shared__ int fa4_rank_smem[];
+    /* a dependent launch on bwd_pre: its lists are older than bwd_pre, and the table it writes was
+     * read by the previous backward's main; the wait also makes its completion imply bwd_pre's,
+     * which the main kernel's wait relies on */
+    fa4_pdl_wait();
+    fa4_pdl_launch();
     int *mark = fa4_rank_smem, *cnt = fa4_rank_smem + p.bm_nq;
     const int lane = threadIdx.x, nq = p.bm_nq, r = p.bm_kv_block / kBN;
     for (int i = lane; i < 2 * nq; i += 32)
@@ -175,6 +180,9 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
     const fa4_bwd_smem sm = {(fa4_smem_addr(fa4_smem) + 1023u) & ~1023u};
     int n_tile, hk, b;
+    /* PDL (path_sm90.c): bwd_post may be scheduled once every CTA of this grid has started; it
+     * waits for this grid to complete before it reads dq_accum */
+    fa4_pdl_launch();
     fa4_bwd_cta(p, n_tile, hk, b);
     const int tid = threadIdx.x;
     const fa4_seq seq = fa4_seq_info(p, b);
@@ -216,6 +224,9 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             for (int c = 0; c < kDvp / 64; ++c)
                 fa4_tma_load_4d(sm.v() + c * kBN * kPanelBytes, &tm_v, sm.bar_kv(), c * 64, krow, hk, kb);
         }
+        /* PDL: K and V (inputs, older than bwd_pre) are on their way while bwd_pre (or the rank
+         * kernel) finishes; lse2 and dpsum are bwd_pre's and the walk table the rank kernel's */
+        fa4_pdl_wait();
         const int qrow0 = (int)seq.row_q, wrow0 = (int)seq.ws_row;
         int s = 0, it = 0;
         unsigned ph = 0; /* stage and phase counted on (no division by kBStages) */
@@ -242,6 +253,8 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     } else {
         /* ------------------------------------------------------------------- consumers */
         fa4_regs_inc<kBConsumerRegs>();
+        /* PDL: the walk table, the turn counters and dq_accum (zeroed by bwd_pre) come after it */
+        fa4_pdl_wait();
         const int cw = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
         float dk[kDp / 8][4], dv[kDvp / 8][4];
 #pragma unroll

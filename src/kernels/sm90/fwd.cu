@@ -90,6 +90,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         fa4_tma_prefetch(&tm_q);
         fa4_tma_prefetch(&tm_k);
         fa4_tma_prefetch(&tm_v);
+        /* PDL: after fa4_sm90_fwd_order the launch is a dependent one (path_sm90.c); sched is its */
+        fa4_pdl_wait();
         const int nh = p.hq * p.batch, total = n_m * nh;
         const bool zigzag = p.has_block_mask != 0; /* how static waves are dealt (fa4_sm90_walk) */
         int it = 0, nt = 0; /* K/V ring iterations and tiles handed over so far */
@@ -170,6 +172,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     } else {
         /* ------------------------------------------------------------------- consumers */
         fa4_regs_inc<kConsumerRegs>();
+        fa4_pdl_wait(); /* PDL: nothing of the order kernel's is read here; the wait keeps every
+                         * global read of the grid after its predecessor all the same */
         const int cw = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
 #if FA4_HAS_SCORE_MOD
         const float k2 = FA4_LOG2E;
@@ -237,6 +241,7 @@ extern "C" __global__ void __launch_bounds__(1024) fa4_sm90_fwd_order(const fa4_
     __shared__ int s_hoist;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
     const int mt = fa4_sm90_rows(p), n_m = (p.seqlen_q + mt - 1) / mt, rows = p.bm_batch * p.bm_heads;
+    fa4_pdl_launch(); /* the forward (a dependent launch) may start; its wait covers this grid */
     if (threadIdx.x == 0) {
         s_hoist = 0;
         sched[0] = 0u;
