@@ -3,7 +3,8 @@
  * forward + backward TFLOP/s, median of 11 runs after one warm-up, host clock around synchronised
  * launches. FLOPs: fwd = 4 B H S^2 D times the fraction of (q, kv) pairs the mask allows (causal
  * about 1/2, as DESIGN.md counts it), bwd = 2.5 x fwd, fwd + bwd = 3.5 x fwd.
- * FA4_BENCH_DETERMINISTIC=1 in the environment times the deterministic backward.
+ * FA4_BENCH_DETERMINISTIC=1 in the environment times the deterministic backward; FA4_BENCH_S=N
+ * runs every shape at sequence length N instead (the launch gaps of small problems, e.g. 1024).
  * The forward runs the dynamic tile schedule where the path has one (a workspace, sm90);
  * FA4_BENCH_FWD_STATIC=1 times the static schedule instead, and FA4_BENCH_FWD_BOTH=1 both, their
  * launches alternating (one line each, "fwd static" / "fwd dynamic", with the host time of the
@@ -74,6 +75,9 @@ void bench(const bench_shape *b)
     c.hq = b->hq;
     c.hkv = b->hkv;
     c.sq = c.skv = b->s;
+    const char *es = getenv("FA4_BENCH_S");
+    if (es && atoi(es) > 0)
+        c.sq = c.skv = atoi(es);
     c.layout = L_BHSD;
     kvariant *kv = &g_kv[variant_index(c.mod, c.dtype, c.d, c.dv, 0)];
     if (kv->st != FA4_OK || !kv->k) {

@@ -7,7 +7,7 @@
  * runs, launch validation, and a timing of the benchmark shape. Prints a table, then a summary per
  * feature (cases, passes, worst error). Exits 0 with "SKIP: <why>" where there is no GPU.
  *
- * Usage: test_gpu_sm80 [--quick] [--bench-only] [--no-bench] [--filter SUBSTR] [--max-cases N] [--case N]
+ * Usage: test_gpu_sm80 [--quick] [--bench-only] [--no-bench] [--filter SUBSTR[|SUBSTR...]] [--max-cases N] [--case N]
  *                      [--deviceless ARCH]   (compile only, resource report; no GPU needed)
  */
 #include <math.h>
@@ -417,6 +417,23 @@ static void case_tags(tcase *c)
 #undef TAG
 }
 
+/* --filter TEXT: TEXT is one substring, or several separated by '|' (any of them matches). */
+static int filter_match(const char *text, const char *filter)
+{
+    if (!filter)
+        return 1;
+    for (const char *f = filter;;) {
+        const char *bar = strchr(f, '|');
+        const size_t n = bar ? (size_t)(bar - f) : strlen(f);
+        for (const char *t = text; n && *t; t++)
+            if (!strncmp(t, f, n))
+                return 1;
+        if (!bar)
+            return n == 0;
+        f = bar + 1;
+    }
+}
+
 /* Tag the cases, keep those matching the filter (at most max_cases), register their kernels. */
 static int g_only = -1; /* --case N: only the Nth case that passes the filter */
 
@@ -426,7 +443,7 @@ static void select_cases(const char *filter, int max_cases)
     for (int i = 0; i < g_ncases; i++) {
         tcase *c = &g_cases[i];
         case_tags(c);
-        if ((filter && !strstr(c->tags, filter)) || n >= max_cases)
+        if (!filter_match(c->tags, filter) || n >= max_cases)
             continue;
         if (g_only >= 0 && seen++ != g_only)
             continue;
@@ -546,7 +563,7 @@ int main(int argc, char **argv)
     }
     if (!no_bench)
         for (int i = 0; i < num_bench_shapes; i++)
-            if (!filter || !bench_only || strstr(bench_shapes[i].label, filter))
+            if (!filter || !bench_only || filter_match(bench_shapes[i].label, filter))
                 variant_index(bench_shapes[i].mod, FA4_DTYPE_BF16, bench_shapes[i].d, bench_shapes[i].d, 0);
     compile_all();
 
@@ -608,7 +625,7 @@ int main(int argc, char **argv)
     }
     if (!no_bench)
         for (int i = 0; i < num_bench_shapes; i++)
-            if (!filter || !bench_only || strstr(bench_shapes[i].label, filter))
+            if (!filter || !bench_only || filter_match(bench_shapes[i].label, filter))
                 bench(&bench_shapes[i]);
     for (int i = 0; i < g_nkv; i++) {
         fa4_kernel_destroy(g_kv[i].k);
