@@ -95,8 +95,12 @@ struct fa4_bwd_smem {
     __device__ __forceinline__ unsigned dq_pending(int wg) const { return bar_kv() + 256u + 8u * (unsigned)wg; }
     /* deterministic dQ: 1 when the issuer saw this step's turn in the S/dP window (FA4_SM90_BWD_DQ_PEEK) */
     __device__ __forceinline__ unsigned dq_seen(int wg) const { return bar_kv() + 272u + 4u * (unsigned)wg; }
+    /* deterministic dQ with a block mask: the walk-table word of the step in stage s, left by the
+     * producer, and what a dQ warpgroup's issuer adds to its turn (bwd_consumer.cuh dq_turn) */
+    __device__ __forceinline__ unsigned dq_turn(int s) const { return bar_kv() + 280u + 4u * (unsigned)s; }
+    __device__ __forceinline__ unsigned dq_turn_add(int wg) const { return bar_kv() + 292u + 4u * (unsigned)wg; }
 };
-static_assert(8 * (1 + 2 * 3) <= 256 && 272 + 2 * 4 <= 512, "barrier space");
+static_assert(8 * (1 + 2 * 3) <= 256 && 280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 512, "barrier space");
 
 /* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is
  * empty when every consumer warp (8) let go. */

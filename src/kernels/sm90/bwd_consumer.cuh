@@ -50,6 +50,10 @@
 #if FA4_SM90_BWD_SPLIT && FA4_SM90_BWD_DV_EARLY && !FA4_SM90_BWD_DQ_FIRST
 #error "FA4_SM90_BWD_DV_EARLY needs FA4_SM90_BWD_DQ_FIRST"
 #endif
+#if !FA4_SM90_BWD_DQ_FIRST && FA4_SM90_BWD_TURN_SLOT
+/* it releases the stage before the dQ write, whose deterministic turn (dq_turn) sits by the stage */
+#error "FA4_SM90_BWD_DQ_FIRST 0 needs FA4_SM90_BWD_TURN_SLOT 0 (bwd_schedule.cuh)"
+#endif
 
 /* FA4_SM90_BWD_FALLBACK=1: the build with the fewest registers (FA4_SM90_BWD_FAST_TILES 0,
  * FA4_SM90_BWD_DQ_PASS 0, FA4_SM90_BWD_DQ_PEEK 0, whatever else was set). Where the default build
@@ -533,18 +537,28 @@ struct fa4_bwd_consumer {
         }
     }
 
-    /* Deterministic, issuer only: the turn of (head h, query tile m0), the number of key tiles
-     * that add into it before this one: n_tile when dense; with a block mask the walk table's
-     * (bwd_schedule.cuh) plus the key tiles of this one's kv block before it. */
-    __device__ __forceinline__ int dq_turn(int h, int m0) const
+    /* Deterministic, issuer only: the turn of the step in stage s, the number of key tiles that
+     * add into its query tile before this one: n_tile when dense; with a block mask the walk
+     * table's (bwd_schedule.cuh; the producer leaves the step's word next to the stage) plus this
+     * key tile's place in its kv block (stored at the walk's start): two shared loads, no division
+     * and no global load right before the wait for the turn, the chain's critical path. The
+     * producer reuses the slot only once every consumer warp has released the stage, after this. */
+    __device__ __forceinline__ int dq_turn(int s, int h, int m0) const
     {
         if (!p.has_block_mask)
             return n_tile;
+#if FA4_SM90_BWD_TURN_SLOT
+        int t, a;
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(t) : "r"(sm.dq_turn(s)) : "memory");
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a) : "r"(sm.dq_turn_add(cw)) : "memory");
+        return (t & 0x7fffffff) + a;
+#else
         const int bb = p.bm_batch == 1 ? 0 : b, hh = p.bm_heads == 1 ? 0 : h;
         const long long row = ((long long)bb * p.bm_heads + hh) * p.bm_nkv + n_tile * kBN / p.bm_kv_block;
         const long long at = (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * p.bm_nq + p.bm_nq;
         const int t = p.dq_sem[at + m0 / p.bm_q_block];
         return (t & 0x7fffffff) + n_tile % (p.bm_kv_block / kBN);
+#endif
     }
 
     /* The turn counter of (head h, query tile m0) for this warpgroup's column half. */
@@ -580,7 +594,7 @@ struct fa4_bwd_consumer {
      * same additions in the same order on every run. A CTA only ever waits for CTAs of smaller key
      * tiles of its kv head, which the grid starts first in all its orders, so the waits cannot
      * deadlock. */
-    __device__ __forceinline__ void write_dq_tma(const float (&dq)[kBDqN / 8][4], int h, int m0) const
+    __device__ __forceinline__ void write_dq_tma(const float (&dq)[kBDqN / 8][4], int h, int m0, int s) const
     {
         const int g = lane >> 2, t = lane & 3;
         const unsigned buf = sm.dqs(cw);
@@ -611,9 +625,9 @@ struct fa4_bwd_consumer {
                 unsigned seen;
                 asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(seen) : "r"(sm.dq_seen(cw)) : "memory");
                 if (!seen)
-                    fa4_bwd_wait_turn(ctr, dq_turn(h, m0));
+                    fa4_bwd_wait_turn(ctr, dq_turn(s, h, m0));
 #else
-                fa4_bwd_wait_turn(ctr, dq_turn(h, m0));
+                fa4_bwd_wait_turn(ctr, dq_turn(s, h, m0));
 #endif
                 asm volatile("fence.proxy.async.global;\n" ::: "memory");
             }
@@ -628,9 +642,9 @@ struct fa4_bwd_consumer {
     }
 
     /* dQ partial of this step into the workspace: the TMA reduce-add (in turn when p.dq_sem). */
-    __device__ __forceinline__ void write_dq(const float (&dq)[kBDqN / 8][4], int h, int m0) const
+    __device__ __forceinline__ void write_dq(const float (&dq)[kBDqN / 8][4], int h, int m0, int s) const
     {
-        write_dq_tma(dq, h, m0);
+        write_dq_tma(dq, h, m0, s);
     }
 
     /* One step: stage s (ring phase ph), dS buffer buf, query tile (h, m0). */
@@ -703,7 +717,7 @@ struct fa4_bwd_consumer {
             issue_dk(dk, pds, s);
             fa4_wgmma_wait<1>();
             fa4_reg_fence(dq);
-            write_dq(dq, h, m0);
+            write_dq(dq, h, m0, s);
         } else {
             fa4_wgmma_fence();
             issue_dk(dk, pds, s);
@@ -716,7 +730,7 @@ struct fa4_bwd_consumer {
             issue_dkv(dk, dv, pp, pds, s);
             fa4_wgmma_wait<1>();
             fa4_reg_fence(dq);
-            write_dq(dq, h, m0);
+            write_dq(dq, h, m0, s);
         } else {
             fa4_wgmma_fence();
             issue_dkv(dk, dv, pp, pds, s);
@@ -748,7 +762,7 @@ struct fa4_bwd_consumer {
                 fa4_mbar_arrive(sm.bar_empty(s));
             fa4_wgmma_wait<0>();
             fa4_reg_fence(dq);
-            write_dq(dq, h, m0);
+            write_dq(dq, h, m0, s);
             if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0)
                 release_dq_turn();
         } else {

@@ -3,8 +3,11 @@
  * keys of one (batch, kv head), keeps K and V in shared memory and dK, dV in registers, and walks
  * every query head of its GQA group and every query tile of kBM = 64 rows that the block mask (or
  * the dense sequence) pairs with its keys (bwd_schedule.cuh). It replaces only sm80/bwd_main.cu:
- * sm80/bwd_pre.cu (dpsum, lse2) and sm80/bwd_post.cu (dQ scale and convert, deterministic slot sum)
- * run unchanged around it, over the same workspace (dq_accum [slots][hq][ws_rows][d] fp32).
+ * sm80/bwd_pre.cu (dpsum, lse2; dq_accum and the turn counters zeroed) and sm80/bwd_post.cu (dQ
+ * scale and convert) run around it, over the same workspace (dq_accum [slots][hq][ws_rows][d]
+ * fp32), as programmatic dependent launches (PDL, common/ptx.cuh): this program starts while
+ * bwd_pre (or the rank kernel) ends, loads K and V, and waits (fa4_pdl_wait) before it reads
+ * anything they write.
  *
  * Grid: (ceil(seqlen_k / kBN), hkv, batch), or (hkv, batch, ceil(seqlen_k / kBN)) when the launcher
  * sets p.tiles_slowest; kBThreads = 384 threads in 3 warpgroups:
@@ -20,9 +23,9 @@
  * (bwd_consumer.cuh write_dq_tma): one accumulator, so bwd_post has one slot to convert. With a
  * block mask the turn of a (key tile, query tile) is the key tile's rank among the key tiles whose
  * lists hold the query tile, from a table fa4_sm90_bwd_rank builds before this program runs; the
- * issuer copies it into shared memory by cp.async at each step's start (no register held over
- * the step: a lookup in registers made softcap + causal D 128 spill, session 3), and the lists are
- * walked backwards (bwd_schedule.cuh).
+ * producer leaves each step's entry next to its stage for the dQ issuer (FA4_SM90_BWD_TURN_SLOT;
+ * no register held over the step: a lookup in registers made softcap + causal D 128 spill,
+ * session 3), and the lists are walked in descending order (bwd_schedule.cuh).
  *
  * Supported: bf16 and fp16; head dims with padded D, Dv <= 128 (64 and 128 compile-checked), not
  * checked builds (both: an empty stub, the sm80 backward runs instead);
@@ -34,7 +37,7 @@
  * Not yet: dQ by TMA bulk reduce-add from a dedicated warp (tried: any second role in the producer's
  * warpgroup made the producer spill at 24 registers), aux gradients reduced in shared memory (the
  * register runs made the atomics free for rel_bias; D 128 has no shared memory left),
- * overlap of one step's dQ with the next step's S/dP (intra-warpgroup pipelining), persistent grid, PDL.
+ * overlap of one step's dQ with the next step's S/dP (intra-warpgroup pipelining), persistent grid.
  */
 #include "fa4_mod.cuh"
 #include "common/params.h"
@@ -230,10 +233,15 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         const int qrow0 = (int)seq.row_q, wrow0 = (int)seq.ws_row;
         int s = 0, it = 0;
         unsigned ph = 0; /* stage and phase counted on (no division by kBStages) */
-        fa4_bwd_walk(p, b, hk, n_tile, seq.len_q, [&](int h, int m0, bool) {
+        fa4_bwd_walk(p, b, hk, n_tile, seq.len_q, [&](int h, int m0, int tw) {
             if (it >= kBStages)
                 fa4_mbar_wait(sm.bar_empty(s), ph ^ 1u);
             const unsigned bar = sm.bar_full(s);
+            /* deterministic with a block mask: the step's walk-table word (turn | full << 31)
+             * for its dQ issuer (bwd_consumer.cuh dq_turn), made visible by the arrival below.
+             * Nothing more: any arithmetic here spilled the producer's 24 registers (rel_bias) */
+            if (FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p))
+                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn(s)), "r"(tw) : "memory");
             const int wrow = h * (int)p.ws_rows + wrow0 + m0;
             fa4_mbar_expect_tx(bar, kBQBytes + kBDoBytes + kBRowBytes);
             fa4_tma_load_1d(sm.rows(s), &tm_lse2, bar, wrow);
@@ -265,8 +273,15 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
         const fa4_bwd_consumer c = {p,  aux,       sm,        b,      cw,           warp,
                                     lane, n0, seq.len_q, seq.len_k, n_tile, (int)seq.ws_row, &tm_dq};
-        if (warp == 0 && lane == 0 && cw < kBDqWgs) /* no turn held yet (read by the first step) */
+        if (warp == 0 && lane == 0 && cw < kBDqWgs) { /* no turn held yet (read by the first step) */
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
+            /* with a block mask, this key tile's place in its kv block: what its turns add to the
+             * walk table's (dq_turn), divided out once here */
+            if (FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p))
+                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn_add(cw)),
+                             "r"(n_tile % (p.bm_kv_block / kBN))
+                             : "memory");
+        }
 
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_cursor w;

@@ -23,6 +23,20 @@
  * goes through a volatile move: computed once per list, never hoisted into registers held over
  * every mode's steps (a cp.async of the turn here, or any register held over the step, made
  * rel_bias's spill fallback spill 4 bytes). */
+/* 1: the producer leaves each step's walk-table word next to its stage (and the consumers their
+ * key tile's place in its kv block), so that the dQ issuer finds its turn in two shared loads
+ * (bwd_consumer.cuh dq_turn); 0: the issuer looks it up in the walk table at the dQ write (three
+ * integer divisions and a global load before its wait for the turn). 0 in the spill fallback:
+ * rel_bias's fallback build spilled 4 bytes with any code of this kind in the producer or the
+ * step loop (sessions 5 and 6). */
+#ifndef FA4_SM90_BWD_TURN_SLOT
+#if defined(FA4_SM90_BWD_FALLBACK) && FA4_SM90_BWD_FALLBACK
+#define FA4_SM90_BWD_TURN_SLOT 0
+#else
+#define FA4_SM90_BWD_TURN_SLOT 1
+#endif
+#endif
+
 __device__ __forceinline__ bool fa4_bwd_walk_table(const fa4_params &p)
 {
     return p.dq_sem && p.has_block_mask;
@@ -42,7 +56,8 @@ __device__ __forceinline__ fa4_tile_list fa4_bwd_q_tiles(const fa4_params &p, in
     return l;
 }
 
-/* The walk, twice: fa4_bwd_walk calls visit(h, m0, full) for each query tile in two plain loops
+/* The walk, twice: fa4_bwd_walk calls visit(h, m0, tw) for each query tile in two plain loops
+ * (tw: with the walk table the tile's turn | full << 31 from it, else 0)
  * (the producer: a cursor kept across steps spilled at 24 registers); fa4_bwd_cursor steps through
  * the same tiles one next() at a time (the consumers: their step then sits in a single loop body,
  * which ptxas allocates without spills at 240 registers where the nested loops spilled a few bytes
@@ -57,7 +72,9 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
             bool full;
             const int m0 = tl.tile(j, &full) * kBM;
             if (m0 < len_q)
-                visit(h, m0, full);
+                visit(h, m0,
+                      FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p) ? tl.partial[p.bm_nq + tl.partial[j / tl.per_block]]
+                                                                      : 0);
         }
     }
 }
