@@ -325,46 +325,53 @@ static int spill_cost(const fa4_program_info *i)
 }
 
 /* Programs with a spill_fallback that ptxas reported spilling (or serializing wgmma) are compiled
- * once more with that option, in parallel, and the build with fewer spill bytes is kept: e.g. the
- * sm90 backward's faster schedule needs a few more registers than some mods leave. A program whose
+ * once more with its first option, in parallel, and the build with fewer spill bytes is kept; any
+ * still spilling then with the next option in place of the first, and so on: e.g. the sm90
+ * backward's faster schedules need a few more registers than some mods leave. A program whose
  * report is missing (NVRTC served it from the driver's compute cache) is kept as it is. */
 static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const *descs, int n)
 {
     fa4__nvrtc_job alt[FA4_MAX_PROGRAMS];
-    int idx[FA4_MAX_PROGRAMS], m = 0;
-    for (int i = 0; i < n; i++) {
-        if (!descs[i] || !descs[i]->spill_fallback || jobs[i].info.registers < 0 ||
-            spill_cost(&jobs[i].info) == 0 || jobs[i].num_opts >= FA4__NVRTC_MAX_OPTS)
-            continue;
-        alt[m] = jobs[i];
-        alt[m].cubin = NULL;
-        alt[m].log = NULL;
-        alt[m].status = FA4_OK;
-        memset(&alt[m].info, 0, sizeof alt[m].info); /* the retry's own report, nothing stale */
-        alt[m].err[0] = '\0';
-        alt[m].opts[alt[m].num_opts++] = descs[i]->spill_fallback;
-        idx[m++] = i;
-    }
-    if (m == 0)
-        return;
-    fa4__nvrtc_run(alt, m);
-    for (int a = 0; a < m; a++) {
-        fa4__nvrtc_job *j = &jobs[idx[a]];
-        if (alt[a].status == FA4_OK && alt[a].info.registers >= 0 &&
-            spill_cost(&alt[a].info) < spill_cost(&j->info)) {
-            char *log = NULL;
-            /* keep both reports in the program's log: the first tells why the fallback ran */
-            if (asprintf(&log, "%s\n==== spilled: compiled again with %s ====\n%s", j->log ? j->log : "",
-                         descs[idx[a]]->spill_fallback, alt[a].log ? alt[a].log : "") < 0)
-                log = NULL;
-            fa4__nvrtc_job_release(j);
-            *j = alt[a];
-            if (log) {
-                free(j->log);
-                j->log = log;
+    int idx[FA4_MAX_PROGRAMS], base[FA4_MAX_PROGRAMS];
+    for (int i = 0; i < n; i++)
+        base[i] = jobs[i].num_opts; /* the options without any fallback's */
+    for (int level = 0; level < FA4__MAX_SPILL_FALLBACKS; level++) {
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (!descs[i] || !descs[i]->spill_fallback[level] || jobs[i].info.registers < 0 ||
+                spill_cost(&jobs[i].info) == 0 || base[i] >= FA4__NVRTC_MAX_OPTS)
+                continue;
+            alt[m] = jobs[i];
+            alt[m].cubin = NULL;
+            alt[m].log = NULL;
+            alt[m].status = FA4_OK;
+            memset(&alt[m].info, 0, sizeof alt[m].info); /* the retry's own report, nothing stale */
+            alt[m].err[0] = '\0';
+            alt[m].num_opts = base[i];
+            alt[m].opts[alt[m].num_opts++] = descs[i]->spill_fallback[level];
+            idx[m++] = i;
+        }
+        if (m == 0)
+            return;
+        fa4__nvrtc_run(alt, m);
+        for (int a = 0; a < m; a++) {
+            fa4__nvrtc_job *j = &jobs[idx[a]];
+            if (alt[a].status == FA4_OK && alt[a].info.registers >= 0 &&
+                spill_cost(&alt[a].info) < spill_cost(&j->info)) {
+                char *log = NULL;
+                /* keep every report in the program's log: the earlier ones tell why the fallback ran */
+                if (asprintf(&log, "%s\n==== spilled: compiled again with %s ====\n%s", j->log ? j->log : "",
+                             descs[idx[a]]->spill_fallback[level], alt[a].log ? alt[a].log : "") < 0)
+                    log = NULL;
+                fa4__nvrtc_job_release(j);
+                *j = alt[a];
+                if (log) {
+                    free(j->log);
+                    j->log = log;
+                }
+            } else {
+                fa4__nvrtc_job_release(&alt[a]);
             }
-        } else {
-            fa4__nvrtc_job_release(&alt[a]);
         }
     }
 }

@@ -149,15 +149,18 @@ typedef struct fa4__problem {
     CUstream stream;
 } fa4__problem;
 
+enum { FA4__MAX_SPILL_FALLBACKS = 2 };
+
 /* One kernel path (sm80, sm90): which programs it compiles and how it launches them. */
 typedef struct fa4__program_desc {
     const char *name;            /* "fwd" */
     const char *entry;           /* embedded file that is the program's main source: "sm80/fwd.cu" */
     uint32_t needs;              /* fa4_compile_flags bit that asks for it */
     const char *function;        /* main __global__ function, for the resource report */
-    const char *spill_fallback;  /* NVRTC option to compile once more with when ptxas reports spills
-                                  * or serialized wgmma (a cheaper register schedule); the build with
-                                  * fewer spill bytes is kept. NULL: none */
+    /* NVRTC options to compile once more with, in order, while ptxas reports spills or serialized
+     * wgmma (cheaper register schedules); the build with the fewest spill bytes is kept. NULL ends
+     * the list */
+    const char *spill_fallback[FA4__MAX_SPILL_FALLBACKS];
 } fa4__program_desc;
 
 typedef struct fa4__path_ops {

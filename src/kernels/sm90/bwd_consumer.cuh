@@ -25,17 +25,40 @@
 #define FA4_SM90_BWD_DQ_FIRST 1
 #endif
 
+/* The spill fallback levels (FA4_SM90_BWD_FALLBACK, path_sm90.c's spill_fallback list: where a
+ * build spills the library compiles the next level and keeps the cleanest):
+ *   0: the fastest schedule;
+ *   1: where level 0 split a score_mod's score stage (FA4_SM90_BWD_MOD_SPLIT below) that split is
+ *      undone and nothing else; otherwise the same as 2;
+ *   2: the build with the fewest registers (FA4_SM90_BWD_FAST_TILES 0, FA4_SM90_BWD_DQ_PASS 0,
+ *      FA4_SM90_BWD_DQ_PEEK 0, whatever else was set).
+ * FA4_SM90_BWD_MOD_SPLIT: a score_mod kernel tries the two-pass score stage first; not with
+ * trainable aux (its gradient terms need P, dP and the first pass's read indices together) nor
+ * with the emitter's tile-add form (the split has no grads_add). */
+#if FA4_HAS_SCORE_MOD && !(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0) && !FA4_SCORE_MOD_TILE_ADD
+#define FA4_SM90_BWD_MOD_SPLIT 1
+#else
+#define FA4_SM90_BWD_MOD_SPLIT 0
+#endif
+#if defined(FA4_SM90_BWD_FALLBACK) && (FA4_SM90_BWD_FALLBACK >= 2 || (FA4_SM90_BWD_FALLBACK == 1 && !FA4_SM90_BWD_MOD_SPLIT))
+#define FA4_SM90_BWD_FULL_FALLBACK 1
+#else
+#define FA4_SM90_BWD_FULL_FALLBACK 0
+#endif
+
 /* 1: the score stage in two passes, as the wgmmas complete: P^T (mask, exp2) once S^T is done,
  * while dP^T still runs, then dS^T once dP^T is done (the exp2s, 8192 a step on an SM's 16 MUFU
  * lanes, no longer wait for dP^T). 0: one pass after both. Default 1 without a score_mod; with
- * one it is 0: softcap_causal D 128 spilled 20 bytes with it (P is packed in the first pass
- * there, 16 registers more), and never with trainable aux (the gradient terms need P, dP and the
- * read indices of the first pass together). */
+ * one, 1 at fallback level 0 where FA4_SM90_BWD_MOD_SPLIT allows it (P is packed in the first
+ * pass there, 16 registers more: softcap, softcap_causal, head_scale, rel_bias and t5_bias spill
+ * with it at D 128 and take level 1; alibi and attention_sink do not). */
 #ifndef FA4_SM90_BWD_SPLIT
-#if FA4_HAS_SCORE_MOD
-#define FA4_SM90_BWD_SPLIT 0
-#else
+#if !FA4_HAS_SCORE_MOD
 #define FA4_SM90_BWD_SPLIT 1
+#elif FA4_SM90_BWD_MOD_SPLIT && !(defined(FA4_SM90_BWD_FALLBACK) && FA4_SM90_BWD_FALLBACK)
+#define FA4_SM90_BWD_SPLIT 1
+#else
+#define FA4_SM90_BWD_SPLIT 0
 #endif
 #endif
 #if FA4_SM90_BWD_SPLIT && FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
@@ -55,11 +78,9 @@
 #error "FA4_SM90_BWD_DQ_FIRST 0 needs FA4_SM90_BWD_TURN_SLOT 0 (bwd_schedule.cuh)"
 #endif
 
-/* FA4_SM90_BWD_FALLBACK=1: the build with the fewest registers (FA4_SM90_BWD_FAST_TILES 0,
- * FA4_SM90_BWD_DQ_PASS 0, FA4_SM90_BWD_DQ_PEEK 0, whatever else was set). Where the default build
- * spills (rel_bias and t5_bias at D 128), the library compiles the program again with it
- * (path_sm90.c's spill_fallback) and keeps the build with fewer spill bytes. */
-#if defined(FA4_SM90_BWD_FALLBACK) && FA4_SM90_BWD_FALLBACK
+/* The full fallback (level 2, or 1 where level 0 did not split a score_mod's stage): where the
+ * default build spills even so (rel_bias and t5_bias at D 128). */
+#if FA4_SM90_BWD_FULL_FALLBACK
 #undef FA4_SM90_BWD_FAST_TILES
 #undef FA4_SM90_BWD_DQ_PASS
 #undef FA4_SM90_BWD_DQ_PEEK
@@ -75,7 +96,7 @@
  * bytes with it (trainable: none), and there the per-position gradient terms are what it saves. */
 #ifndef FA4_SM90_BWD_TILE_ADD
 #if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_TILE_ADD && \
-    (FA4_SCORE_MOD_TILE_GRAD || !(defined(FA4_SM90_BWD_FALLBACK) && FA4_SM90_BWD_FALLBACK))
+    (FA4_SCORE_MOD_TILE_GRAD || !FA4_SM90_BWD_FULL_FALLBACK)
 #define FA4_SM90_BWD_TILE_ADD 1
 #else
 #define FA4_SM90_BWD_TILE_ADD 0

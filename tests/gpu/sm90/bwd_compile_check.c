@@ -199,16 +199,20 @@ int main(int argc, char **argv)
                     job.opts[job.num_opts++] = defs[k];
                 ran++;
                 st = fa4__nvrtc_run(&job, 1);
-                /* as the library (path_sm90.c's spill_fallback for bwd_main90): a build that spills
-                 * is compiled once more as the fallback build (no fast interior tiles, the deterministic
-                 * dQ turn passed at the step's end), and that one must be clean */
+                /* as the library (path_sm90.c's spill_fallback list for bwd_main90): a build that
+                 * spills is compiled again at the next fallback level (bwd_consumer.cuh: 1 undoes a
+                 * score_mod's split score stage where level 0 split it, else is the full fallback: no
+                 * fast interior tiles, the deterministic dQ turn passed at the step's end; 2 the full
+                 * fallback), and the last one must be clean */
+                static const char *const levels[] = {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"};
+                const int base_opts = job.num_opts;
                 int fell_back = 0;
-                if (st == FA4_OK && job.info.registers >= 0 &&
-                    (job.info.spill_stores || job.info.spill_loads || job.info.wgmma_serialized)) {
+                while (fell_back < 2 && st == FA4_OK && job.info.registers >= 0 &&
+                       (job.info.spill_stores || job.info.spill_loads || job.info.wgmma_serialized)) {
                     fa4__nvrtc_job_release(&job);
-                    job.opts[job.num_opts++] = "-DFA4_SM90_BWD_FALLBACK=1";
+                    job.num_opts = base_opts;
+                    job.opts[job.num_opts++] = levels[fell_back++];
                     st = fa4__nvrtc_run(&job, 1);
-                    fell_back = 1;
                 }
                 if (st != FA4_OK) {
                     if (st == FA4_ERR_NVRTC_UNAVAILABLE) {
@@ -227,10 +231,11 @@ int main(int argc, char **argv)
                     const int bad = in->registers < 0 || in->spill_stores != 0 || in->spill_loads != 0 || in->stack_frame != 0 ||
                                     in->wgmma_serialized != 0 || log_has_warning(job.log);
                     printf("%s %-32s regs %3d  spill st/ld %d/%d  stack %d  smem static %d  wgmma serialized %d  "
-                           "%.0f ms%s\n",
+                           "%.0f ms%s%s%s\n",
                            bad ? "FAIL" : "ok  ", label, in->registers, in->spill_stores, in->spill_loads,
                            in->stack_frame, in->shared_static, in->wgmma_serialized, in->compile_ms,
-                           fell_back ? "  (spilled: fallback -DFA4_SM90_BWD_FALLBACK=1)" : "");
+                           fell_back ? "  (spilled: fallback " : "", fell_back ? levels[fell_back - 1] : "",
+                           fell_back ? ")" : "");
                     if (bad || verbose)
                         printf("%s\n", job.log ? job.log : "");
                     failed |= bad;
