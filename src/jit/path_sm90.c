@@ -63,14 +63,15 @@ static int fwd_smem(int d, int dv)
 }
 
 /* The sm90 backward main (src/kernels/sm90/bwd_config.cuh): 128 keys per CTA, 64 query rows per
- * step, 384 threads; K, V, two dS buffers, the dQ staging tiles, then 3 stages of (Q, dO, lse2 +
- * dpsum) where they fit. */
+ * step, 384 threads; K, V, two dS buffers, the dQ staging tiles, with trainable aux the 32 KB
+ * aux-gradient window, then 3 stages of (Q, dO, lse2 + dpsum) where they fit. */
 enum { BWD_N = 128, BWD_M = 64, BWD_THREADS = 384, BWD_MAX_DIM = 128 };
 
-static int bwd_smem(int d, int dv)
+static int bwd_smem(int d, int dv, int trainable)
 {
     const int fixed = 1024 + BWD_N * pad64(d) * 2 + BWD_N * pad64(dv) * 2 + 2 * BWD_M * BWD_N * 2 +
-                      (pad64(d) / 64) * BWD_M * 64 * 4 /* dQ staging */ + 512;
+                      (pad64(d) / 64) * BWD_M * 64 * 4 /* dQ staging */ + 512 +
+                      (trainable ? 32768 : 0) /* the aux-gradient window */;
     const int stage = BWD_M * pad64(d) * 2 + BWD_M * pad64(dv) * 2 + 2 * BWD_M * 4;
     return fixed + (fixed + 3 * stage <= SMEM_LIMIT ? 3 : 2) * stage;
 }
@@ -92,7 +93,7 @@ static int sm90_smem_bytes(const fa4_kernel_spec *spec, const char *program)
     if (strcmp(program, "bwd_main90") == 0)
         return pad64(spec->head_dim) <= BWD_MAX_DIM && pad64(head_dim_v(spec)) <= BWD_MAX_DIM &&
                        !(spec->flags & FA4_COMPILE_CHECKED)
-                   ? bwd_smem(spec->head_dim, head_dim_v(spec))
+                   ? bwd_smem(spec->head_dim, head_dim_v(spec), spec->num_trainable_aux > 0)
                    : 0;
     return fa4__sm80_ops.smem_bytes(spec, program);
 }
@@ -351,7 +352,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     void *args[9];
     const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
     fa4__bwd_ws w;
-    const int smem = bwd_smem(p->head_dim, p->head_dim_v);
+    const int smem = bwd_smem(p->head_dim, p->head_dim_v, k->spec.num_trainable_aux > 0);
     fa4_status st;
 
     if (pad64(p->head_dim) > BWD_MAX_DIM || pad64(p->head_dim_v) > BWD_MAX_DIM ||

@@ -158,8 +158,9 @@ void make_aux(aux_set *a, const tcase *c, rng *r, int64_t idx_len)
         v.dtype = FA4_DTYPE_INT32;
         v.i = rng_int(r, 1, 120);
         break;
-    case M_RELBIAS: {
-        const int n = c->aux_small ? 300 : 512;
+    case M_RELBIAS:
+    case M_WIDEBIAS: {
+        const int n = c->mod == M_WIDEBIAS ? WIDEBIAS_NUMEL : c->aux_small ? 300 : 512;
         float *s = malloc(sizeof(float) * n);
         for (int i = 0; i < n; i++)
             s[i] = (float)(0.5 * rng_normal(r));
@@ -576,7 +577,7 @@ void run_case(tcase *c, case_out *res)
         rp.dout = hdo;
         rp.trainable_aux = aux.grad ? 0 : -1;
         rp.trainable_numel = aux.grad_numel;
-        rp.trainable_index = aux.grad ? relbias_index : NULL;
+        rp.trainable_index = !aux.grad ? NULL : c->mod == M_WIDEBIAS ? widebias_index : relbias_index;
         ref_result rr;
         if (ref_attention(&rp, c->bwd, &rr, g_threads) != 0)
             snprintf(res->note, sizeof res->note, "CPU evaluator failed");

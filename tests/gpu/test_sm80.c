@@ -77,7 +77,20 @@ const mod_def mods[M_ALL] = {
      "bool mask_mod(int b, int h, int q_idx, int kv_idx, const int32 *prefix_len) {\n"
      "    return kv_idx < prefix_len[b] || q_idx >= kv_idx;\n}\n",
      NULL, 1},
+    /* 16 entries per position of kv_idx - q_idx: a CTA's 128 keys against a few hundred queries
+     * read more of it than the sm90 backward's window holds (the rest of its gradient goes to
+     * global atomics) */
+    {"widebias",
+     "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias) {\n"
+     "    return score + bias[clamp(16 * (kv_idx - q_idx) + 12000, 0, 23999)];\n}\n",
+     "bias", 0},
 };
+
+int64_t widebias_index(int q_idx, int kv_idx)
+{
+    int e = 16 * (kv_idx - q_idx) + 12000;
+    return e < 0 ? 0 : (e > WIDEBIAS_NUMEL - 1 ? WIDEBIAS_NUMEL - 1 : e);
+}
 
 int64_t relbias_index(int q_idx, int kv_idx)
 {
@@ -362,6 +375,17 @@ static void make_cases(int quick)
         c.skv = rng_int(&r2, 300, 1100);
         add_case(c);
     }
+    /* I: a trainable table whose indices per CTA exceed the sm90 backward's aux-gradient window
+     * (partly windowed, the rest by global atomics; clamped at both ends for the longer
+     * sequences), sizes not multiples of the tiles, deterministic once; generator of its own */
+    rng r3 = {777};
+    for (int k = 0; k < (quick ? 2 : 4); k++) {
+        tcase c = random_case(&r3, M_WIDEBIAS, dtypes[k % 2], k % 2 ? 64 : 128, k % 2 ? 64 : 128);
+        c.sq = rng_int(&r3, 300, 1100);
+        c.skv = rng_int(&r3, 300, 1100);
+        c.determ = k == 1;
+        add_case(c);
+    }
 }
 
 /* --------------------------------------------------------------------------- features */
@@ -410,7 +434,7 @@ static void case_tags(tcase *c)
     TAG(c->q_off || c->kv_off, "offsets");
     TAG(c->kv_off > c->q_off && mods[c->mod].has_mask, "empty-rows");
     TAG(c->determ, "deterministic");
-    TAG(c->mod == M_RELBIAS, "trainable-aux");
+    TAG(c->mod == M_RELBIAS || c->mod == M_WIDEBIAS, "trainable-aux");
     TAG(c->aux_small, "aux-clamp");
     TAG(c->checked, "checked");
     TAG(c->validation, "validation");

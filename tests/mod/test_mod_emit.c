@@ -322,7 +322,9 @@ static void interface_shape(void **state)
     assert_non_null(strstr(out, "] : nullptr;"));
     assert_non_null(strstr(out, "where[0] = at["));
     assert_non_null(strstr(out, "&fa4_a.t_grad[at["));
-    assert_non_null(strstr(out, "fa4_aux_grad_red_if(fa4_a.t_grad + prev, acc.sum[0], i, prev);"));
+    assert_non_null(strstr(out, "fa4_aux_grad_red_if(0, fa4_a.t_grad, acc.sum[0], i, prev);"));
+    assert_non_null(strstr(out, "fa4_aux_grad_commit(0, fa4_a.t_grad, i, s);"));
+    assert_non_null(strstr(out, "__device__ __forceinline__ void fa4_aux_grad_site_range(int fa4_k, "));
     assert_non_null(strstr(out, "fa4_aux_grad_add(where[k], what[k]);"));
     assert_non_null(strstr(out, "struct fa4_aux_grad_acc {"));
     assert_non_null(strstr(out, "__device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &fa4_a, "

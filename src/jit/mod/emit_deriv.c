@@ -57,6 +57,16 @@ static void emit_aux_grad_acc(fa4__emitter *E, const fa4__expr *const *sites, in
         "// fa4_aux_grad_flush (every lane of the warp, at the end of a tile) adds what is left,\n"
         "// one atomic per warp where all its lanes end on one index. Not bitwise reproducible\n"
         "// (float atomics in any order), as fa4_score_mod_aux_grad.\n"
+        "// Where a finished run of site k's terms goes (grad: the site's gradient tensor, i the\n"
+        "// index). A kernel with a sink of its own (the sm90 backward's shared-memory window)\n"
+        "// defines FA4_AUX_GRAD_SINK to 1 and declares fa4_aux_grad_commit before this header;\n"
+        "// else the term goes into global memory.\n"
+        "#if !defined(FA4_AUX_GRAD_SINK) || !FA4_AUX_GRAD_SINK\n"
+        "__device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)\n{\n"
+        "    (void)k;\n"
+        "    atomicAdd(grad + i, v);\n"
+        "}\n"
+        "#endif\n"
         "struct fa4_aux_grad_acc {\n"
         "    int at[FA4_NUM_AUX_GRAD_SITES]; // -1: no run yet\n"
         "    float sum[FA4_NUM_AUX_GRAD_SITES];\n"
@@ -68,10 +78,10 @@ static void emit_aux_grad_acc(fa4__emitter *E, const fa4__expr *const *sites, in
         "        acc.sum[k] = 0.0f;\n"
         "    }\n"
         "}\n"
-        "// a finished run (index prev) into global memory when the next term is for index i\n"
-        "__device__ __forceinline__ void fa4_aux_grad_red_if(float *p, float v, int i, int prev)\n{\n"
+        "// a finished run (index prev) of site k committed when the next term is for index i\n"
+        "__device__ __forceinline__ void fa4_aux_grad_red_if(int k, float *grad, float v, int i, int prev)\n{\n"
         "    if (i != prev && prev >= 0)\n"
-        "        atomicAdd(p, v);\n"
+        "        fa4_aux_grad_commit(k, grad, prev, v);\n"
         "}\n"
         "// score_mod's value and d score_mod / d score (fa4_score_mod_fwd_deriv) and, in the same\n"
         "// pass, the index that trainable site k read (at[k]; -1: the site did not run)\n"
@@ -103,11 +113,11 @@ static void emit_aux_grad_acc(fa4__emitter *E, const fa4__expr *const *sites, in
                  "        const fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, "
                  "kv_idx, fa4_a, %d, nullptr);\n"
                  "        const int i = at[%d], prev = acc.at[%d];\n"
-                 "        fa4_aux_grad_red_if(fa4_a.%s_grad + prev, acc.sum[%d], i, prev);\n"
+                 "        fa4_aux_grad_red_if(%d, fa4_a.%s_grad, acc.sum[%d], i, prev);\n"
                  "        acc.sum[%d] = (i == prev ? acc.sum[%d] : 0.0f) + g * r.d;\n"
                  "        acc.at[%d] = i;\n"
                  "    }\n",
-                 k, x->var->name, x->line, x->site, k, k, x->var->name, k, k, k, k);
+                 k, x->var->name, x->line, x->site, k, k, k, x->var->name, k, k, k, k);
     }
     fa4__out(E, "}\n"
                 "__device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &fa4_a, "
@@ -127,13 +137,64 @@ static void emit_aux_grad_acc(fa4__emitter *E, const fa4__expr *const *sites, in
                  "            for (int o = 16; o > 0; o >>= 1)\n"
                  "                s += __shfl_xor_sync(0xffffffffu, s, o);\n"
                  "            if (i >= 0 && (threadIdx.x & 31) == 0)\n"
-                 "                atomicAdd(&fa4_a.%s_grad[i], s);\n"
+                 "                fa4_aux_grad_commit(%d, fa4_a.%s_grad, i, s);\n"
                  "        } else if (i >= 0) {\n"
-                 "            atomicAdd(&fa4_a.%s_grad[i], s);\n"
+                 "            fa4_aux_grad_commit(%d, fa4_a.%s_grad, i, s);\n"
                  "        }\n"
                  "    }\n",
-                 k, k, k, k, k, sites[k]->var->name, sites[k]->var->name);
+                 k, k, k, k, k, k, sites[k]->var->name, k, sites[k]->var->name);
     fa4__out(E, "}\n");
+    fa4__emit_ival_helpers(E);
+    fa4__out(E,
+             "// The indices trainable site k can read over a box of positions (batch b, heads\n"
+             "// [h_lo, h_hi], queries [q_lo, q_hi], keys [kv_lo, kv_hi]; positions as score_mod sees\n"
+             "// them), within its tensor: [lo, hi], empty when hi < lo. A kernel may keep the\n"
+             "// gradient entries of that range in a window of its own (the sm90 backward's shared\n"
+             "// memory); its fa4_aux_grad_commit sends any index outside the window to global\n"
+             "// memory, so the range decides only where the window sits, never what is added.\n"
+             "__device__ __forceinline__ void fa4_aux_grad_site_range(int fa4_k, int fa4_b, int fa4_h_lo, "
+             "int fa4_h_hi, int fa4_q_lo,\n"
+             "                                                        int fa4_q_hi, int fa4_kv_lo, int "
+             "fa4_kv_hi, const fa4_aux &fa4_a,\n"
+             "                                                        long long &fa4_lo, long long &fa4_hi)\n{\n"
+             "    (void)fa4_b, (void)fa4_h_lo, (void)fa4_h_hi, (void)fa4_q_lo, (void)fa4_q_hi, (void)fa4_kv_lo, "
+             "(void)fa4_kv_hi;\n"
+             "    fa4_lo = 0;\n"
+             "    fa4_hi = -1;\n"
+             "    switch (fa4_k) {\n");
+    for (int k = 0; k < n; k++)
+        fa4__emit_site_range(E, sites[k], k);
+    fa4__out(E, "    default: break;\n"
+                "    }\n"
+                "}\n"
+                "// site k's gradient tensor\n"
+                "__device__ __forceinline__ float *fa4_aux_grad_site_grad(int k, const fa4_aux &fa4_a)\n{\n"
+                "    switch (k) {\n");
+    for (int k = 0; k < n; k++)
+        fa4__out(E, "    case %d: return fa4_a.%s_grad;\n", k, sites[k]->var->name);
+    fa4__out(E, "    default: return nullptr;\n"
+                "    }\n"
+                "}\n");
+}
+
+/* Site x's number among score_mod's trainable read sites (the order of FA4_NUM_AUX_GRAD_SITES),
+ * -1 if it is not one. */
+int fa4__trainable_site_index(const fa4__mod *m, const fa4__expr *x)
+{
+    int cap = m->score ? m->score->nsites : 0, nsites = 0, k = -1;
+    const fa4__expr **sites = malloc(sizeof *sites * (size_t)(cap + 1));
+    if (!sites)
+        return -1;
+    if (m->score)
+        collect_sites(m->score->body, sites, &nsites, cap);
+    for (int i = 0, n = 0; i < nsites && k < 0; i++)
+        if (m->aux[sites[i]->var->aux_index].trainable) {
+            if (sites[i] == x)
+                k = n;
+            n++;
+        }
+    free(sites);
+    return k;
 }
 
 void fa4__emit_deriv_wrappers(fa4__emitter *E)

@@ -82,7 +82,12 @@ int fa4__hoisted(const fa4__emitter *E, const fa4__expr *e, int rcp);
 int fa4__needs_dual(const fa4__func *f);
 /* emit_tile.c: FA4_SCORE_MOD_TILE, and where nonzero fa4_score_mod_tile and fa4_score_mod_t */
 void fa4__emit_tile_forms(fa4__emitter *E);
+/* one case of fa4_aux_grad_site_range: site x's (trainable site k's) index interval over a box */
+void fa4__emit_site_range(fa4__emitter *E, const fa4__expr *x, int k);
+/* fa4_tmin, fa4_tmax, fa4_tnorm, fa4_tmul, fa4_tdiv, once per header */
+void fa4__emit_ival_helpers(fa4__emitter *E);
 /* emit_deriv.c: fa4_score_mod_fwd_deriv, _fwd_deriv_sites, _aux_grad and the aux-grad runs */
 void fa4__emit_deriv_wrappers(fa4__emitter *E);
+int fa4__trainable_site_index(const fa4__mod *m, const fa4__expr *x);
 
 #endif /* FA4_JIT_MOD_EMIT_INTERNAL_H */

@@ -39,6 +39,7 @@ typedef struct tile_ctx {
     int nodes;
     unsigned char ntype[4096]; /* TY_INT: fa4_tl/fa4_th; else fa4_tk (and fa4_tv for a bool) */
     int ok;                   /* every candidate can be constant over a box */
+    int h_ival;               /* the head is an interval too (fa4_h_lo, fa4_h_hi) */
 } tile_ctx;
 
 static int is_param(const tile_ctx *t, const fa4__expr *e, int i)
@@ -263,8 +264,8 @@ static int node_raw(tile_ctx *t, const fa4__expr *e)
     char lo[160], hi[160];
     if (e->kind == EX_VAR) {
         const int n = t->nodes++;
-        if (is_param(t, e, 3) || is_param(t, e, 4)) {
-            const char *w = is_param(t, e, 3) ? "q" : "kv";
+        if (is_param(t, e, 3) || is_param(t, e, 4) || (t->h_ival && is_param(t, e, 2))) {
+            const char *w = is_param(t, e, 3) ? "q" : is_param(t, e, 4) ? "kv" : "h";
             snprintf(lo, sizeof lo, "(long long)fa4_%s_lo", w);
             snprintf(hi, sizeof hi, "(long long)fa4_%s_hi", w);
             emit_ival(t, n, lo, hi);
@@ -417,6 +418,34 @@ static int node_raw(tile_ctx *t, const fa4__expr *e)
     return n;
 }
 
+/* The interval helpers of the abstract evaluation, once per header (the tile form and the
+ * backward's aux-gradient ranges both use them). */
+void fa4__emit_ival_helpers(fa4__emitter *E)
+{
+    fa4__out(E, "#ifndef FA4_TILE_IVAL_HELPERS\n#define FA4_TILE_IVAL_HELPERS 1\n");
+    fa4__out(E, "__device__ __forceinline__ long long fa4_tmin(long long a, long long b) { return a < b ? a : b; }\n"
+                "__device__ __forceinline__ long long fa4_tmax(long long a, long long b) { return a > b ? a : b; }\n"
+                "__device__ __forceinline__ void fa4_tnorm(long long &lo, long long &hi)\n{\n"
+                "    if (lo == hi)\n        lo = hi = (long long)(int)(unsigned int)(unsigned long long)lo;\n"
+                "    else if (lo < -2147483648LL || hi > 2147483647LL)\n"
+                "        lo = -2147483648LL, hi = 2147483647LL;\n}\n"
+                "__device__ __forceinline__ void fa4_tmul(long long al, long long ah, long long bl, long long bh,\n"
+                "                                         long long &lo, long long &hi)\n{\n"
+                "    const long long p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;\n"
+                "    lo = fa4_tmin(fa4_tmin(p0, p1), fa4_tmin(p2, p3));\n    hi = fa4_tmax(fa4_tmax(p0, p1), fa4_tmax(p2, p3));\n"
+                "    fa4_tnorm(lo, hi);\n}\n"
+                "// a / b for b one value (fa4_idiv: x / 0 == 0, x / -1 == -x); else any int\n"
+                "__device__ __forceinline__ void fa4_tdiv(long long al, long long ah, long long bl, long long bh,\n"
+                "                                         long long &lo, long long &hi)\n{\n"
+                "    if (bl != bh)\n        lo = -2147483648LL, hi = 2147483647LL;\n"
+                "    else if (bl == 0)\n        lo = hi = 0;\n"
+                "    else if (bl == -1)\n        lo = -ah, hi = -al;\n"
+                "    else if (bl > 0)\n        lo = al / bl, hi = ah / bl;\n"
+                "    else\n        lo = ah / bl, hi = al / bl;\n"
+                "    fa4_tnorm(lo, hi);\n}\n");
+    fa4__out(E, "#endif\n");
+}
+
 /* --------------------------------------------------------------------------------- emission */
 static int tile_supported(const fa4__func *f)
 {
@@ -525,26 +554,7 @@ void fa4__emit_tile_forms(fa4__emitter *E)
     if (gread)
         fa4__out(E, "    int gi; /* the index c%d reads */\n", add);
     fa4__out(E, "};\n");
-    fa4__out(E, "__device__ __forceinline__ long long fa4_tmin(long long a, long long b) { return a < b ? a : b; }\n"
-                "__device__ __forceinline__ long long fa4_tmax(long long a, long long b) { return a > b ? a : b; }\n"
-                "__device__ __forceinline__ void fa4_tnorm(long long &lo, long long &hi)\n{\n"
-                "    if (lo == hi)\n        lo = hi = (long long)(int)(unsigned int)(unsigned long long)lo;\n"
-                "    else if (lo < -2147483648LL || hi > 2147483647LL)\n"
-                "        lo = -2147483648LL, hi = 2147483647LL;\n}\n"
-                "__device__ __forceinline__ void fa4_tmul(long long al, long long ah, long long bl, long long bh,\n"
-                "                                         long long &lo, long long &hi)\n{\n"
-                "    const long long p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;\n"
-                "    lo = fa4_tmin(fa4_tmin(p0, p1), fa4_tmin(p2, p3));\n    hi = fa4_tmax(fa4_tmax(p0, p1), fa4_tmax(p2, p3));\n"
-                "    fa4_tnorm(lo, hi);\n}\n"
-                "// a / b for b one value (fa4_idiv: x / 0 == 0, x / -1 == -x); else any int\n"
-                "__device__ __forceinline__ void fa4_tdiv(long long al, long long ah, long long bl, long long bh,\n"
-                "                                         long long &lo, long long &hi)\n{\n"
-                "    if (bl != bh)\n        lo = -2147483648LL, hi = 2147483647LL;\n"
-                "    else if (bl == 0)\n        lo = hi = 0;\n"
-                "    else if (bl == -1)\n        lo = -ah, hi = -al;\n"
-                "    else if (bl > 0)\n        lo = al / bl, hi = ah / bl;\n"
-                "    else\n        lo = ah / bl, hi = al / bl;\n"
-                "    fa4_tnorm(lo, hi);\n}\n");
+    fa4__emit_ival_helpers(E);
     /* the box's values, the locals at its first position, then the candidates */
     fa4__out(E, "__device__ __forceinline__ bool fa4_score_mod_tile(int %s, int %s, int fa4_q_lo, int fa4_q_hi, "
                 "int fa4_kv_lo, int fa4_kv_hi, const fa4_aux &fa4_a, fa4_score_tile &fa4_t)\n{\n",
@@ -629,6 +639,15 @@ void fa4__emit_tile_forms(fa4__emitter *E)
                     "    const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);\n"
                     "    return fa4_a.%s_grad + (fa4_t.gi < 0 ? 0 : fa4_t.gi > hi ? hi : fa4_t.gi);\n}\n",
                  nm, nm);
+        /* the same entry as (trainable read site, index), for a kernel's own sink */
+        fa4__out(E, "#define FA4_SCORE_MOD_TILE_GRAD_SITE %d\n"
+                    "__device__ __forceinline__ int fa4_score_mod_tile_grad_index(const fa4_aux &fa4_a, "
+                    "const fa4_score_tile &fa4_t)\n{\n"
+                    "    const long long n = fa4_a.%s_len;\n"
+                    "    if (n <= 0)\n        return -1;\n"
+                    "    const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);\n"
+                    "    return fa4_t.gi < 0 ? 0 : fa4_t.gi > hi ? hi : fa4_t.gi;\n}\n",
+                 fa4__trainable_site_index(E->m, gread), nm);
     }
     fa4__out(E, "#endif\n");
     fa4__out(E, "#line %d \"fa4_mod.cuh\"\n", E->out_line + 1);
@@ -637,4 +656,81 @@ done:
     free(t.index_dep);
     free(t.local_node);
     free(t.live);
+}
+
+/*
+ * The backward's window of a trainable read's gradient (emit_deriv.c's fa4_aux_grad_site_range):
+ * one case of its switch, the interval of site x's index over a box of positions with the
+ * evaluation above, the head an interval too (a CTA of the sm90 backward walks every query head
+ * of its kv head's group), cut to the tensor. Where score_mod has no tile form's shape
+ * (statements other than declarations and a return) or the index depends on the score, the
+ * interval is the whole tensor. The kernel checks every index against its window, so nothing
+ * here decides what is added, only which entries the window holds.
+ */
+void fa4__emit_site_range(fa4__emitter *E, const fa4__expr *x, int k)
+{
+    const fa4__func *f = E->m->score;
+    const char *nm = x->var->name;
+    fa4__out(E, "    case %d: { // %s[...] at line %d\n", k, nm, x->line);
+    int done = 0;
+    tile_ctx t;
+    memset(&t, 0, sizeof t);
+    if (tile_supported(f)) {
+        t.E = E;
+        t.f = f;
+        t.ok = 1;
+        t.h_ival = 1;
+        t.score_dep = calloc((size_t)f->nslots + 1, 1);
+        t.local_node = malloc(((size_t)f->nslots + 1) * sizeof *t.local_node);
+        if (t.score_dep && t.local_node) {
+            const fa4__stmt *body = f->body;
+            for (int i = 0; i <= f->nslots; i++)
+                t.local_node[i] = -1;
+            t.score_dep[f->params[0]->slot] = 1;
+            for (int i = 0; i < body->nitems; i++) {
+                const fa4__stmt *s = body->items[i];
+                if (s->kind == ST_DECL && s->e && depends_score(&t, s->e))
+                    t.score_dep[s->var->slot] = 1;
+            }
+            if (!depends_score(&t, x->a)) {
+                fa4__out(E, "    const int %s = fa4_b, %s = fa4_h_lo, %s = fa4_q_lo, %s = fa4_kv_lo;\n", f->params[1]->name,
+                         f->params[2]->name, f->params[3]->name, f->params[4]->name);
+                fa4__out(E, "    (void)%s, (void)%s, (void)%s, (void)%s;\n", f->params[1]->name, f->params[2]->name,
+                         f->params[3]->name, f->params[4]->name);
+                for (int i = 0; i < body->nitems; i++) {
+                    const fa4__stmt *s = body->items[i];
+                    if (s->kind != ST_DECL || t.score_dep[s->var->slot] || !s->var->reads)
+                        continue;
+                    fa4__out(E, "    const %s %s = ",
+                             s->var->type == TY_FLOAT ? "float" : s->var->type == TY_INT ? "int" : "bool", s->var->name);
+                    if (s->e)
+                        fa4__emit_bare(E, s->e);
+                    else
+                        fa4__out(E, s->var->type == TY_FLOAT ? "0.0f" : s->var->type == TY_INT ? "0" : "false");
+                    fa4__out(E, ";\n    (void)%s;\n", s->var->name);
+                    if (s->e)
+                        t.local_node[s->var->slot] = node(&t, s->e);
+                }
+                const int xn = node(&t, x->a);
+                fa4__out(E, "    fa4_lo = fa4_tl%d;\n    fa4_hi = fa4_th%d;\n", xn, xn);
+                for (int n = 0; n < t.nodes && n < 4096; n++)
+                    if (t.ntype[n] == TY_INT)
+                        fa4__out(E, "    (void)fa4_tl%d, (void)fa4_th%d;\n", n, n);
+                    else if (t.ntype[n] == TY_BOOL)
+                        fa4__out(E, "    (void)fa4_tk%d, (void)fa4_tv%d;\n", n, n);
+                    else if (t.ntype[n])
+                        fa4__out(E, "    (void)fa4_tk%d;\n", n);
+                done = 1;
+            }
+        }
+        free(t.score_dep);
+        free(t.local_node);
+    }
+    if (!done)
+        fa4__out(E, "    fa4_lo = 0;\n    fa4_hi = 2147483647LL;\n");
+    fa4__out(E, "    const long long n = fa4_a.%s_len;\n"
+                "    fa4_lo = fa4_lo < 0 ? 0 : fa4_lo;\n"
+                "    fa4_hi = fa4_hi > n - 1 ? n - 1 : fa4_hi;\n"
+                "    break;\n"
+                "    }\n", nm);
 }

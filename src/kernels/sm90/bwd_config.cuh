@@ -41,8 +41,30 @@ constexpr int kBStageBytes = kBQBytes + kBDoBytes;
 constexpr int kBDqBox = 32;
 constexpr int kBDqBoxBytes = kBM * kBDqBox * 4;
 constexpr int kBDqBytes = 2 * kBDqBoxBytes; /* per dQ warpgroup */
-constexpr int kBFixed = 1024 + kBKBytes + kBVBytes + 2 * kBDsBytes + (kDp / 64) * kBDqBytes +
-                        512; /* slack, K, V, dS x2, dQ staging, barriers */
+/* Trainable aux: the window of gradient entries each CTA sums into before any global add
+ * (bwd_main.cu's fa4_aux_grad_commit): a header of kBAuxHdrBytes (per trainable read site: the
+ * window's first index and its entries) and fp32 entries, split evenly between the read sites.
+ * Every build with trainable aux has its bytes (the host's rule, path_sm90.c bwd_smem; used where
+ * FA4_NUM_AUX_GRAD_SITES > 0); at D 128 they take the third Q/dO stage.
+ * FA4_SM90_BWD_AUX_WINDOW=0 (A/B only): the bytes stay, the window is not used. */
+#if FA4_HAS_TRAINABLE_AUX
+constexpr int kBAuxWinBytes = 32768;
+#else
+constexpr int kBAuxWinBytes = 0;
+#endif
+#ifndef FA4_SM90_BWD_AUX_WINDOW
+#define FA4_SM90_BWD_AUX_WINDOW 1
+#endif
+#if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0 && FA4_SM90_BWD_AUX_WINDOW
+#define FA4_SM90_BWD_AUX_WIN 1
+constexpr int kBAuxHdrBytes = 512;
+constexpr int kBAuxSiteEntries = ((kBAuxWinBytes - kBAuxHdrBytes) / 4 / FA4_NUM_AUX_GRAD_SITES) & ~3;
+static_assert(FA4_NUM_AUX_GRAD_SITES * 8 <= kBAuxHdrBytes && kBAuxSiteEntries >= 4, "aux window");
+#else
+#define FA4_SM90_BWD_AUX_WIN 0
+#endif
+constexpr int kBFixed = 1024 + kBKBytes + kBVBytes + 2 * kBDsBytes + (kDp / 64) * kBDqBytes + 512 +
+                        kBAuxWinBytes; /* slack, K, V, dS x2, dQ staging, barriers, aux window */
 #ifndef FA4_SM90_BWD_STAGES
 constexpr int kBStages = kBFixed + 3 * (kBStageBytes + kBRowBytes) <= 227 * 1024 ? 3 : 2;
 #else
@@ -99,6 +121,14 @@ struct fa4_bwd_smem {
      * producer, and what a dQ warpgroup's issuer adds to its turn (bwd_consumer.cuh dq_turn) */
     __device__ __forceinline__ unsigned dq_turn(int s) const { return bar_kv() + 280u + 4u * (unsigned)s; }
     __device__ __forceinline__ unsigned dq_turn_add(int wg) const { return bar_kv() + 292u + 4u * (unsigned)wg; }
+#if FA4_SM90_BWD_AUX_WIN
+    /* trainable read site k: {first index, entries} in the header, then its fp32 entries */
+    __device__ __forceinline__ unsigned aux_hdr(int k) const { return bar_kv() + 512u + 8u * (unsigned)k; }
+    __device__ __forceinline__ unsigned aux_win(int k) const
+    {
+        return bar_kv() + 512u + (unsigned)kBAuxHdrBytes + 4u * (unsigned)(k * kBAuxSiteEntries);
+    }
+#endif
 };
 static_assert(8 * (1 + 2 * 3) <= 256 && 280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 512, "barrier space");
 

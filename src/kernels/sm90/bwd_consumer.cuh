@@ -6,8 +6,9 @@
  *   S^T = K Q^T, dP^T = V dO^T              SS-wgmma (K, V resident; Q, dO from the ring)
  *   P^T = exp2(score_mod(scale S) log2e - lse2), masked; dS^T = P^T (dP^T - dpsum) d score_mod/d score
  *   trainable aux: terms P (dP - dpsum) d mod/d aux[i] summed per run of equal addresses in a
- *                  thread's registers, one atomic per run, the rest per warp at the tile's end
- *                  (fa4_score_mod_aux_grad_acc / fa4_aux_grad_flush; as the sm80 kernel)
+ *                  thread's registers, each run committed (fa4_aux_grad_commit: the CTA's
+ *                  shared-memory window, else a global atomic), the rest per warp at the tile's
+ *                  end (fa4_score_mod_aux_grad_acc / fa4_aux_grad_flush; as the sm80 kernel)
  *   dV += P^T dO, dK += dS^T Q              RS-wgmma, P^T / dS^T from registers, dO / Q N-major
  *   dS -> shared memory ([query][key], stmatrix.trans), both warpgroups meet on named barrier 1
  *   dQ[:, panel cw] = dS K[:, panel cw]     SS-wgmma, K N-major; fp32 tile staged in shared memory
@@ -375,9 +376,10 @@ struct fa4_bwd_consumer {
         for (int o = 16; o > 0; o >>= 1)
             gsum += __shfl_xor_sync(0xffffffffu, gsum, o);
         if (lane == 0) {
-            float *gp = fa4_score_mod_tile_grad(aux, tl);
-            if (gp)
-                atomicAdd(gp, gsum);
+            const int gi = fa4_score_mod_tile_grad_index(aux, tl);
+            if (gi >= 0)
+                fa4_aux_grad_commit(FA4_SCORE_MOD_TILE_GRAD_SITE,
+                                    fa4_aux_grad_site_grad(FA4_SCORE_MOD_TILE_GRAD_SITE, aux), gi, gsum);
         }
 #else
         (void)gsum;

@@ -39,6 +39,10 @@
  * register runs made the atomics free for rel_bias; D 128 has no shared memory left),
  * overlap of one step's dQ with the next step's S/dP (intra-warpgroup pipelining), persistent grid.
  */
+/* Trainable aux gradients: the mod's run accumulators hand finished runs to fa4_aux_grad_commit
+ * below (the CTA's shared-memory window, else global memory). */
+#define FA4_AUX_GRAD_SINK 1
+__device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v);
 #include "fa4_mod.cuh"
 #include "common/params.h"
 #include "common/ptx.cuh"
@@ -62,10 +66,89 @@ extern "C" __global__ void fa4_sm90_bwd_main(const fa4_params p, const fa4_aux a
 {
     __trap();
 }
+__device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
+{
+    (void)k;
+    atomicAdd(grad + i, v);
+}
 #else
 #include "sm90/bwd_wgmma.cuh"
 #include "sm90/bwd_config.cuh"
 #include "sm90/bwd_schedule.cuh"
+
+extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
+
+/* The shared-memory map's base (fa4_bwd_smem), 1024-byte aligned. */
+__device__ __forceinline__ unsigned fa4_bwd_smem_base(void)
+{
+    return (fa4_smem_addr(fa4_smem) + 1023u) & ~1023u;
+}
+
+/* A finished run of trainable read site k's gradient terms (index i, sum v): into the CTA's
+ * window where i lies inside it (shared-memory add; the window goes into global memory once, at
+ * the CTA's end), else straight into global memory. The window only ever holds the indices it
+ * was set up for, so a range that misses (indices beyond the window's entries, or a range
+ * function that gave up) costs atomics, never correctness. Every CTA of every head used to add
+ * into the same few hundred floats of a relative-position table: contended L2 atomics. */
+__device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
+{
+#if FA4_SM90_BWD_AUX_WIN
+    const fa4_bwd_smem sm = {fa4_bwd_smem_base()};
+    int lo, n;
+    asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];\n" : "=r"(lo), "=r"(n) : "r"(sm.aux_hdr(k)));
+    const unsigned off = (unsigned)(i - lo);
+    if (off < (unsigned)n) {
+        asm volatile("red.shared.add.f32 [%0], %1;\n" ::"r"(sm.aux_win(k) + 4u * off), "f"(v));
+        return;
+    }
+#endif
+    atomicAdd(grad + i, v);
+}
+
+#if FA4_SM90_BWD_AUX_WIN
+/* Consumers (ct = 0..255), before the walk: each site's window over what the CTA can read (its
+ * keys, every query of the sequence, the heads of its kv head's group), zeroed. The callers
+ * meet on the consumers' barrier before any step. */
+__device__ __forceinline__ void fa4_bwd_aux_window_init(const fa4_params &p, const fa4_aux &aux, const fa4_bwd_smem &sm,
+                                                        int b, int hk, int n0, int len_q, int len_k, int ct)
+{
+    for (int j = ct; j < FA4_NUM_AUX_GRAD_SITES * kBAuxSiteEntries; j += 256)
+        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sm.aux_win(0) + 4u * j), "f"(0.f) : "memory");
+    if (ct < FA4_NUM_AUX_GRAD_SITES) {
+        const long long lim = 2147483647LL;
+        const auto cl = [&](long long x) { return (int)(x < -lim - 1 ? -lim - 1 : x > lim ? lim : x); };
+        const int k_hi = (n0 + kBN < len_k ? n0 + kBN : len_k) - 1;
+        long long lo, hi;
+        fa4_aux_grad_site_range(ct, b, hk * p.group, hk * p.group + p.group - 1, cl(p.q_offset),
+                                cl(p.q_offset + len_q - 1), cl(n0 + p.kv_offset), cl(k_hi + p.kv_offset), aux, lo,
+                                hi);
+        long long n = hi - lo + 1;
+        if (lo > lim || n <= 0)
+            lo = n = 0;
+        n = n > kBAuxSiteEntries ? kBAuxSiteEntries : n;
+        asm volatile("st.shared.v2.s32 [%0], {%1, %2};\n" ::"r"(sm.aux_hdr(ct)), "r"((int)lo), "r"((int)n)
+                     : "memory");
+    }
+}
+
+/* Consumers, after the walk and the consumers' barrier: the windows into global memory, one
+ * atomic per entry that holds anything. */
+__device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, const fa4_bwd_smem &sm, int ct)
+{
+#pragma unroll 1
+    for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; ++k) {
+        int lo, n;
+        asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];\n" : "=r"(lo), "=r"(n) : "r"(sm.aux_hdr(k)) : "memory");
+        float *grad = fa4_aux_grad_site_grad(k, aux);
+        for (int j = ct; j < n; j += 256) {
+            float v;
+            asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(sm.aux_win(k) + 4u * j) : "memory");
+            if (v != 0.f)
+                atomicAdd(grad + lo + j, v);
+        }
+    }
+}
+#endif
 
 /* Spin until the turn counter reaches `turn` (acquire). The turn comes unless something else
  * went wrong (a CTA that faulted): trap after 10 s rather than hang. */
@@ -180,8 +263,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
                       const __grid_constant__ fa4_tmap tm_do, const __grid_constant__ fa4_tmap tm_lse2,
                       const __grid_constant__ fa4_tmap tm_dpsum, const __grid_constant__ fa4_tmap tm_dq)
 {
-    extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
-    const fa4_bwd_smem sm = {(fa4_smem_addr(fa4_smem) + 1023u) & ~1023u};
+    const fa4_bwd_smem sm = {fa4_bwd_smem_base()};
     int n_tile, hk, b;
     /* PDL (path_sm90.c): bwd_post may be scheduled once every CTA of this grid has started; it
      * waits for this grid to complete before it reads dq_accum */
@@ -283,6 +365,10 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
                              : "memory");
         }
 
+#if FA4_SM90_BWD_AUX_WIN
+        fa4_bwd_aux_window_init(p, aux, sm, b, hk, n0, seq.len_q, seq.len_k, tid - 128);
+        fa4_bwd_consumers_sync();
+#endif
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_cursor w;
         w.start(p, b, hk, n_tile, seq.len_q);
@@ -299,6 +385,10 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #endif
             fa4_bulk_wait<0>(); /* the last dQ reduce-adds are done before the CTA's shared memory goes */
         }
+#if FA4_SM90_BWD_AUX_WIN
+        fa4_bwd_consumers_sync(); /* every step's terms are in the windows */
+        fa4_bwd_aux_window_flush(aux, sm, tid - 128);
+#endif
         /* epilogue: dK (scaled) and dV of the keys inside the sequence */
         const int g = lane >> 2, t = lane & 3;
         fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;

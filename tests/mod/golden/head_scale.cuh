@@ -429,6 +429,17 @@ __device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h
 // fa4_aux_grad_flush (every lane of the warp, at the end of a tile) adds what is left,
 // one atomic per warp where all its lanes end on one index. Not bitwise reproducible
 // (float atomics in any order), as fa4_score_mod_aux_grad.
+// Where a finished run of site k's terms goes (grad: the site's gradient tensor, i the
+// index). A kernel with a sink of its own (the sm90 backward's shared-memory window)
+// defines FA4_AUX_GRAD_SINK to 1 and declares fa4_aux_grad_commit before this header;
+// else the term goes into global memory.
+#if !defined(FA4_AUX_GRAD_SINK) || !FA4_AUX_GRAD_SINK
+__device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
+{
+    (void)k;
+    atomicAdd(grad + i, v);
+}
+#endif
 struct fa4_aux_grad_acc {
     int at[FA4_NUM_AUX_GRAD_SITES]; // -1: no run yet
     float sum[FA4_NUM_AUX_GRAD_SITES];
@@ -441,11 +452,11 @@ __device__ __forceinline__ void fa4_aux_grad_begin(fa4_aux_grad_acc &acc)
         acc.sum[k] = 0.0f;
     }
 }
-// a finished run (index prev) into global memory when the next term is for index i
-__device__ __forceinline__ void fa4_aux_grad_red_if(float *p, float v, int i, int prev)
+// a finished run (index prev) of site k committed when the next term is for index i
+__device__ __forceinline__ void fa4_aux_grad_red_if(int k, float *grad, float v, int i, int prev)
 {
     if (i != prev && prev >= 0)
-        atomicAdd(p, v);
+        fa4_aux_grad_commit(k, grad, prev, v);
 }
 // score_mod's value and d score_mod / d score (fa4_score_mod_fwd_deriv) and, in the same
 // pass, the index that trainable site k read (at[k]; -1: the site did not run)
@@ -468,7 +479,7 @@ __device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, i
     { // site 0: log_temp[...] at line 6
         const fa4_dual r = fa4_score_mod_dual(fa4_dconst(score), b, h, q_idx, kv_idx, fa4_a, 0, nullptr);
         const int i = at[0], prev = acc.at[0];
-        fa4_aux_grad_red_if(fa4_a.log_temp_grad + prev, acc.sum[0], i, prev);
+        fa4_aux_grad_red_if(0, fa4_a.log_temp_grad, acc.sum[0], i, prev);
         acc.sum[0] = (i == prev ? acc.sum[0] : 0.0f) + g * r.d;
         acc.at[0] = i;
     }
@@ -488,9 +499,83 @@ __device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &fa4_a, fa4_aux
             for (int o = 16; o > 0; o >>= 1)
                 s += __shfl_xor_sync(0xffffffffu, s, o);
             if (i >= 0 && (threadIdx.x & 31) == 0)
-                atomicAdd(&fa4_a.log_temp_grad[i], s);
+                fa4_aux_grad_commit(0, fa4_a.log_temp_grad, i, s);
         } else if (i >= 0) {
-            atomicAdd(&fa4_a.log_temp_grad[i], s);
+            fa4_aux_grad_commit(0, fa4_a.log_temp_grad, i, s);
         }
+    }
+}
+#ifndef FA4_TILE_IVAL_HELPERS
+#define FA4_TILE_IVAL_HELPERS 1
+__device__ __forceinline__ long long fa4_tmin(long long a, long long b) { return a < b ? a : b; }
+__device__ __forceinline__ long long fa4_tmax(long long a, long long b) { return a > b ? a : b; }
+__device__ __forceinline__ void fa4_tnorm(long long &lo, long long &hi)
+{
+    if (lo == hi)
+        lo = hi = (long long)(int)(unsigned int)(unsigned long long)lo;
+    else if (lo < -2147483648LL || hi > 2147483647LL)
+        lo = -2147483648LL, hi = 2147483647LL;
+}
+__device__ __forceinline__ void fa4_tmul(long long al, long long ah, long long bl, long long bh,
+                                         long long &lo, long long &hi)
+{
+    const long long p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;
+    lo = fa4_tmin(fa4_tmin(p0, p1), fa4_tmin(p2, p3));
+    hi = fa4_tmax(fa4_tmax(p0, p1), fa4_tmax(p2, p3));
+    fa4_tnorm(lo, hi);
+}
+// a / b for b one value (fa4_idiv: x / 0 == 0, x / -1 == -x); else any int
+__device__ __forceinline__ void fa4_tdiv(long long al, long long ah, long long bl, long long bh,
+                                         long long &lo, long long &hi)
+{
+    if (bl != bh)
+        lo = -2147483648LL, hi = 2147483647LL;
+    else if (bl == 0)
+        lo = hi = 0;
+    else if (bl == -1)
+        lo = -ah, hi = -al;
+    else if (bl > 0)
+        lo = al / bl, hi = ah / bl;
+    else
+        lo = ah / bl, hi = al / bl;
+    fa4_tnorm(lo, hi);
+}
+#endif
+// The indices trainable site k can read over a box of positions (batch b, heads
+// [h_lo, h_hi], queries [q_lo, q_hi], keys [kv_lo, kv_hi]; positions as score_mod sees
+// them), within its tensor: [lo, hi], empty when hi < lo. A kernel may keep the
+// gradient entries of that range in a window of its own (the sm90 backward's shared
+// memory); its fa4_aux_grad_commit sends any index outside the window to global
+// memory, so the range decides only where the window sits, never what is added.
+__device__ __forceinline__ void fa4_aux_grad_site_range(int fa4_k, int fa4_b, int fa4_h_lo, int fa4_h_hi, int fa4_q_lo,
+                                                        int fa4_q_hi, int fa4_kv_lo, int fa4_kv_hi, const fa4_aux &fa4_a,
+                                                        long long &fa4_lo, long long &fa4_hi)
+{
+    (void)fa4_b, (void)fa4_h_lo, (void)fa4_h_hi, (void)fa4_q_lo, (void)fa4_q_hi, (void)fa4_kv_lo, (void)fa4_kv_hi;
+    fa4_lo = 0;
+    fa4_hi = -1;
+    switch (fa4_k) {
+    case 0: { // log_temp[...] at line 6
+    const int b = fa4_b, h = fa4_h_lo, q_idx = fa4_q_lo, kv_idx = fa4_kv_lo;
+    (void)b, (void)h, (void)q_idx, (void)kv_idx;
+    long long fa4_tl0 = (long long)fa4_h_lo, fa4_th0 = (long long)fa4_h_hi;
+    fa4_tnorm(fa4_tl0, fa4_th0);
+    fa4_lo = fa4_tl0;
+    fa4_hi = fa4_th0;
+    (void)fa4_tl0, (void)fa4_th0;
+    const long long n = fa4_a.log_temp_len;
+    fa4_lo = fa4_lo < 0 ? 0 : fa4_lo;
+    fa4_hi = fa4_hi > n - 1 ? n - 1 : fa4_hi;
+    break;
+    }
+    default: break;
+    }
+}
+// site k's gradient tensor
+__device__ __forceinline__ float *fa4_aux_grad_site_grad(int k, const fa4_aux &fa4_a)
+{
+    switch (k) {
+    case 0: return fa4_a.log_temp_grad;
+    default: return nullptr;
     }
 }
