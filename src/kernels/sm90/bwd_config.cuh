@@ -55,11 +55,22 @@ constexpr int kBAuxWinBytes = 0;
 #ifndef FA4_SM90_BWD_AUX_WINDOW
 #define FA4_SM90_BWD_AUX_WINDOW 1
 #endif
+/* Copies of a site's window where its range fits that many times (at most this many, a power of
+ * two): a commit adds into copy (lane % 4 + 4 (warp % 2)) % copies, so lanes of one warp whose
+ * terms meet on one entry (a relative-position table's diagonal: lanes (g, t) and (g + 2, t + 1))
+ * and the two warps of a scheduler no longer retry each other's shared-memory compare-and-swap
+ * (sm_90 has no native float add on shared memory); the flush sums the copies in order. */
+#ifndef FA4_SM90_BWD_AUX_COPIES
+#define FA4_SM90_BWD_AUX_COPIES 8
+#endif
 #if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0 && FA4_SM90_BWD_AUX_WINDOW
 #define FA4_SM90_BWD_AUX_WIN 1
-constexpr int kBAuxHdrBytes = 512;
+constexpr int kBAuxHdrBytes = 1024;
 constexpr int kBAuxSiteEntries = ((kBAuxWinBytes - kBAuxHdrBytes) / 4 / FA4_NUM_AUX_GRAD_SITES) & ~3;
-static_assert(FA4_NUM_AUX_GRAD_SITES * 8 <= kBAuxHdrBytes && kBAuxSiteEntries >= 4, "aux window");
+static_assert(FA4_NUM_AUX_GRAD_SITES * 16 <= kBAuxHdrBytes && kBAuxSiteEntries >= 4, "aux window");
+static_assert(FA4_SM90_BWD_AUX_COPIES >= 1 && FA4_SM90_BWD_AUX_COPIES <= 8 &&
+                  (FA4_SM90_BWD_AUX_COPIES & (FA4_SM90_BWD_AUX_COPIES - 1)) == 0,
+              "aux window copies: 1, 2, 4 or 8");
 #else
 #define FA4_SM90_BWD_AUX_WIN 0
 #endif
@@ -122,8 +133,9 @@ struct fa4_bwd_smem {
     __device__ __forceinline__ unsigned dq_turn(int s) const { return bar_kv() + 280u + 4u * (unsigned)s; }
     __device__ __forceinline__ unsigned dq_turn_add(int wg) const { return bar_kv() + 292u + 4u * (unsigned)wg; }
 #if FA4_SM90_BWD_AUX_WIN
-    /* trainable read site k: {first index, entries} in the header, then its fp32 entries */
-    __device__ __forceinline__ unsigned aux_hdr(int k) const { return bar_kv() + 512u + 8u * (unsigned)k; }
+    /* trainable read site k: {first index, entries n, copies - 1, window address} in the header,
+     * then its fp32 entries (copy c of entry j at c n + j) */
+    __device__ __forceinline__ unsigned aux_hdr(int k) const { return bar_kv() + 512u + 16u * (unsigned)k; }
     __device__ __forceinline__ unsigned aux_win(int k) const
     {
         return bar_kv() + 512u + (unsigned)kBAuxHdrBytes + 4u * (unsigned)(k * kBAuxSiteEntries);

@@ -94,11 +94,15 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
 {
 #if FA4_SM90_BWD_AUX_WIN
     const fa4_bwd_smem sm = {fa4_bwd_smem_base()};
-    int lo, n;
-    asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];\n" : "=r"(lo), "=r"(n) : "r"(sm.aux_hdr(k)));
+    int lo, n, cm;
+    unsigned w;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(lo), "=r"(n), "=r"(cm), "=r"(w)
+                 : "r"(sm.aux_hdr(k)));
     const unsigned off = (unsigned)(i - lo);
     if (off < (unsigned)n) {
-        asm volatile("red.shared.add.f32 [%0], %1;\n" ::"r"(sm.aux_win(k) + 4u * off), "f"(v));
+        const unsigned c = ((threadIdx.x & 3u) | ((threadIdx.x >> 3) & 4u)) & (unsigned)cm;
+        asm volatile("red.shared.add.f32 [%0], %1;\n" ::"r"(w + 4u * (off + c * (unsigned)n)), "f"(v));
         return;
     }
 #endif
@@ -126,7 +130,11 @@ __device__ __forceinline__ void fa4_bwd_aux_window_init(const fa4_params &p, con
         if (lo > lim || n <= 0)
             lo = n = 0;
         n = n > kBAuxSiteEntries ? kBAuxSiteEntries : n;
-        asm volatile("st.shared.v2.s32 [%0], {%1, %2};\n" ::"r"(sm.aux_hdr(ct)), "r"((int)lo), "r"((int)n)
+        int c = FA4_SM90_BWD_AUX_COPIES;
+        while (c > 1 && c * n > kBAuxSiteEntries)
+            c >>= 1;
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sm.aux_hdr(ct)), "r"((int)lo), "r"((int)n),
+                     "r"(c - 1), "r"(sm.aux_win(ct))
                      : "memory");
     }
 }
@@ -137,12 +145,20 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
 {
 #pragma unroll 1
     for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; ++k) {
-        int lo, n;
-        asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];\n" : "=r"(lo), "=r"(n) : "r"(sm.aux_hdr(k)) : "memory");
+        int lo, n, cm;
+        unsigned w;
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(lo), "=r"(n), "=r"(cm), "=r"(w)
+                     : "r"(sm.aux_hdr(k))
+                     : "memory");
         float *grad = fa4_aux_grad_site_grad(k, aux);
         for (int j = ct; j < n; j += 256) {
-            float v;
-            asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(sm.aux_win(k) + 4u * j) : "memory");
+            float v = 0.f;
+            for (int c = 0; c <= cm; ++c) { /* the copies in order */
+                float x;
+                asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(x) : "r"(w + 4u * (j + c * n)) : "memory");
+                v += x;
+            }
             if (v != 0.f)
                 atomicAdd(grad + lo + j, v);
         }
