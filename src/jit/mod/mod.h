@@ -54,6 +54,17 @@
  *                                       int q_idx, int kv_idx, const fa4_aux &aux, float g,
  *                                       const int *at, fa4_aux_grad_acc &acc);
  *   __device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &aux, fa4_aux_grad_acc &acc);
+ *   // (added) where a finished run goes: the header's own fa4_aux_grad_commit(k, grad, i, v) is
+ *   // atomicAdd(grad + i, v); a program that defines FA4_AUX_GRAD_SINK to 1 declares its own
+ *   // before the header (the sm90 backward: its shared-memory window, else global)
+ *   __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v);
+ *   // (added) the indices trainable site k can read over a box of positions (b; heads, queries
+ *   // and keys as intervals), cut to the tensor: [lo, hi] (interval evaluation as the tile form's,
+ *   // emit_tile.c; the whole tensor where it cannot say); and site k's gradient tensor
+ *   __device__ __forceinline__ void fa4_aux_grad_site_range(int k, int b, int h_lo, int h_hi,
+ *                                       int q_lo, int q_hi, int kv_lo, int kv_hi, const fa4_aux &aux,
+ *                                       long long &lo, long long &hi);
+ *   __device__ __forceinline__ float *fa4_aux_grad_site_grad(int k, const fa4_aux &aux);
  *   // (added) with FA4_CHECKED_DEFERRED: call once at the end of a kernel; traps if a read of
  *   // this thread was out of range (a no-op otherwise)
  *   __device__ __forceinline__ void fa4_mod_checked_finish();

@@ -31,13 +31,14 @@
  * checked builds (both: an empty stub, the sm80 backward runs instead);
  * strides as the sm90 forward (multiples of 16 bytes, TMA); GQA/MQA; varlen via cu_seqlens; q/kv
  * offsets; score_mod with its derivative, mask_mod, trainable aux (terms summed per run of equal
- * indices in registers, one atomic per run and per warp at the tile's end, as sm80);
+ * indices in registers as sm80, each run into the CTA's shared-memory window of the read's
+ * gradient where its index lies there, else a global atomic; the windows go into global memory
+ * once per CTA, an atomic per entry that holds anything; fa4_aux_grad_commit);
  * block masks with q_block a multiple of 64 and kv_block a multiple of 128.
  * STATUS: wired (path_sm90.c); the GPU suite passes on it (H200, 2026-11-29); see notes/sm90-bwd.md.
  * Not yet: dQ by TMA bulk reduce-add from a dedicated warp (tried: any second role in the producer's
- * warpgroup made the producer spill at 24 registers), aux gradients reduced in shared memory (the
- * register runs made the atomics free for rel_bias; D 128 has no shared memory left),
- * overlap of one step's dQ with the next step's S/dP (intra-warpgroup pipelining), persistent grid.
+ * warpgroup made the producer spill at 24 registers), bitwise-reproducible aux gradients (the
+ * windows' shared-memory adds and their flush are float atomics in any order), overlap of one step's dQ with the next step's S/dP (intra-warpgroup pipelining), persistent grid.
  */
 /* Trainable aux gradients: the mod's run accumulators hand finished runs to fa4_aux_grad_commit
  * below (the CTA's shared-memory window, else global memory). */
