@@ -50,9 +50,9 @@
 /* 1: the score stage in two passes, as the wgmmas complete: P^T (mask, exp2) once S^T is done,
  * while dP^T still runs, then dS^T once dP^T is done (the exp2s, 8192 a step on an SM's 16 MUFU
  * lanes, no longer wait for dP^T). 0: one pass after both. Default 1 without a score_mod; with
- * one, 1 at fallback level 0 where FA4_SM90_BWD_MOD_SPLIT allows it (P is packed in the first
- * pass there, 16 registers more: softcap, softcap_causal, head_scale, rel_bias and t5_bias spill
- * with it at D 128 and take level 1; alibi and attention_sink do not). */
+ * one, 1 at level 0 where FA4_SM90_BWD_MOD_SPLIT (P packed in the first pass, 16 registers more:
+ * at D 128 softcap, softcap_causal, head_scale, t5_bias spill and take level 1, alibi and
+ * attention_sink do not; H200 ALiBi bwd 398.9 -> 429.8 TFLOP/s, notes/sm90-bwd.md). */
 #ifndef FA4_SM90_BWD_SPLIT
 #if !FA4_HAS_SCORE_MOD
 #define FA4_SM90_BWD_SPLIT 1
