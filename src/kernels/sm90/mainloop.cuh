@@ -282,10 +282,12 @@ struct fa4_sm90_consumer {
         issue_qk(sc, FA4_STAGE(0));
         fa4_wgmma_commit();
         pp.release();
-        early(e, 0);
         fa4_wgmma_wait<0>();
         for (int j = 0;;) {
             const int s = FA4_STAGE(j), sp = FA4_STAGE(j - 1);
+            /* the early mask of tile j: beside S(j) on the tensor cores, except tile 0's (done by
+             * now), so that its mask_mod (document's gathers) is inlined once, not twice */
+            early(e, j);
             fa4_wgmma_wait<1>(); /* S(j); tile 0: nothing in flight */
             fa4_reg_fence(sc);
             release(bars.ek(s));
@@ -321,7 +323,6 @@ struct fa4_sm90_consumer {
             issue_pv(o, pa, s);
             fa4_wgmma_commit();
             pp.release();
-            early(e, j);
         }
         const int sl = FA4_STAGE(n_tiles - 1);
         fa4_mbar_wait(bars.v(sl), FA4_PHASE(n_tiles - 1));
