@@ -23,6 +23,42 @@ extern "C" __global__ void __launch_bounds__(256) fa4_sm80_bwd_post(const fa4_pa
     fa4_elem *gdQ = (fa4_elem *)p.dq.data + b * p.dq.sb + h * p.dq.sh + (seq.row_q + m0) * p.dq.ss;
     const long long slot = (long long)p.hq * p.ws_rows * kD;
     const float *acc = p.dq_accum + ((long long)h * p.ws_rows + seq.ws_row + m0) * kD;
+    /* 16-byte loads of the fp32 sums and 8-byte stores of four elements where the head dim and
+     * dQ's layout allow (every sm90 layout: TMA needs 16-byte strides), else pairs; the kernel
+     * is bandwidth-bound, and the wide accesses halve its memory instructions */
+    const bool wide = kD % 4 == 0 &&
+                      (((unsigned long long)gdQ | ((unsigned long long)p.dq.ss * sizeof(fa4_elem))) & 7) == 0;
+    if (wide) {
+        struct alignas(16) f4 { float x, y, z, w; };
+        struct alignas(8) u2 { unsigned x, y; };
+        const float *__restrict__ acc4 = acc;
+        fa4_elem *__restrict__ out = gdQ;
+        const int n = rows * (kD / 4);
+        if (p.dq_slots == 1) { /* the default backward: independent loads, several in flight */
+#pragma unroll 4
+            for (int i = threadIdx.x; i < n; i += blockDim.x) {
+                const int r = i / (kD / 4), c = (i % (kD / 4)) * 4;
+                const f4 y = *(const f4 *)(acc4 + (long long)r * kD + c);
+                *(u2 *)(out + (long long)r * p.dq.ss + c) =
+                    u2{fa4_pack2(y.x * p.scale, y.y * p.scale), fa4_pack2(y.z * p.scale, y.w * p.scale)};
+            }
+            return;
+        }
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            const int r = i / (kD / 4), c = (i % (kD / 4)) * 4;
+            f4 x{0.f, 0.f, 0.f, 0.f};
+            for (int s = 0; s < p.dq_slots; ++s) { /* deterministic: the slots in a fixed order */
+                const f4 y = *(const f4 *)(acc4 + s * slot + (long long)r * kD + c);
+                x.x += y.x;
+                x.y += y.y;
+                x.z += y.z;
+                x.w += y.w;
+            }
+            *(u2 *)(out + (long long)r * p.dq.ss + c) =
+                u2{fa4_pack2(x.x * p.scale, x.y * p.scale), fa4_pack2(x.z * p.scale, x.w * p.scale)};
+        }
+        return;
+    }
     for (int i = threadIdx.x; i < rows * (kD / 2); i += blockDim.x) {
         const int r = i / (kD / 2), c = (i % (kD / 2)) * 2;
         float x0 = 0.f, x1 = 0.f;

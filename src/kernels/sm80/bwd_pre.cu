@@ -45,6 +45,45 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
     const float *gL = (const float *)p.lse.data + b * p.lse.sb + h * p.lse.sh + seq.row_q * p.lse.ss;
     float *dps = p.dpsum + h * p.ws_rows + seq.ws_row;
     float *l2 = p.lse2 + h * p.ws_rows + seq.ws_row;
+    /* 16-byte loads where the head dim and O's and dO's layouts allow (kL lanes per row, 32 / kL
+     * rows per warp at a time): the kernel is bandwidth-bound, and a warp per row with 4-byte
+     * loads kept too few bytes in flight. Else the portable loop below. */
+    constexpr int kL = kDv >= 8 ? kDv / 8 : 1;
+    const bool wide = kDv % 8 == 0 && kL <= 32 && 32 % kL == 0 &&
+                      (((unsigned long long)gO | (unsigned long long)gdO |
+                        ((unsigned long long)p.o.ss * sizeof(fa4_elem)) |
+                        ((unsigned long long)p.dout.ss * sizeof(fa4_elem))) & 15) == 0;
+    if (wide) {
+        struct alignas(16) u4 { unsigned x, y, z, w; };
+        constexpr int kR = kL <= 32 && 32 % kL == 0 ? 32 / kL : 1;
+        const fa4_elem *__restrict__ o_ = gO;
+        const fa4_elem *__restrict__ d_ = gdO;
+        const int sub = lane / kL, c = (lane % kL) * 8;
+#pragma unroll 2
+        for (int r0 = m0 + warp * kR; r0 < m0 + kBwdM; r0 += 4 * kR) { /* 64 % (4 kR) == 0 */
+            const int r = r0 + sub;
+            float acc = 0.f;
+            if (r < seq.len_q) {
+                const u4 o4 = *(const u4 *)(o_ + (long long)r * p.o.ss + c);
+                const u4 d4 = *(const u4 *)(d_ + (long long)r * p.dout.ss + c);
+                const unsigned ow[4] = {o4.x, o4.y, o4.z, o4.w}, dw[4] = {d4.x, d4.y, d4.z, d4.w};
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    acc += fa4_to_float((fa4_elem)(ow[j] & 0xffff)) * fa4_to_float((fa4_elem)(dw[j] & 0xffff));
+                    acc += fa4_to_float((fa4_elem)(ow[j] >> 16)) * fa4_to_float((fa4_elem)(dw[j] >> 16));
+                }
+            }
+#pragma unroll
+            for (int off = kL / 2; off > 0; off >>= 1) /* within the row's kL lanes */
+                acc += __shfl_xor_sync(0xffffffffu, acc, off);
+            if (lane % kL == 0 && r < seq.len_q) {
+                const float lse = gL[(long long)r * p.lse.ss];
+                dps[r] = acc;
+                l2[r] = lse == -FA4_INF ? FA4_INF : lse * FA4_LOG2E;
+            }
+        }
+        return;
+    }
     for (int r = m0 + warp; r < m0 + kBwdM && r < seq.len_q; r += 4) {
         float acc = 0.f;
         for (int c = lane * 2; c < kDv; c += 64) {
