@@ -324,55 +324,67 @@ static int spill_cost(const fa4_program_info *i)
            (i->wgmma_serialized > 0 ? 1 << 20 : 0);
 }
 
+/* Keep alt (a build of jobs' program j with option opt) in place of j where it spills less;
+ * release the other. */
+static void keep_cleaner(fa4__nvrtc_job *j, fa4__nvrtc_job *alt, const char *opt)
+{
+    if (alt->status == FA4_OK && alt->info.registers >= 0 && spill_cost(&alt->info) < spill_cost(&j->info)) {
+        char *log = NULL;
+        /* keep every report in the program's log: the earlier ones tell why the fallback ran */
+        if (asprintf(&log, "%s\n==== spilled: compiled again with %s ====\n%s", j->log ? j->log : "", opt,
+                     alt->log ? alt->log : "") < 0)
+            log = NULL;
+        fa4__nvrtc_job_release(j);
+        *j = *alt;
+        if (log) {
+            free(j->log);
+            j->log = log;
+        }
+    } else {
+        fa4__nvrtc_job_release(alt);
+    }
+    alt->cubin = NULL;
+    alt->log = NULL;
+}
+
+/* A copy of job j with one option more, for a fallback build: nothing of j's results. */
+static void fallback_job(fa4__nvrtc_job *alt, const fa4__nvrtc_job *j, int num_opts, const char *opt)
+{
+    *alt = *j;
+    alt->cubin = NULL;
+    alt->log = NULL;
+    alt->status = FA4_OK;
+    memset(&alt->info, 0, sizeof alt->info); /* the retry's own report, nothing stale */
+    alt->err[0] = '\0';
+    alt->num_opts = num_opts;
+    alt->opts[alt->num_opts++] = opt;
+}
+
 /* Programs with a spill_fallback that ptxas reported spilling (or serializing wgmma) are compiled
  * once more with its first option, in parallel, and the build with fewer spill bytes is kept; any
  * still spilling then with the next option in place of the first, and so on: e.g. the sm90
- * backward's faster schedules need a few more registers than some mods leave. A program whose
+ * backward's faster schedules need a few more registers than some mods leave. Program i starts
+ * at level first[i] (a speculative build, below, has tried the levels before it). A program whose
  * report is missing (NVRTC served it from the driver's compute cache) is kept as it is. */
-static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const *descs, int n)
+static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const *descs, int n,
+                            const int *base, const int *first)
 {
     fa4__nvrtc_job alt[FA4_MAX_PROGRAMS];
-    int idx[FA4_MAX_PROGRAMS], base[FA4_MAX_PROGRAMS];
-    for (int i = 0; i < n; i++)
-        base[i] = jobs[i].num_opts; /* the options without any fallback's */
+    int idx[FA4_MAX_PROGRAMS];
     for (int level = 0; level < FA4__MAX_SPILL_FALLBACKS; level++) {
         int m = 0;
         for (int i = 0; i < n; i++) {
-            if (!descs[i] || !descs[i]->spill_fallback[level] || jobs[i].info.registers < 0 ||
+            if (level < first[i] || !descs[i] || !descs[i]->spill_fallback[level] || jobs[i].info.registers < 0 ||
                 spill_cost(&jobs[i].info) == 0 || base[i] >= FA4__NVRTC_MAX_OPTS)
                 continue;
-            alt[m] = jobs[i];
-            alt[m].cubin = NULL;
-            alt[m].log = NULL;
-            alt[m].status = FA4_OK;
-            memset(&alt[m].info, 0, sizeof alt[m].info); /* the retry's own report, nothing stale */
-            alt[m].err[0] = '\0';
-            alt[m].num_opts = base[i];
-            alt[m].opts[alt[m].num_opts++] = descs[i]->spill_fallback[level];
+            fallback_job(&alt[m], &jobs[i], base[i], descs[i]->spill_fallback[level]);
             idx[m++] = i;
         }
         if (m == 0)
-            return;
+            continue; /* a later level may still apply to a program that started there */
         fa4__nvrtc_run(alt, m);
-        for (int a = 0; a < m; a++) {
-            fa4__nvrtc_job *j = &jobs[idx[a]];
-            if (alt[a].status == FA4_OK && alt[a].info.registers >= 0 &&
-                spill_cost(&alt[a].info) < spill_cost(&j->info)) {
-                char *log = NULL;
-                /* keep every report in the program's log: the earlier ones tell why the fallback ran */
-                if (asprintf(&log, "%s\n==== spilled: compiled again with %s ====\n%s", j->log ? j->log : "",
-                             descs[idx[a]]->spill_fallback[level], alt[a].log ? alt[a].log : "") < 0)
-                    log = NULL;
-                fa4__nvrtc_job_release(j);
-                *j = alt[a];
-                if (log) {
-                    free(j->log);
-                    j->log = log;
-                }
-            } else {
-                fa4__nvrtc_job_release(&alt[a]);
-            }
-        }
+        for (int a = 0; a < m; a++)
+            keep_cleaner(&jobs[idx[a]], &alt[a], descs[idx[a]]->spill_fallback[level]);
     }
 }
 
@@ -397,7 +409,7 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
 
     const char **hsrc = calloc((size_t)nsrc + 1, sizeof *hsrc);
     const char **hname = calloc((size_t)nsrc + 1, sizeof *hname);
-    fa4__nvrtc_job *jobs = calloc(FA4_MAX_PROGRAMS, sizeof *jobs);
+    fa4__nvrtc_job *jobs = calloc(2 * FA4_MAX_PROGRAMS, sizeof *jobs); /* + speculative builds */
     const fa4__program_desc *descs[FA4_MAX_PROGRAMS] = {0};
     char(*path_opts)[64] = calloc(24, 64);
     char (*common)[64] = calloc(16, 64);
@@ -468,10 +480,40 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
             j->opts[j->num_opts++] = "-DFA4_IDIV_UNIFORM=0";
     }
 
+    /* Speculation: where the program's first build is likely to spill (desc->speculate, and a
+     * score_mod with transcendental math and no trainable aux: the sm90 backward then tries its
+     * two-pass score stage, which soft-cap's, head_scale's and t5_bias's builds spill and
+     * ALiBi's does not), its first fallback is compiled beside it instead of after it. The kept
+     * build is the one the sequential order keeps (the first unless it spills and the fallback
+     * spills less; the same cubins for every shipped mod); only the wall time differs. Where
+     * the first build would not spill the extra build only costs CPU time, and that slowed
+     * ALiBi's parallel compile by ~0.4 s here, hence the hint rather than every score_mod. */
+    int base[FA4_MAX_PROGRAMS], first[FA4_MAX_PROGRAMS], spec_of[FA4_MAX_PROGRAMS], ns = 0;
+    const int speculate = k->mod && fa4__mod_score_uses_math(k->mod) && r->spec.num_trainable_aux == 0;
+    for (int i = 0; i < n; i++) {
+        base[i] = jobs[i].num_opts; /* the options without any fallback's */
+        first[i] = 0;
+        if (speculate && descs[i]->speculate && descs[i]->spill_fallback[0] &&
+            jobs[i].num_opts < FA4__NVRTC_MAX_OPTS && n + ns < 2 * FA4_MAX_PROGRAMS) {
+            fallback_job(&jobs[n + ns], &jobs[i], base[i], descs[i]->spill_fallback[0]);
+            spec_of[ns++] = i;
+            first[i] = 1;
+        }
+    }
     double t0 = fa4__now_ms();
-    st = fa4__nvrtc_run(jobs, n);
+    fa4__nvrtc_run(jobs, n + ns);
+    st = FA4_OK; /* a speculative build's failure is not the kernel's */
+    for (int i = 0; i < n && st == FA4_OK; i++)
+        st = jobs[i].status;
+    for (int a = 0; a < ns; a++) {
+        fa4__nvrtc_job *j = &jobs[spec_of[a]];
+        if (st == FA4_OK && j->info.registers >= 0 && spill_cost(&j->info) > 0)
+            keep_cleaner(j, &jobs[n + a], descs[spec_of[a]]->spill_fallback[0]);
+        else
+            fa4__nvrtc_job_release(&jobs[n + a]);
+    }
     if (st == FA4_OK)
-        spill_fallbacks(jobs, descs, n);
+        spill_fallbacks(jobs, descs, n, base, first);
     k->info.compile_ms = fa4__now_ms() - t0;
 
     /* the whole log of every program, in order, for fa4_ctx_compile_log */
@@ -522,7 +564,7 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
     /* out: jobs' buffers, the header arrays and the emitted text are released on every path */
 out:
     if (jobs)
-        for (int i = 0; i < FA4_MAX_PROGRAMS; i++)
+        for (int i = 0; i < 2 * FA4_MAX_PROGRAMS; i++)
             fa4__nvrtc_job_release(&jobs[i]);
     free(jobs);
     free(hsrc);

@@ -180,9 +180,9 @@ out:
 
 fa4_status fa4__nvrtc_run(fa4__nvrtc_job *jobs, int n)
 {
-    pthread_t threads[FA4_MAX_PROGRAMS];
-    int started[FA4_MAX_PROGRAMS] = {0};
-    if (n > FA4_MAX_PROGRAMS)
+    pthread_t threads[2 * FA4_MAX_PROGRAMS];
+    int started[2 * FA4_MAX_PROGRAMS] = {0};
+    if (n > 2 * FA4_MAX_PROGRAMS) /* the programs and a speculative build of each */
         return FA4_ERR_INTERNAL;
     for (int i = 0; i < n; i++)
         jobs[i].status = FA4_ERR_INTERNAL;

@@ -161,6 +161,9 @@ typedef struct fa4__program_desc {
      * wgmma (cheaper register schedules); the build with the fewest spill bytes is kept. NULL ends
      * the list */
     const char *spill_fallback[FA4__MAX_SPILL_FALLBACKS];
+    /* 1: with a score_mod (no trainable aux), compile spill_fallback[0] beside the first build
+     * rather than after it spilled (compile.c; the kept build is the same) */
+    int speculate;
 } fa4__program_desc;
 
 typedef struct fa4__path_ops {

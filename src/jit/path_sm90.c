@@ -28,14 +28,14 @@ enum { FWD_M = 128, FWD_THREADS = 384, BOX_COLS = 64, SMEM_LIMIT = 227 * 1024 };
 fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int max_ctas);
 
 static const fa4__program_desc programs[] = {
-    {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd", {NULL}},
-    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}},
-    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}},
+    {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd", {NULL}, 0},
+    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0},
+    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0},
     /* spill fallback levels: bwd_consumer.cuh */
     {"bwd_main90", "sm90/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main",
-     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}},
-    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}},
-    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}},
+     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 1},
+    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0},
+    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0},
 };
 
 static int head_dim_v(const fa4_kernel_spec *spec)
