@@ -49,13 +49,14 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
      * rows per warp at a time): the kernel is bandwidth-bound, and a warp per row with 4-byte
      * loads kept too few bytes in flight. Else the portable loop below. */
     constexpr int kL = kDv >= 8 ? kDv / 8 : 1;
-    const bool wide = kDv % 8 == 0 && kL <= 32 && 32 % kL == 0 &&
+    constexpr bool kWideRows = kDv % 8 == 0 && kL <= 32 && 32 % kL == 0; /* whole rows per warp */
+    const bool wide = kWideRows &&
                       (((unsigned long long)gO | (unsigned long long)gdO |
                         ((unsigned long long)p.o.ss * sizeof(fa4_elem)) |
                         ((unsigned long long)p.dout.ss * sizeof(fa4_elem))) & 15) == 0;
     if (wide) {
         struct alignas(16) u4 { unsigned x, y, z, w; };
-        constexpr int kR = kL <= 32 && 32 % kL == 0 ? 32 / kL : 1;
+        constexpr int kR = kWideRows ? 32 / kL : 1;
         const fa4_elem *__restrict__ o_ = gO;
         const fa4_elem *__restrict__ d_ = gdO;
         const int sub = lane / kL, c = (lane % kL) * 8;
