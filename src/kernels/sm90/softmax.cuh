@@ -184,14 +184,22 @@ __device__ __forceinline__ void fa4_sm90_apply_mask(float (&s)[NT][4], const uns
             s[ni][e] = (bits[ni / 8] >> (4 * (ni % 8) + e)) & 1u ? s[ni][e] : -FA4_INF;
 }
 
-/* 2^x on the FMA pipe (x <= 0 here: scores minus the row max). */
+/* 2^x on the FMA and integer pipes (x <= 0 here: scores minus the row max). floor(x) comes from
+ * the magic bias 1.5 * 2^23 added with rounding towards -inf: the sum's ulp is 1, so it holds
+ * 1.5 * 2^23 + floor(x) exactly and its low mantissa bits are floor(x) in two's complement, which
+ * shifted by 23 lands on the exponent field (the bias's own bits shift out). floorf and an (int)
+ * conversion instead would run FRND and F2I on the conversion pipe, whose 16 lanes per SM are the
+ * MUFU's rate: no saving at all (the first version measured -25% on plain for that reason). The
+ * degree-3 polynomial (seeds/002 §3) is within 9e-5 of 2^f on [0, 1), under a bf16 ulp of P. */
 __device__ __forceinline__ float fa4_exp2_sw(float x)
 {
-    const float xc = fmaxf(x, -126.f);
-    const float xi = floorf(xc);
-    const float f = xc - xi;
+    const float xc = fmaxf(x, -127.f);
+    float j;
+    asm("add.rm.f32 %0, %1, 0f4B400000;" : "=f"(j) : "f"(xc));
+    const float f = xc - (j - 12582912.f); /* both subtractions exact: f in [0, 1) */
     const float r = fmaf(fmaf(fmaf(0.0771f, f, 0.2276f), f, 0.6951f), f, 1.0f);
-    return x < -126.f ? 0.f : __int_as_float(__float_as_int(r) + ((int)xi << 23));
+    const int bits = __float_as_int(r) + (int)((unsigned)__float_as_int(j) << 23);
+    return x < -127.f ? 0.f : __int_as_float(bits); /* -inf (masked) gives 0 exactly */
 }
 
 /* Online softmax update: s (scores) becomes P (unnormalised, natural exponent of the scaled
