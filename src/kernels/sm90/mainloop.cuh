@@ -51,6 +51,20 @@
 #ifndef FA4_SM90_PINGPONG
 #define FA4_SM90_PINGPONG 1
 #endif
+/* The overlapped loop's shape: 1 compiles the softmax (and the mods inlined in it) once, with S(0)
+ * waited for before the loop; 0 peels key tile 0 (softmax twice). H200 2026-12-01 (B4 H16 S4096
+ * D128 bf16 fwd, same call, two rounds): the peeled loop is faster on masks, causal 547.6 -> 557.8,
+ * D 64 416.9 -> 421.8, window 402.9 -> 407.0, plain equal; the single copy halves the SASS of a
+ * score_mod kernel (t5_bias 10832 -> 6392) and its cold compile (t5_bias 2.40 -> 1.46 s, the 1.5 s
+ * target), and with a gathering mask_mod document equal (317.2 / 315.3). So: one copy where a
+ * score_mod or a gathering mask_mod is inlined, the peeled loop otherwise. */
+#ifndef FA4_SM90_FWD_ONE_SOFTMAX
+#if FA4_HAS_SCORE_MOD || (defined(FA4_MASK_MOD_GATHERS) && FA4_MASK_MOD_GATHERS)
+#define FA4_SM90_FWD_ONE_SOFTMAX 1
+#else
+#define FA4_SM90_FWD_ONE_SOFTMAX 0
+#endif
+#endif
 
 template <int R> __device__ __forceinline__ void fa4_reg_fence_u(unsigned (&a)[R][4])
 {
@@ -272,22 +286,68 @@ struct fa4_sm90_consumer {
             fa4_reg_fence_u(pa);
             release(bars.ev(s));
         }
-#else
-        /* key tile 0's S is issued (and waited for) here; the loop's body ends with the issue of
-         * S(j + 1) and P(j) V(j), so softmax (and the mods inlined in it) is compiled once, not once
-         * for tile 0 and once for the loop (issue 8: half the mods' code and compile time). */
+#elif !FA4_SM90_FWD_ONE_SOFTMAX
+        /* key tile 0: S(0) and its softmax, then the loop; softmax is compiled twice */
         fa4_mbar_wait(bars.k(FA4_STAGE(0)), FA4_PHASE(0));
         pp.acquire();
         fa4_wgmma_fence();
         issue_qk(sc, FA4_STAGE(0));
         fa4_wgmma_commit();
         pp.release();
+        early(e, 0);
+        fa4_wgmma_wait<0>();
+        fa4_reg_fence(sc);
+        release(bars.ek(FA4_STAGE(0)));
+        if (n_tiles == 1)
+            release(bars.eq());
+        softmax(sc, 0, e, m, l, corr); /* O is still zero: nothing to rescale */
+        pack(pa, sc);
+        for (int j = 1; j < n_tiles; ++j) {
+            const int s = FA4_STAGE(j), sp = FA4_STAGE(j - 1);
+            fa4_mbar_wait(bars.k(s), FA4_PHASE(j));
+            /* V(j-1) arrived long ago; waiting here keeps branches out from between the two issues
+             * (ptxas would otherwise insert a warpgroup fence before the RS-wgmma, C7519) */
+            fa4_mbar_wait(bars.v(sp), FA4_PHASE(j - 1));
+            pp.acquire();
+            fa4_reg_fence(o);
+            fa4_reg_fence_u(pa);
+            fa4_wgmma_fence();
+            issue_qk(sc, s);
+            fa4_wgmma_commit();
+            issue_pv(o, pa, sp);
+            fa4_wgmma_commit();
+            pp.release();
+            early(e, j);
+            fa4_wgmma_wait<1>();
+            fa4_reg_fence(sc);
+            release(bars.ek(s));
+            if (j == n_tiles - 1)
+                release(bars.eq());
+            const bool need = softmax(sc, j, e, m, l, corr);
+            fa4_wgmma_wait<0>();
+            fa4_reg_fence(o);
+            fa4_reg_fence_u(pa);
+            release(bars.ev(sp));
+            if (need)
+                rescale(o, corr);
+            pack(pa, sc);
+        }
+#else
+        /* key tile 0's S is issued (and waited for) here; the loop's body ends with the issue of
+         * S(j + 1) and P(j) V(j), so softmax (and the mods inlined in it) is compiled once, not once
+         * for tile 0 and once for the loop (issue 8: half the mods' code and compile time). The
+         * early mask runs beside each S on the tensor cores (tile 0's too, so a gathering
+         * mask_mod is inlined twice: keeping it once, at the loop's top, cost document 3.8%). */
+        fa4_mbar_wait(bars.k(FA4_STAGE(0)), FA4_PHASE(0));
+        pp.acquire();
+        fa4_wgmma_fence();
+        issue_qk(sc, FA4_STAGE(0));
+        fa4_wgmma_commit();
+        pp.release();
+        early(e, 0);
         fa4_wgmma_wait<0>();
         for (int j = 0;;) {
             const int s = FA4_STAGE(j), sp = FA4_STAGE(j - 1);
-            /* the early mask of tile j: beside S(j) on the tensor cores, except tile 0's (done by
-             * now), so that its mask_mod (document's gathers) is inlined once, not twice */
-            early(e, j);
             fa4_wgmma_wait<1>(); /* S(j); tile 0: nothing in flight */
             fa4_reg_fence(sc);
             release(bars.ek(s));
@@ -323,7 +383,10 @@ struct fa4_sm90_consumer {
             issue_pv(o, pa, s);
             fa4_wgmma_commit();
             pp.release();
+            early(e, j);
         }
+#endif
+#if FA4_SM90_OVERLAP
         const int sl = FA4_STAGE(n_tiles - 1);
         fa4_mbar_wait(bars.v(sl), FA4_PHASE(n_tiles - 1));
         fa4_reg_fence(o);
