@@ -190,7 +190,11 @@ __device__ __forceinline__ void fa4_sm90_apply_mask(float (&s)[NT][4], const uns
  * shifted by 23 lands on the exponent field (the bias's own bits shift out). floorf and an (int)
  * conversion instead would run FRND and F2I on the conversion pipe, whose 16 lanes per SM are the
  * MUFU's rate: no saving at all (the first version measured -25% on plain for that reason). The
- * degree-3 polynomial (seeds/002 §3) is within 9e-5 of 2^f on [0, 1), under a bf16 ulp of P. */
+ * degree-3 polynomial (seeds/002 §3) is within 9e-5 of 2^f on [0, 1), under a bf16 ulp of P.
+ * Even so it is slower on the H200 at every share (2026-12-01, fwd TFLOP/s, 0 / 15 / 30 / 50%:
+ * D 64 417 / 407 / 391 / 371, soft-cap 309 / 299 / 284 / 273, plain D 128 658 / 611 / 575 / 547):
+ * about ten FMA-pipe instructions replace one MUFU op, and the forward is not MUFU-bound here
+ * (notes/issue8-fwd-overlap.md), so it stays off by default. */
 __device__ __forceinline__ float fa4_exp2_sw(float x)
 {
     const float xc = fmaxf(x, -127.f);
