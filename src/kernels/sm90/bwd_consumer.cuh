@@ -104,6 +104,24 @@
 #endif
 #endif
 
+/* 1: where mask_mod gathers (FA4_MASK_MOD_GATHERS: document's doc_id[q_idx] == doc_id[kv_idx]), a
+ * checked tile's mask (bounds and mask_mod, 32 bits per thread) is computed right after the issue
+ * of S^T / dP^T, so its aux reads overlap the tensor cores instead of following the wait (the
+ * forward's early mask, mainloop.cuh); the first pass then only tests the bits. Two-pass builds
+ * only (FA4_SM90_BWD_SPLIT), unchecked. */
+#ifndef FA4_SM90_BWD_MASK_EARLY
+#if defined(FA4_MASK_MOD_GATHERS) && FA4_MASK_MOD_GATHERS && FA4_SM90_BWD_SPLIT && \
+    !(defined(FA4_CHECKED) && FA4_CHECKED) && \
+    !FA4_SM90_BWD_FULL_FALLBACK
+#define FA4_SM90_BWD_MASK_EARLY 1
+#else
+#define FA4_SM90_BWD_MASK_EARLY 0
+#endif
+#endif
+#if FA4_SM90_BWD_MASK_EARLY && !FA4_SM90_BWD_SPLIT
+#error "FA4_SM90_BWD_MASK_EARLY needs FA4_SM90_BWD_SPLIT"
+#endif
+
 /* 1: tiles inside the sequence (and, with a mask_mod, inside a full block of a block mask) skip
  * every check (H200: causal +4.5%, sliding window +10% in the backward). The second copy of the
  * score stage costs registers (the spill fallback above turns it off). */
@@ -387,14 +405,37 @@ struct fa4_bwd_consumer {
     }
 #endif
 
+#if FA4_SM90_BWD_MASK_EARLY
+    /* The early mask of a checked tile: bit 4c + e of the result is whether the thread's element e
+     * of chunk c may attend (inside the sequence and mask_mod). */
+    __device__ __forceinline__ unsigned mask_bits(int h, int m0, bool full) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
+        unsigned bits = 0u;
+#pragma unroll
+        for (int c = 0; c < kBM / 8; ++c)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int ki = key0 + (e >= 2 ? 8 : 0);
+                const int qi = m0 + 8 * c + 2 * t + (e & 1);
+                const bool ok = !(qi >= len_q || ki >= len_k) &
+                                (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+                bits |= (unsigned)ok << (4 * c + e);
+            }
+        return bits;
+    }
+#endif
+
     /* FA4_SM90_BWD_SPLIT, first pass (S^T complete, dP^T may still run). Without a score_mod
      * sc[c][e] becomes P in place (0 outside the mask) and the second pass packs it; with one,
      * P^T is packed into pp here and sc[c][e] becomes P d score_mod / d score, dS^T's factor (16
      * registers more over the second pass). */
     template <bool kCheck>
     __device__ __forceinline__ void probs(float (&sc)[kBM / 8][4], unsigned (&pp)[kBM / 16][4], int s, int h,
-                                          int m0, bool full) const
+                                          int m0, bool full, unsigned mbits) const
     {
+        (void)mbits;
         const int g = lane >> 2, t = lane & 3;
         const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
 #if !FA4_HAS_SCORE_MOD
@@ -411,7 +452,9 @@ struct fa4_bwd_consumer {
                 const int qi = m0 + 8 * c + 2 * t + (e & 1);
                 bool ok = true;
                 if (kCheck) {
-#if FA4_HAS_MASK_MOD
+#if FA4_SM90_BWD_MASK_EARLY
+                    ok = (mbits >> (4 * c + e)) & 1u;
+#elif FA4_HAS_MASK_MOD
                     ok = !(qi >= len_q || ki >= len_k) &
                          (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
 #else
@@ -505,9 +548,9 @@ struct fa4_bwd_consumer {
     template <bool kCheck>
     __device__ __forceinline__ void grads_split(float (&sc)[kBM / 8][4], float (&dp)[kBM / 8][4],
                                                 unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4], int s,
-                                                int h, int m0, bool full) const
+                                                int h, int m0, bool full, unsigned mbits) const
     {
-        probs<kCheck>(sc, pp, s, h, m0, full);
+        probs<kCheck>(sc, pp, s, h, m0, full, mbits);
         fa4_wgmma_wait<0>();
         fa4_reg_fence(dp);
         dsgrads<kCheck>(sc, dp, pp, pds, s, m0);
@@ -690,12 +733,17 @@ struct fa4_bwd_consumer {
 #endif
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
 #if FA4_SM90_BWD_SPLIT
+            unsigned mbits = ~0u;
+#if FA4_SM90_BWD_MASK_EARLY
+            if (!(FA4_SM90_BWD_FAST_TILES && inside))
+                mbits = mask_bits(h, m0, full); /* while S^T and dP^T are on the tensor cores */
+#endif
             fa4_wgmma_wait<1>();
             fa4_reg_fence(sc);
             if (FA4_SM90_BWD_FAST_TILES && inside)
-                grads_split<false>(sc, dp, pp, pds, s, h, m0, full);
+                grads_split<false>(sc, dp, pp, pds, s, h, m0, full, mbits);
             else
-                grads_split<true>(sc, dp, pp, pds, s, h, m0, full);
+                grads_split<true>(sc, dp, pp, pds, s, h, m0, full, mbits);
 #if FA4_SM90_BWD_DV_EARLY
             /* after the branch: a wgmma in flight across its join made ptxas serialize them */
             fa4_reg_fence(dv);
