@@ -14,8 +14,10 @@
  * then with a block mask each mask row's query tiles ranked by weight (fa4_sm90_fwd_order).
  * Tile geometry mirrors src/kernels/sm90/config.cuh: keep the two in step.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -333,6 +335,19 @@ static fa4_status make_map_dq(fa4_ctx *ctx, CUtensorMap *map, float *data, int d
     return FA4_OK;
 }
 
+/* FA4JIT_SM90_BWD_HEADS=G, for A/B measurements: the head-major backward grid with G heads
+ * interleaved (G >= 2) or none (1) whatever the rule in sm90_launch_bwd says; unset or 0: the rule. */
+static pthread_once_t g_bwd_heads_once = PTHREAD_ONCE_INIT;
+static int g_bwd_heads_env;
+
+static void read_bwd_heads_env(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_HEADS");
+    g_bwd_heads_env = e ? atoi(e) : 0;
+    if (g_bwd_heads_env < 0 || g_bwd_heads_env > 64)
+        g_bwd_heads_env = 0;
+}
+
 /* sm80 bwd_pre (dpsum, lse2; dq_accum and the turn counters zeroed) -> [deterministic with a block
  * mask: fa4_sm90_bwd_rank] -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post, each after the first a
  * programmatic dependent launch on the one before (the kernels' fa4_pdl_wait / fa4_pdl_launch:
@@ -453,6 +468,10 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         if (p->deterministic && !pr.tiles_slowest && ctx->sm_count >= 4 * tiles && (int64_t)p->hkv * p->batch >= 4 &&
             ctas < INT32_MAX)
             pr.tiles_slowest = 4;
+        pthread_once(&g_bwd_heads_once, read_bwd_heads_env);
+        if (g_bwd_heads_env > 0 && pr.tiles_slowest != 1 && ctas < INT32_MAX)
+            pr.tiles_slowest = g_bwd_heads_env >= 2 && (int64_t)p->hkv * p->batch >= g_bwd_heads_env
+                                   ? g_bwd_heads_env : 0;
         if (pr.tiles_slowest == 1 ? (p->batch > 65535 || tiles > 65535) : (p->hkv > 65535 || p->batch > 65535))
             return fa4__set_error(ctx, FA4_ERR_SHAPE,
                                   "sm90: %lld key tiles, %d kv heads, %d batch entries: over the grid's 65535",
