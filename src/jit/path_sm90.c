@@ -461,12 +461,18 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * causal B2 S4096: 244 -> 340 TFLOP/s). */
         const int64_t tiles = cdiv(p->seqlen_k, BWD_N), ctas = tiles * p->hkv * p->batch;
         pr.tiles_slowest = ctx->sm_count > 0 && ctas < 4 * (int64_t)ctx->sm_count;
-        /* deterministic, head-major: CTAs of 4 heads interleaved (bwd_main.cu fa4_bwd_cta) where 4
-         * heads' key tiles fit one wave. H200 bf16 B4 H16 D128, deterministic bwd, same call: S4096
-         * (32 key tiles) 4.17 -> 4.00 ms, D64 B8 H8 3.14 -> 2.93; but at S8192 (64 key tiles) 4
-         * heads were 10% slower than none, and 2 (tried once, another call) no better than none */
-        if (p->deterministic && !pr.tiles_slowest && ctx->sm_count >= 4 * tiles && (int64_t)p->hkv * p->batch >= 4 &&
-            ctas < INT32_MAX)
+        /* head-major with CTAs of 4 heads interleaved (bwd_main.cu fa4_bwd_cta: the 4 heads' key
+         * tile 0, then their key tile 1, ...) where 4 heads' key tiles fit one wave: about the
+         * same heads are in flight as in plain head-major order, but within them the heaviest key
+         * tiles (the first, under causal) start first instead of one head's tiles from heaviest to
+         * lightest after another's, which left a tail (a greedy model of causal B4 H16 S4096:
+         * makespan 1.068 of the mean -> 1.002). H200 bf16 B4 H16 S4096 D128 bwd, same call
+         * (2026-12-02 00:08 UTC, two rounds): causal (bm) 400.9 / 400.6 -> 418.3 / 420.8 TFLOP/s,
+         * prefix-LM (B8) 426.8 / 426.4 -> 430.9 / 429.4, plain, D64 B8 H8 and document equal.
+         * Deterministic, same rule, earlier: S4096 4.17 -> 4.00 ms, D64 B8 H8 3.14 -> 2.93. Not
+         * where a head's key tiles alone fill a quarter wave: deterministic S8192 (64 key tiles)
+         * was 10% slower with 4 heads, and plain S8192 showed no gain with 2 or 4. */
+        if (!pr.tiles_slowest && ctx->sm_count >= 4 * tiles && (int64_t)p->hkv * p->batch >= 4 && ctas < INT32_MAX)
             pr.tiles_slowest = 4;
         pthread_once(&g_bwd_heads_once, read_bwd_heads_env);
         if (g_bwd_heads_env > 0 && pr.tiles_slowest != 1 && ctas < INT32_MAX)

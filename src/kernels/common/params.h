@@ -42,7 +42,7 @@ typedef struct fa4_params {
 
     int deterministic;
     int tiles_slowest;              /* sm90 backward grid: 1 = key tiles vary slowest (heaviest first);
-                                       G >= 2 (deterministic) = G heads interleaved: (head mod G,
+                                       G >= 2 = G heads interleaved: (head mod G,
                                        key tile, head / G) */
     int *dq_sem;                    /* sm90 deterministic backward (dense): turn counters
                                        [hq][ws_rows / 4][2], zeroed; NULL otherwise */

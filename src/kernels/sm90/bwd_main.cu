@@ -191,7 +191,7 @@ __device__ __forceinline__ void fa4_bwd_wait_turn(const int *ctr, int turn)
 
 /* The CTA's (key tile, kv head, batch); see the launcher for the grid orders. p.tiles_slowest:
  * 0 head-major (key tile, kv head, batch); 1 key tiles slowest (kv head, batch, key tile);
- * G >= 2 (deterministic, head-major grid) the linear CTA index taken as (unit mod G, key tile,
+ * G >= 2 (head-major grid, 4 heads per wave or more) the linear CTA index taken as (unit mod G, key tile,
  * unit / G) over the units (kv head, batch): about one wave holds G heads, and the key tiles of
  * one head start G CTAs apart, as their turns stagger them anyway. Every order starts a CTA after
  * the smaller key tiles of its kv head (the turns' wait order). */
