@@ -367,6 +367,9 @@ typedef struct fa4_bwd_args {
     size_t struct_size;
     fa4_tensor q, k, v, o, dout;
     fa4_tensor lse;      /* from the forward; required */
+    fa4_tensor dlse;     /* optional: d loss / d LSE, laid out as lse ([B, Hq, Sq] fp32; varlen
+                            [1, Hq, total_q]), for losses that use the LSE (combining partial
+                            attention results, z-loss); data NULL: no LSE term */
     fa4_tensor dq, dk, dv; /* outputs, same shapes as q, k, v */
     float scale;
     const fa4_aux_value *aux;

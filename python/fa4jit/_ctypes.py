@@ -298,6 +298,7 @@ class fa4_bwd_args(Structure):
         ("o", fa4_tensor),
         ("dout", fa4_tensor),
         ("lse", fa4_tensor),
+        ("dlse", fa4_tensor),
         ("dq", fa4_tensor),
         ("dk", fa4_tensor),
         ("dv", fa4_tensor),

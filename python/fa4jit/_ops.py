@@ -10,7 +10,7 @@ shapes and strides in elements, and launch on the current CUDA stream.
 
 import ctypes
 import threading
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -218,7 +218,7 @@ def run_fwd(q, k, v, aux_tensors, aux_scalars, block_mask, bm_meta, source, aux_
 
 
 def run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta, source,
-            aux_spec, scale, options, varlen=None):
+            aux_spec, scale, options, varlen=None, dlse=None):
     aux_scalars, bm_meta = decode_numbers(aux_scalars), decode_numbers(bm_meta, int)
     q, k, v, o, dout = (_dense_last(t) for t in (q, k, v, o, dout))
     kern = _kernel(q, k, v, source, aux_spec, options, backward=True)
@@ -232,6 +232,9 @@ def run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta
     lib.fa4_bwd_args_init(ctypes.byref(a))
     a.q, a.k, a.v, a.o = _tensor(q, 4), _tensor(k, 4), _tensor(v, 4), _tensor(o, 4)
     a.dout, a.lse = _tensor(dout, 4), _tensor(lse, 3)
+    if dlse is not None:  # the loss used the LSE too; laid out as lse (fp32, contiguous rows)
+        dlse = dlse.to(dtype=torch.float32).contiguous()
+        a.dlse = _tensor(dlse, 3)
     a.dq, a.dk, a.dv = _tensor(dq, 4), _tensor(dk, 4), _tensor(dv, 4)
     a.scale = scale
     a.aux = ctypes.cast(pack.array, ctypes.POINTER(C.fa4_aux_value))
@@ -256,7 +259,7 @@ def run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta
             t = aux_tensors[ti]
             grads.append(pack.grads[name].view(t.shape).to(device=t.device, dtype=t.dtype))
         ti += 1
-    del pack, bm_keep, ws
+    del pack, bm_keep, ws, dlse
     return dq, dk, dv, grads
 
 
@@ -282,13 +285,14 @@ def _register():
     def flex_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor,
                  aux_tensors: List[Tensor], aux_scalars: str, block_mask: List[Tensor],
                  bm_meta: str, source: str, aux_spec: str, scale: float,
-                 options: str) -> Tuple[Tensor, Tensor, Tensor, List[Tensor]]:
+                 options: str, dlse: Optional[Tensor] = None
+                 ) -> Tuple[Tensor, Tensor, Tensor, List[Tensor]]:
         return run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta,
-                       source, aux_spec, scale, options)
+                       source, aux_spec, scale, options, dlse=dlse)
 
     @flex_bwd.register_fake
     def _(dout, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta, source, aux_spec,
-          scale, options):
+          scale, options, dlse=None):
         grads = [torch.empty_like(t) for t, tr in zip(aux_tensors, _tensor_trainable(aux_spec))
                  if tr]
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), grads
@@ -301,7 +305,7 @@ def _register():
         ctx.n_aux = len(aux_tensors)
         ctx.n_bm = len(block_mask)
         ctx.meta = (aux_scalars, bm_meta, source, aux_spec, scale, options)
-        ctx.mark_non_differentiable(lse)
+        ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
 
     def backward(ctx, grad_o, grad_lse):
         saved = ctx.saved_tensors
@@ -309,9 +313,11 @@ def _register():
         aux_tensors = list(saved[5:5 + ctx.n_aux])
         block_mask = list(saved[5 + ctx.n_aux:])
         aux_scalars, bm_meta, source, aux_spec, scale, options = ctx.meta
+        if grad_o is None:  # a loss of the LSE alone
+            grad_o = torch.zeros_like(o)
         dq, dk, dv, aux_grads = torch.ops.fa4jit.flex_bwd(
             grad_o, q, k, v, o, lse, aux_tensors, aux_scalars, block_mask, bm_meta, source,
-            aux_spec, scale, options)
+            aux_spec, scale, options, grad_lse)
         grads = iter(aux_grads)
         per_aux = [next(grads) if tr else None for tr in _tensor_trainable(aux_spec)]
         # One entry per input, lists of tensors as lists (of None where there is no gradient).
@@ -339,14 +345,15 @@ def _register():
     def varlen_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor,
                    cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, aux_tensors: List[Tensor],
                    aux_scalars: str, varlen_meta: str, source: str, aux_spec: str, scale: float,
-                   options: str) -> Tuple[Tensor, Tensor, Tensor, List[Tensor]]:
+                   options: str, dlse: Optional[Tensor] = None
+                   ) -> Tuple[Tensor, Tensor, Tensor, List[Tensor]]:
         return run_bwd(dout, q, k, v, o, lse, aux_tensors, aux_scalars, [], "0", source,
                        aux_spec, scale, options,
-                       varlen=(cu_seqlens_q, cu_seqlens_k, varlen_meta))
+                       varlen=(cu_seqlens_q, cu_seqlens_k, varlen_meta), dlse=dlse)
 
     @varlen_bwd.register_fake
     def _(dout, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, aux_tensors, aux_scalars,
-          varlen_meta, source, aux_spec, scale, options):
+          varlen_meta, source, aux_spec, scale, options, dlse=None):
         grads = [torch.empty_like(t) for t, tr in zip(aux_tensors, _tensor_trainable(aux_spec))
                  if tr]
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), grads
@@ -357,14 +364,16 @@ def _register():
         o, lse = output
         ctx.save_for_backward(q, k, v, o, lse, cu_q, cu_k, *aux_tensors)
         ctx.meta = (aux_scalars, varlen_meta, source, aux_spec, scale, options)
-        ctx.mark_non_differentiable(lse)
+        ctx.set_materialize_grads(False)
 
     def varlen_backward(ctx, grad_o, grad_lse):
         q, k, v, o, lse, cu_q, cu_k, *aux_tensors = ctx.saved_tensors
+        if grad_o is None:
+            grad_o = torch.zeros_like(o)
         aux_scalars, varlen_meta, source, aux_spec, scale, options = ctx.meta
         dq, dk, dv, aux_grads = torch.ops.fa4jit.varlen_bwd(
             grad_o, q, k, v, o, lse, cu_q, cu_k, list(aux_tensors), aux_scalars, varlen_meta,
-            source, aux_spec, scale, options)
+            source, aux_spec, scale, options, grad_lse)
         grads = iter(aux_grads)
         per_aux = [next(grads) if tr else None for tr in _tensor_trainable(aux_spec)]
         return (dq, dk, dv, None, None, per_aux, None, None, None, None, None, None)

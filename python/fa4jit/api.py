@@ -3,7 +3,7 @@
 flex_attention has torch.nn.attention.flex_attention.flex_attention's signature and semantics:
 q [B, Hq, Sq, D], k/v [B, Hkv, Skv, D/Dv]; score_mod(score, b, h, q_idx, kv_idx) sees the scaled
 score; the mask is block_mask.mask_mod; the LSE is fp32, natural log; autograd gives dq, dk, dv and
-the gradients of trainable captured tensors. Work runs on the current CUDA stream.
+the gradients of trainable captured tensors, through the output and the LSE. Work runs on the current CUDA stream.
 
 Kernels are compiled on first use per (device, mod source, dtype, head dims, trainable aux,
 options) and kept in a process-wide table; the library's own memory and disk caches sit behind it.
@@ -264,7 +264,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     score_mod and block_mask.mask_mod may be Python functions (translated), mod source text or
     shipped mod names; `aux` gives values of aux parameters declared in mod source text.
     Returns out, (out, lse) with return_lse, or (out, AuxOutput) with return_aux (lse only;
-    max_scores is not computed). The LSE does not carry a gradient."""
+    max_scores is not computed). A loss may use the LSE too (z-loss, merging partial
+    attention results): its gradient reaches q, k, v and trainable captured tensors."""
     check_return_aux(return_lse, return_aux)
     call = _prepare_call(query, key, value, score_mod, block_mask, scale, enable_gqa,
                          kernel_options, aux)

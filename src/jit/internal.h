@@ -136,6 +136,7 @@ typedef struct fa4__problem {
     int64_t total_q, total_k;
     fa4__tview q, k, v, o, lse;  /* lse: sb, sh, ss in floats; lse.data may be NULL in the forward */
     fa4__tview dout, dq, dk, dv;
+    fa4__tview dlse;             /* backward: data NULL = no LSE gradient */
     float scale;
     const int32_t *cu_seqlens_q, *cu_seqlens_k;
     int has_block_mask;

@@ -377,6 +377,10 @@ static fa4_status check_bwd(fa4_kernel *k, const fa4_bwd_args *a, fa4__problem *
     if ((st = check_tensor(k->ctx, "dv", &a->dv, dt, B, v->shape[1], v->shape[2], v->shape[3],
                            varlen, &p->dv)) != FA4_OK)
         return st;
+    if (a->dlse.data &&
+        (st = check_lse(k->ctx, "dlse", &a->dlse, B, q->shape[1], q->shape[2],
+                        varlen, &p->dlse)) != FA4_OK)
+        return st;
     p->deterministic = a->deterministic != 0;
     p->workspace = a->workspace;
     p->workspace_size = a->workspace_size;

@@ -27,6 +27,7 @@ void fa4__params_fill(fa4_params *pr, const fa4__problem *p)
         view(&pr->dq, &p->dq);
         view(&pr->dk, &p->dk);
         view(&pr->dv, &p->dv);
+        view(&pr->dlse, &p->dlse);
     }
     pr->batch = p->batch;
     pr->hq = p->hq;

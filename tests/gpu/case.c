@@ -288,6 +288,13 @@ static int run_validation(const tcase *c, kvariant *kv, fa4_fwd_args *fa, fa4_bw
         what = "aux dtype wrong";
         break;
     case 7: b.workspace_size = 1; bwd = 1; want = FA4_ERR_WORKSPACE; what = "workspace too small"; break;
+    case 9:
+        b.dlse = b.lse;
+        b.dlse.shape[2] += 1;
+        bwd = 1;
+        want = FA4_ERR_SHAPE;
+        what = "dlse one row too long";
+        break;
     default: {
         memset(&bm, 0, sizeof bm);
         bm.struct_size = sizeof bm;
@@ -356,6 +363,8 @@ void run_case(tcase *c, case_out *res)
     double *hv_ = upload_random(&V, dt, tk, &r, 1.0);
     double *hdo = upload_random(&dO, dt, tq, &r, 1.0);
     CUdeviceptr lse, cuq = 0, cuk = 0, fws = 0; /* fws: the forward's workspace */
+    CUdeviceptr dlse = 0; /* c->dlse: d loss / d LSE, laid out as lse */
+    double *hdl = NULL;   /* ... and the reference's [hq][tq] copy */
     size_t fws_bytes = 0;
     const size_t lse_n = (size_t)c->hq * tq;
     CK(g_cu->memAlloc(&lse, lse_n * 4));
@@ -427,6 +436,20 @@ void run_case(tcase *c, case_out *res)
     ba.q_offset = c->q_off;
     ba.kv_offset = c->kv_off;
     ba.deterministic = c->determ;
+    if (c->dlse && c->bwd) {
+        float *f = malloc(lse_n * 4);
+        hdl = malloc(lse_n * 8);
+        for (int h = 0; h < c->hq; h++)
+            for (int64_t i = 0; i < tq; i++) {
+                const size_t at = c->varlen ? (size_t)h * tq + i : ((size_t)(i / c->sq) * c->hq + h) * c->sq + i % c->sq;
+                f[at] = (float)rng_normal(&r);
+                hdl[(size_t)h * tq + i] = f[at];
+            }
+        CK(g_cu->memAlloc(&dlse, lse_n * 4));
+        CK(g_cu->memcpyHtoD(dlse, f, lse_n * 4));
+        free(f);
+        ba.dlse = lse_tensor(dlse, c->varlen ? 1 : B, c->hq, sfq);
+    }
 
     if (c->validation) {
         ba.workspace = (void *)(uintptr_t)lse;
@@ -575,6 +598,7 @@ void run_case(tcase *c, case_out *res)
         rp.k = hk_;
         rp.v = hv_;
         rp.dout = hdo;
+        rp.dlse = hdl;
         rp.trainable_aux = aux.grad ? 0 : -1;
         rp.trainable_numel = aux.grad_numel;
         rp.trainable_index = !aux.grad ? NULL : c->mod == M_WIDEBIAS ? widebias_index : relbias_index;
@@ -648,6 +672,9 @@ out:
     for (int i = 0; i < 8; i++)
         free_tensor(all[i]);
     g_cu->memFree(lse);
+    if (dlse)
+        g_cu->memFree(dlse);
+    free(hdl);
     if (cuq)
         g_cu->memFree(cuq);
     if (cuk)

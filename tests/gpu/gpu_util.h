@@ -132,6 +132,7 @@ typedef struct ref_problem {
     const unsigned char *bm_status;
     int bm_batch, bm_heads, bm_q_block, bm_kv_block, bm_nq, bm_nkv;
     const double *q, *k, *v, *dout;
+    const double *dlse;       /* [hq][tq] d loss / d LSE, NULL = none */
     int trainable_aux;        /* index of the trainable aux tensor, -1 none */
     int64_t trainable_numel;
     /* d mod / d aux[elem] is 1 at elem = index_of(q_idx, kv_idx) (the test's relative bias) */

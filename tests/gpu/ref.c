@@ -3,7 +3,7 @@
  * evaluated by the library's CPU evaluator: scores = scale * q.k, score_mod on the scaled score,
  * mask_mod and the block mask (absent blocks masked, full blocks skip mask_mod), softmax with
  * LSE, rows with nothing allowed give O = 0 and LSE = -inf; the backward by the textbook formulas
- * (dS = P (dP - rowsum(P dP)) times d score_mod / d score) and the trainable aux gradient.
+ * (dS = P (dP - rowsum(P dP) + dlse) times d score_mod / d score, dlse = d loss / d LSE or 0) and the trainable aux gradient.
  */
 #include <math.h>
 #include <pthread.h>
@@ -112,6 +112,8 @@ static void *worker(void *arg)
                     ds[j] = dp;
                     dsum += pr[j] * dp;
                 }
+                if (p->dlse) /* the LSE's own gradient: d lse / d score_j = P_j */
+                    dsum -= p->dlse[(size_t)h * p->tq + qr];
                 double *dq = o->dq + ((size_t)h * p->tq + qr) * d;
                 for (int j = 0; j < p->klen[b]; j++) {
                     if (pr[j] == 0)

@@ -56,6 +56,7 @@ typedef struct tcase {
     int bm_unchecked; /* bench: block-mask lists not cross-checked on the CPU (too many to evaluate) */
     int64_t q_off, kv_off;
     int bwd, determ;
+    int dlse; /* the backward gets a random d loss / d LSE (fa4_bwd_args.dlse) */
     int aux_small; /* aux tensor shorter than the indices read: reads clamp */
     int checked;   /* compiled with FA4_COMPILE_CHECKED (out-of-range aux reads trap) */
     int validation; /* > 0: a launch-validation case number */

@@ -350,7 +350,7 @@ static void make_cases(int quick)
         add_case(c);
     }
     /* G: launch validation */
-    for (int k = 1; k <= 8; k++) {
+    for (int k = 1; k <= 9; k++) {
         tcase c = random_case(&r, M_ALIBI, FA4_DTYPE_BF16, 128, 128);
         c.validation = k;
         c.sq = 64;
@@ -384,6 +384,24 @@ static void make_cases(int quick)
         c.sq = rng_int(&r3, 300, 1100);
         c.skv = rng_int(&r3, 300, 1100);
         c.determ = k == 1;
+        add_case(c);
+    }
+    /* J: a loss that uses the LSE too (fa4_bwd_args.dlse): plain, a mask, score_mods, varlen, a
+     * block mask and deterministic; generator of its own */
+    rng r4 = {9090};
+    const int jmods[6] = {M_NONE, M_CAUSAL, M_ALIBI, M_SOFTCAP, M_RELBIAS, M_WINDOW};
+    for (int k = 0; k < (quick ? 3 : 8); k++) {
+        tcase c = random_case(&r4, jmods[k % 6], dtypes[k % 2], k % 2 ? 64 : 128, k % 2 ? 64 : 128);
+        c.dlse = 1;
+        c.sq = rng_int(&r4, 100, 500);
+        c.skv = rng_int(&r4, 100, 500);
+        if (k == 3 || k == 6) {
+            c.varlen = 1;
+            c.batch = 3;
+        }
+        if (k == 5)
+            c.bm = BM_GPU, c.q_block = 128, c.kv_block = 128;
+        c.determ = k == 7;
         add_case(c);
     }
 }
@@ -438,6 +456,7 @@ static void case_tags(tcase *c)
     TAG(c->aux_small, "aux-clamp");
     TAG(c->checked, "checked");
     TAG(c->validation, "validation");
+    TAG(c->dlse, "dlse");
 #undef TAG
 }
 

@@ -228,6 +228,46 @@ def test_return_aux_gives_the_lse():
         fa4jit.flex_attention(q, k, v, return_aux=fa.AuxRequest(max_scores=True))
 
 
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_a_loss_of_out_and_lse_gets_both_gradients(deterministic):
+    """A loss that uses the LSE as well as the output (as merging partial attention results or a
+    z-loss does): dq, dk, dv and a trainable captured tensor's gradient against the float64
+    reference and torch's flex_attention; then a loss of the LSE alone."""
+    q, k, v = _inputs(Hq=4, Hkv=2, Sq=200, Skv=333, seed=3)
+    slopes = (0.1 * torch.randn(4, device=DEV)).requires_grad_()
+
+    def alibi(score, b, h, q_idx, kv_idx):
+        return score + slopes[h] * (kv_idx - q_idx)
+    inputs = [q, k, v, slopes]
+    opts = {"deterministic": deterministic}
+    out, lse = fa4jit.flex_attention(q, k, v, score_mod=alibi, return_lse=True, enable_gqa=True,
+                                     kernel_options=opts)
+    g = torch.Generator(device=DEV).manual_seed(4)
+    dout = torch.randn(out.shape, device=DEV, dtype=out.dtype, generator=g)
+    dlse = torch.randn(lse.shape, device=DEV, dtype=torch.float32, generator=g)
+    got = torch.autograd.grad([out, lse], inputs, [dout, dlse])
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pt_out, pt_lse = fa.flex_attention(q, k, v, score_mod=alibi, return_lse=True,
+                                               enable_gqa=True)
+            pt = torch.autograd.grad([pt_out, pt_lse], inputs, [dout, dlse])
+    except Exception:  # noqa: BLE001 - torch's own failure leaves the float64 reference alone
+        pt = [None] * len(inputs)
+    ref_out, ref_lse = reference_attention(q, k, v, alibi)
+    ref = torch.autograd.grad([ref_out, ref_lse], inputs, [dout.double(), dlse.double()])
+    for label, a, p_, r in zip(("dq", "dk", "dv", "dslopes"), got, pt, ref):
+        assert_close(f"out+lse loss {label}", a, r, p_, q.dtype)
+    _, lse = fa4jit.flex_attention(q, k, v, score_mod=alibi, return_lse=True, enable_gqa=True,
+                                   kernel_options=opts)
+    got = torch.autograd.grad(lse, inputs, dlse)
+    _, ref_lse = reference_attention(q, k, v, alibi)
+    ref = torch.autograd.grad(ref_lse, inputs, dlse.double())
+    for label, a, r in zip(("dq", "dk", "dv", "dslopes"), got, ref):
+        assert_close(f"lse-only loss {label}", a, r, None, q.dtype)
+
+
 def test_deterministic_backward_is_bitwise_reproducible():
     q, k, v = _inputs(Sq=384, Skv=384)
     opts = {"deterministic": True}
@@ -306,7 +346,7 @@ def test_compile_returns_launchable_kernel_info():
 def test_varlen_matches_each_sequence_alone():
     """A packed batch of three sequences against each sequence as its own [1, H, S, D] problem
     (the float64 reference), with a causal mask_mod and an ALiBi score_mod over a trainable
-    captured tensor: out, LSE and every gradient."""
+    captured tensor: out, LSE and every gradient of a loss that uses both."""
     lengths = [100, 257, 64]
     H, D = 4, 64
     g = torch.Generator(device=DEV).manual_seed(5)
@@ -328,7 +368,8 @@ def test_varlen_matches_each_sequence_alone():
                                        score_mod=alibi, mask_mod=causal, return_lse=True)
     assert out.shape == (T, H, D) and lse.shape == (H, T)
     dout = torch.randn_like(out)
-    got = _grads(out, [q, k, v, slopes], dout)
+    dlse = torch.randn(lse.shape, device=DEV, dtype=torch.float32, generator=g)
+    got = torch.autograd.grad([out, lse], [q, k, v, slopes], [dout, dlse])
     refs, ref_lse = [], []
     for i, n in enumerate(lengths):
         s0 = int(cu[i])
@@ -337,10 +378,10 @@ def test_varlen_matches_each_sequence_alone():
                                        alibi, causal)
         refs.append(o_i.squeeze(0).transpose(0, 1))
         ref_lse.append(l_i.squeeze(0))
-    ref_out = torch.cat(refs)
-    ref = _grads(ref_out, [q, k, v, slopes], dout.double())
+    ref_out, ref_lse = torch.cat(refs), torch.cat(ref_lse, dim=1)
+    ref = torch.autograd.grad([ref_out, ref_lse], [q, k, v, slopes], [dout.double(), dlse.double()])
     assert_close("varlen out", out, ref_out, None, DTYPE)
-    assert_close("varlen lse", lse, torch.cat(ref_lse, dim=1), None, DTYPE)
+    assert_close("varlen lse", lse, ref_lse, None, DTYPE)
     for label, a, r in zip(("dq", "dk", "dv", "dslopes"), got, ref):
         assert_close(f"varlen {label}", a, r, None, DTYPE)
 

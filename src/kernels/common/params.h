@@ -18,6 +18,7 @@ typedef struct fa4_view {
 typedef struct fa4_params {
     fa4_view q, k, v, o, lse;       /* lse: floats, data may be NULL in the forward */
     fa4_view dout, dq, dk, dv;      /* backward only */
+    fa4_view dlse;                  /* backward: d loss / d LSE (floats, as lse); data NULL = none */
 
     /* Backward workspace (fp32): rows are (head, token) pairs, token = row_base(b) + i with
      * row_base = b * seqlen_q (fixed length) or cu_seqlens_q[b] (varlen); ws_rows tokens per head. */
@@ -59,7 +60,7 @@ typedef struct fa4_block_mask_params {
 
 /* Both compilers must agree on the layout: a field added on one side only fails here, not at run
  * time with garbage arguments. Update the numbers together with the structs. */
-#define FA4_PARAMS_BYTES 504
+#define FA4_PARAMS_BYTES 536
 #define FA4_BLOCK_MASK_PARAMS_BYTES 104
 #ifdef __cplusplus
 static_assert(sizeof(fa4_params) == FA4_PARAMS_BYTES, "fa4_params layout changed");

@@ -1,8 +1,8 @@
 /*
  * bwd_pre.cu - the first backward program: per query row, dpsum = rowsum(dO * O) (fp32) and the LSE
  * in log2 units (+inf for rows with nothing allowed, so that P = exp2(s - lse2) is 0 there, not NaN),
- * both into the workspace where the main kernel reads them. A CTA covers 64 rows of one
- * (batch, head), a warp per row at a time. Supports everything the forward does (varlen, strides).
+ * both into the workspace where the main kernel reads them (dpsum less d loss / d LSE where the caller
+ * gives it). A CTA covers 64 rows of one (batch, head), a warp per row at a time. Supports everything the forward does (varlen, strides).
  * It also zeroes what the main kernel adds into, for its rows: dq_accum (every slot) and, in the
  * sm90 deterministic backward, the rows' dQ turn counters (p.dq_sem); no memset launch before it.
  * PDL (ptx.cuh): the launchers launch it plainly (its predecessor may be anything); its wait comes
@@ -43,6 +43,10 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
     const fa4_elem *gO = (const fa4_elem *)p.o.data + b * p.o.sb + h * p.o.sh + seq.row_q * p.o.ss;
     const fa4_elem *gdO = (const fa4_elem *)p.dout.data + b * p.dout.sb + h * p.dout.sh + seq.row_q * p.dout.ss;
     const float *gL = (const float *)p.lse.data + b * p.lse.sb + h * p.lse.sh + seq.row_q * p.lse.ss;
+    /* d loss / d LSE, where the caller gives one: the LSE term of dS = P (dP - rowsum(dO O) + dlse)
+     * is folded into dpsum, so the main kernels need nothing else */
+    const float *gdL = p.dlse.data ? (const float *)p.dlse.data + b * p.dlse.sb + h * p.dlse.sh + seq.row_q * p.dlse.ss
+                                   : nullptr;
     float *dps = p.dpsum + h * p.ws_rows + seq.ws_row;
     float *l2 = p.lse2 + h * p.ws_rows + seq.ws_row;
     /* 16-byte loads where the head dim and O's and dO's layouts allow (kL lanes per row, 32 / kL
@@ -79,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
                 acc += __shfl_xor_sync(0xffffffffu, acc, off);
             if (lane % kL == 0 && r < seq.len_q) {
                 const float lse = gL[(long long)r * p.lse.ss];
-                dps[r] = acc;
+                dps[r] = gdL ? acc - gdL[(long long)r * p.dlse.ss] : acc;
                 l2[r] = lse == -FA4_INF ? FA4_INF : lse * FA4_LOG2E;
             }
         }
@@ -98,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
             acc += __shfl_xor_sync(0xffffffffu, acc, off);
         if (lane == 0) {
             const float lse = gL[(long long)r * p.lse.ss];
-            dps[r] = acc;
+            dps[r] = gdL ? acc - gdL[(long long)r * p.dlse.ss] : acc;
             l2[r] = lse == -FA4_INF ? FA4_INF : lse * FA4_LOG2E;
         }
     }
