@@ -30,7 +30,10 @@ enum { FWD_M = 128, FWD_THREADS = 384, BOX_COLS = 64, SMEM_LIMIT = 227 * 1024 };
 fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int max_ctas);
 
 static const fa4__program_desc programs[] = {
-    {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd", {NULL}, 0},
+    /* spill fallback levels (mainloop.cuh): the overlapped forward without the late rescale, then
+     * no overlap; only Dv 256 builds (t5_bias's: the first) have needed them */
+    {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd",
+     {"-DFA4_SM90_RESCALE_LATE=0", "-DFA4_SM90_OVERLAP=0"}, 0},
     {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0},
     {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0},
     /* spill fallback levels: bwd_consumer.cuh */

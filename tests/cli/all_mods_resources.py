@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""all_mods_resources.py FA4JIT ARCH PATH - compile every shipped mod (and plain attention) through
+"""all_mods_resources.py FA4JIT ARCH PATH [FA4JIT COMPILE OPTIONS...] - compile every shipped mod (and plain attention) through
 the library, every program (forward, backward, block mask), deviceless, and fail when a program
 spills, has a stack frame, serializes wgmma (C7520) or has no resource report. This guards what
 users get, including compile.c's spill fallback (a spilling bwd_main90 is compiled again with its
-fallback option and the cleaner build is kept), which the kernel-level checks do not see.
+fallback option and the cleaner build is kept), which the kernel-level checks do not see. Options after PATH go to `fa4jit compile` as they are
+(e.g. --head-dim 256 --kernels fwd).
 Exit 0: all clean; 1: a program is not; 2: usage or the command failed."""
 import json
 import os
@@ -12,16 +13,17 @@ import sys
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) < 4:
         print(__doc__)
         return 2
-    cli, arch, path = sys.argv[1:]
+    cli, arch, path = sys.argv[1:4]
+    extra = sys.argv[4:]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     mods = sorted(os.path.join(root, "mods", f) for f in os.listdir(os.path.join(root, "mods"))
                   if f.endswith(".mod"))
     env = dict(os.environ, CUDA_CACHE_DISABLE="1")
     cmd = [cli, "compile", "--arch", arch, "--path", path, "--no-cache", "--json", "--quiet",
-           "--plain"] + mods
+           "--plain"] + extra + mods
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0 and not r.stdout.strip().startswith("["):
         print("command failed:", " ".join(cmd), "\n", r.stdout, r.stderr)
@@ -52,7 +54,8 @@ def main():
                 bad += 1
             else:
                 print("ok  ", line)
-    print(f"{len(results)} kernels for {arch} on the {path} path: {bad} problem(s)")
+    print(f"{len(results)} kernels for {arch} on the {path} path{' ' + ' '.join(extra) if extra else ''}: "
+          f"{bad} problem(s)")
     return 1 if bad else 0
 
 

@@ -269,5 +269,8 @@ const bench_shape bench_shapes[] = {
     /* bench/run.py's document and prefix-LM cases (issue 8) */
     {"document (bm)", M_DOC_CAUSAL, 8, 16, 16, 4096, 128, 1, 0},
     {"prefix-LM (bm per batch)", M_PREFIX_LM, 8, 16, 16, 4096, 128, 2, 0},
+    /* the largest head dim (kN 64, two K/V stages) */
+    {"plain D=256", M_NONE, 4, 16, 16, 4096, 256, 0, 0},
+    {"causal D=256 (bm)", M_CAUSAL, 4, 16, 16, 4096, 256, 1, 0},
 };
 const int num_bench_shapes = (int)(sizeof bench_shapes / sizeof bench_shapes[0]);

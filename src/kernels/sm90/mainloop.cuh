@@ -17,7 +17,12 @@
 #ifndef FA4_SM90_MAINLOOP_CUH
 #define FA4_SM90_MAINLOOP_CUH
 
-/* Overlap keeps S(j), P(j-1) and O live together: with Dv 256 that spills, so it stops at 192.
+/* Overlap keeps S(j), P(j-1) and O live together: at Dv 256 (kN 64) that is 32 + 16 + 128
+ * registers, which fits the consumers' 232 for most mods (H200, B4 H16 S4096 D256 bf16 fwd, with
+ * the late rescale below: plain 673 -> 715, causal 569 -> 624 TFLOP/s). Where a build spills the
+ * host compiles it again without the late rescale, then without the overlap (path_sm90.c's spill
+ * fallback levels; at D 256 t5_bias takes the first); a gathering early mask at Dv 256 (document,
+ * longformer: 36-48 bytes of spills with it) does not overlap to begin with.
  * Checked builds of mods with aux do not overlap (without aux there is nothing to check): with
  * the trap inside the loop ptxas saved the in-flight registers to the stack; fwd.cu now defers
  * the trap to the end of the kernel (FA4_CHECKED_DEFERRED), which is clean without overlap for
@@ -28,8 +33,10 @@
 #ifndef FA4_SM90_OVERLAP
 #if defined(FA4_CHECKED) && FA4_CHECKED && FA4_NUM_AUX > 0
 #define FA4_SM90_OVERLAP 0
+#elif FA4_HEAD_DIM_V > 192 && defined(FA4_MASK_MOD_GATHERS) && FA4_MASK_MOD_GATHERS && FA4_HEAD_DIM % 64 == 0
+#define FA4_SM90_OVERLAP 0 /* the early mask (below) */
 #else
-#define FA4_SM90_OVERLAP (FA4_HEAD_DIM_V <= 192 && FA4_SM90_CONSUMERS == 2)
+#define FA4_SM90_OVERLAP (FA4_SM90_CONSUMERS == 2)
 #endif
 #endif
 /* The early mask (issue 8): the mask of a key tile computed while its S is on the tensor cores
@@ -50,6 +57,16 @@
 #endif
 #ifndef FA4_SM90_PINGPONG
 #define FA4_SM90_PINGPONG 1
+#endif
+/* FA4_SM90_RESCALE_LATE 1 (overlap only): O's rescale by tile j's correction runs after the issue
+ * of S(j+1) and before that of P(j) V(j) (as FA3 places it), so that its Dv / 2 multiplies per
+ * thread run beside S(j+1) on the tensor cores instead of ahead of its issue; corr is 1 where no
+ * rescale is needed, and tile 0's scales zeros. Default at Dv 256 only: there it took the
+ * overlapped forward from 672 to 715 TFLOP/s (plain) and 604 to 624 (causal), H200 B4 H16 S4096
+ * bf16 (2026-12-02, notes/issue8-fwd-overlap.md); at D 128 it measured within noise (session 6),
+ * and at Dv 192 it has not been measured, so those builds stay as they were. */
+#ifndef FA4_SM90_RESCALE_LATE
+#define FA4_SM90_RESCALE_LATE (FA4_HEAD_DIM_V > 192)
 #endif
 /* The overlapped loop's shape: 1 compiles the softmax (and the mods inlined in it) once, with S(0)
  * waited for before the loop; 0 peels key tile 0 (softmax twice). H200 2026-12-01 (B4 H16 S4096
@@ -314,6 +331,11 @@ struct fa4_sm90_consumer {
             fa4_wgmma_fence();
             issue_qk(sc, s);
             fa4_wgmma_commit();
+#if FA4_SM90_RESCALE_LATE
+            rescale(o, corr); /* tile j - 1's */
+            fa4_reg_fence(o);
+            fa4_wgmma_fence();
+#endif
             issue_pv(o, pa, sp);
             fa4_wgmma_commit();
             pp.release();
@@ -328,8 +350,12 @@ struct fa4_sm90_consumer {
             fa4_reg_fence(o);
             fa4_reg_fence_u(pa);
             release(bars.ev(sp));
+#if !FA4_SM90_RESCALE_LATE
             if (need)
                 rescale(o, corr);
+#else
+            (void)need; /* corr is 1 where no rescale is needed */
+#endif
             pack(pa, sc);
         }
 #else
@@ -361,11 +387,14 @@ struct fa4_sm90_consumer {
             fa4_wgmma_wait<0>();
             fa4_reg_fence(o);
             fa4_reg_fence_u(pa);
-            if (j > 0) {
+            if (j > 0)
                 release(bars.ev(sp));
-                if (need) /* tile 0: O is still zero, nothing to rescale */
-                    rescale(o, corr);
-            }
+#if !FA4_SM90_RESCALE_LATE
+            if (j > 0 && need) /* tile 0: O is still zero, nothing to rescale */
+                rescale(o, corr);
+#else
+            (void)need; /* corr is 1 where no rescale is needed */
+#endif
             pack(pa, sc);
             if (++j == n_tiles)
                 break;
@@ -380,6 +409,11 @@ struct fa4_sm90_consumer {
             fa4_wgmma_fence();
             issue_qk(sc, sn);
             fa4_wgmma_commit();
+#if FA4_SM90_RESCALE_LATE
+            rescale(o, corr); /* tile j - 1's */
+            fa4_reg_fence(o);
+            fa4_wgmma_fence();
+#endif
             issue_pv(o, pa, s);
             fa4_wgmma_commit();
             pp.release();
@@ -389,6 +423,9 @@ struct fa4_sm90_consumer {
 #if FA4_SM90_OVERLAP
         const int sl = FA4_STAGE(n_tiles - 1);
         fa4_mbar_wait(bars.v(sl), FA4_PHASE(n_tiles - 1));
+#if FA4_SM90_RESCALE_LATE
+        rescale(o, corr); /* the last tile's */
+#endif
         fa4_reg_fence(o);
         fa4_reg_fence_u(pa);
         fa4_wgmma_fence();
