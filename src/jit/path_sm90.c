@@ -81,6 +81,32 @@ static int bwd_smem(int d, int dv, int trainable)
     return fixed + (fixed + 3 * stage <= SMEM_LIMIT ? 3 : 2) * stage;
 }
 
+/* The padded-D 256 backward main (src/kernels/sm90/bwd256.cuh, compiled as bwd_main90 where D and
+ * Dv pad to 256 and the build has no trainable aux and no checks): 64 keys per CTA; K, V, two
+ * stages of (Q, dO, lse2 + dpsum), two P^T and two dS^T tiles. FA4JIT_SM90_BWD256=0 runs the sm80
+ * backward there instead (A/B). */
+enum { BWD256_N = 64 };
+
+static int bwd256_spec(int d, int dv, unsigned flags, int trainable)
+{
+    return pad64(d) == 256 && pad64(dv) == 256 && !(flags & FA4_COMPILE_CHECKED) && !trainable;
+}
+
+static int bwd256_smem(void)
+{
+    return 1024 + 2 * BWD256_N * 256 * 2 + 2 * (2 * BWD_M * 256 * 2 + 2 * BWD_M * 4) + 4 * BWD256_N * BWD_M * 2 + 512;
+}
+
+static int bwd256_enabled(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("FA4JIT_SM90_BWD256");
+        on = !(e && e[0] == '0');
+    }
+    return on;
+}
+
 static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts[][64], int max)
 {
     (void)spec;
@@ -95,6 +121,9 @@ static int sm90_smem_bytes(const fa4_kernel_spec *spec, const char *program)
 {
     if (strcmp(program, "fwd") == 0)
         return fwd_smem(spec->head_dim, head_dim_v(spec));
+    if (strcmp(program, "bwd_main90") == 0 &&
+        bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags, spec->num_trainable_aux > 0))
+        return bwd256_smem();
     if (strcmp(program, "bwd_main90") == 0)
         return pad64(spec->head_dim) <= BWD_MAX_DIM && pad64(head_dim_v(spec)) <= BWD_MAX_DIM &&
                        !(spec->flags & FA4_COMPILE_CHECKED)
@@ -370,12 +399,15 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     void *args[9];
     const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
     fa4__bwd_ws w;
-    const int smem = bwd_smem(p->head_dim, p->head_dim_v, k->spec.num_trainable_aux > 0);
+    const int d256 = bwd256_spec(p->head_dim, p->head_dim_v, k->spec.flags, k->spec.num_trainable_aux > 0);
+    const int bn = d256 ? BWD256_N : BWD_N;
+    const int smem = d256 ? bwd256_smem() : bwd_smem(p->head_dim, p->head_dim_v, k->spec.num_trainable_aux > 0);
     fa4_status st;
 
-    if (pad64(p->head_dim) > BWD_MAX_DIM || pad64(p->head_dim_v) > BWD_MAX_DIM ||
+    if (((pad64(p->head_dim) > BWD_MAX_DIM || pad64(p->head_dim_v) > BWD_MAX_DIM) && !d256) ||
+        (d256 && (!bwd256_enabled() || (p->deterministic && p->has_block_mask))) ||
         (k->spec.flags & FA4_COMPILE_CHECKED) ||
-        (p->has_block_mask && (p->bm.kv_block % BWD_N || p->bm.q_block % BWD_M)) ||
+        (p->has_block_mask && (p->bm.kv_block % bn || p->bm.q_block % BWD_M)) ||
         (p->deterministic && p->has_block_mask && (int64_t)p->bm.num_q_blocks * 8 > 227 * 1024) ||
         !fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_main"))
         return fa4__sm80_ops.launch_bwd(k, p);
@@ -408,10 +440,10 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
                       p->hq, varlen_q ? 1 : p->batch, BWD_M);
     if (st == FA4_OK)
         st = make_map(ctx, &mk, "k", &p->k, p->dtype, p->head_dim, varlen_k ? p->total_k : p->seqlen_k, p->hkv,
-                      varlen_k ? 1 : p->batch, BWD_N);
+                      varlen_k ? 1 : p->batch, bn);
     if (st == FA4_OK)
         st = make_map(ctx, &mv, "v", &p->v, p->dtype, p->head_dim_v, varlen_k ? p->total_k : p->seqlen_k, p->hkv,
-                      varlen_k ? 1 : p->batch, BWD_N);
+                      varlen_k ? 1 : p->batch, bn);
     if (st == FA4_OK)
         st = make_map_1d(ctx, &ml, "lse2", pr.lse2, (int64_t)p->hq * w.rows);
     if (st == FA4_OK)
@@ -456,13 +488,13 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     args[6] = &ml;
     args[7] = &md;
     args[8] = &mdq;
-    if (cdiv(p->seqlen_k, BWD_N) > 0 && p->hkv > 0 && p->batch > 0) {
+    if (cdiv(p->seqlen_k, bn) > 0 && p->hkv > 0 && p->batch > 0) {
         /* Grid order. Normally (key tile, kv head, batch): the CTAs running together share one
          * head's Q and dO in L2 (the other order was 22% slower on plain B4 H16 S4096 D128). With
          * fewer than 4 waves of CTAs (long CTAs: GQA groups) the tail dominates instead: (kv head,
          * batch, key tile) starts the first keys first, the heaviest under a causal mask (GQA 32:4
          * causal B2 S4096: 244 -> 340 TFLOP/s). */
-        const int64_t tiles = cdiv(p->seqlen_k, BWD_N), ctas = tiles * p->hkv * p->batch;
+        const int64_t tiles = cdiv(p->seqlen_k, bn), ctas = tiles * p->hkv * p->batch;
         pr.tiles_slowest = ctx->sm_count > 0 && ctas < 4 * (int64_t)ctx->sm_count;
         /* head-major with CTAs of 4 heads interleaved (bwd_main.cu fa4_bwd_cta: the 4 heads' key
          * tile 0, then their key tile 1, ...) where 4 heads' key tiles fit one wave: about the
@@ -474,8 +506,9 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * prefix-LM (B8) 426.8 / 426.4 -> 430.9 / 429.4, plain, D64 B8 H8 and document equal.
          * Deterministic, same rule, earlier: S4096 4.17 -> 4.00 ms, D64 B8 H8 3.14 -> 2.93. Not
          * where a head's key tiles alone fill a quarter wave: deterministic S8192 (64 key tiles)
-         * was 10% slower with 4 heads, and plain S8192 showed no gain with 2 or 4. */
-        if (!pr.tiles_slowest && ctx->sm_count >= 4 * tiles && (int64_t)p->hkv * p->batch >= 4 && ctas < INT32_MAX)
+         * was 10% slower with 4 heads, and plain S8192 showed no gain with 2 or 4. The D 256
+         * backward (bwd256.cuh) keeps its own order. */
+        if (!d256 && !pr.tiles_slowest && ctx->sm_count >= 4 * tiles && (int64_t)p->hkv * p->batch >= 4 && ctas < INT32_MAX)
             pr.tiles_slowest = 4;
         pthread_once(&g_bwd_heads_once, read_bwd_heads_env);
         if (g_bwd_heads_env > 0 && pr.tiles_slowest != 1 && ctas < INT32_MAX)

@@ -386,15 +386,46 @@ static void make_cases(int quick)
         c.determ = k == 1;
         add_case(c);
     }
-    /* J: a loss that uses the LSE too (fa4_bwd_args.dlse): plain, a mask, score_mods, varlen, a
+    /* J: padded D 256 (sm90: the bwd256 backward, 64-key CTAs, dK / dV split over the head dim):
+     * sizes not multiples of its tiles, score_mod, mask_mod, GQA, varlen, offsets, block masks
+     * (kv blocks of 1 and 2 key tiles), deterministic, a trainable table (the sm80 backward);
+     * generator of its own */
+    rng r4 = {2560};
+    static const int jmods[12] = {M_NONE,   M_CAUSAL, M_SOFTCAP, M_ALIBI,   M_NONE,  M_CAUSAL,
+                                  M_WINDOW, M_ALIBI,  M_RELBIAS, M_DOCUMENT, M_CAUSAL, M_ALIBI_CAUSAL};
+    for (int k = 0; k < 12; k++) {
+        tcase c = random_case(&r4, jmods[k], dtypes[k % 2], 256, 256);
+        c.sq = rng_int(&r4, 100, 700);
+        c.skv = k == 1 ? c.sq : rng_int(&r4, 100, 700);
+        if (k == 2) {
+            c.hq = 4;
+            c.hkv = 2;
+        }
+        if (k == 3 || k == 11) {
+            c.varlen = 1;
+            c.batch = 3;
+        }
+        c.determ = k == 4 || k == 5 || k == 11;
+        if (k == 6 || k == 7) {
+            c.bm = k == 6 ? BM_GPU : BM_RANDOM;
+            c.q_block = 128;
+            c.kv_block = k == 6 ? 64 : 128;
+        }
+        if (k == 10) {
+            c.q_off = rng_int(&r4, 0, 40);
+            c.kv_off = rng_int(&r4, 0, 40);
+        }
+        add_case(c);
+    }
+    /* K: a loss that uses the LSE too (fa4_bwd_args.dlse): plain, a mask, score_mods, varlen, a
      * block mask and deterministic; generator of its own */
-    rng r4 = {9090};
-    const int jmods[6] = {M_NONE, M_CAUSAL, M_ALIBI, M_SOFTCAP, M_RELBIAS, M_WINDOW};
+    rng r5 = {9090};
+    const int kmods[6] = {M_NONE, M_CAUSAL, M_ALIBI, M_SOFTCAP, M_RELBIAS, M_WINDOW};
     for (int k = 0; k < (quick ? 3 : 8); k++) {
-        tcase c = random_case(&r4, jmods[k % 6], dtypes[k % 2], k % 2 ? 64 : 128, k % 2 ? 64 : 128);
+        tcase c = random_case(&r5, kmods[k % 6], dtypes[k % 2], k % 2 ? 64 : 128, k % 2 ? 64 : 128);
         c.dlse = 1;
-        c.sq = rng_int(&r4, 100, 500);
-        c.skv = rng_int(&r4, 100, 500);
+        c.sq = rng_int(&r5, 100, 500);
+        c.skv = rng_int(&r5, 100, 500);
         if (k == 3 || k == 6) {
             c.varlen = 1;
             c.batch = 3;

@@ -53,8 +53,13 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
 #include "sm90/ptx90.cuh"
 #include "sm90/wgmma.cuh"
 
-#if FA4_HEAD_DIM > 128 || FA4_HEAD_DIM_V > 128 || (defined(FA4_CHECKED) && FA4_CHECKED)
-/* Larger heads do not fit the register plan, and checked builds (aux reads that trap) spill and
+#if FA4_HEAD_DIM > 192 && FA4_HEAD_DIM <= 256 && FA4_HEAD_DIM_V > 192 && FA4_HEAD_DIM_V <= 256 && \
+    !(defined(FA4_CHECKED) && FA4_CHECKED) && !FA4_HAS_TRAINABLE_AUX
+/* padded D = Dv = 256: its own tile plan (64 keys per CTA, dK / dV split over the head dim) */
+#include "sm90/bwd256.cuh"
+#elif FA4_HEAD_DIM > 128 || FA4_HEAD_DIM_V > 128 || (defined(FA4_CHECKED) && FA4_CHECKED)
+/* Other heads over 128 (padded D 192; D 256 with trainable aux, which has no room for the
+ * aux-gradient window) do not fit the register plan, and checked builds (aux reads that trap) spill and
  * serialize wgmma at D 128 (alibi: 108 bytes, rel_bias: 124, C7520 once each): the program is then
  * an empty stub (cheap to compile) so that a program list carrying both backward mains builds for
  * every spec; the launcher runs sm80/bwd_main.cu for these and never launches this one. */

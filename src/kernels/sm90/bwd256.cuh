@@ -1,0 +1,506 @@
+/*
+ * bwd256.cuh - the sm90 backward main program for padded head dims D = Dv = 256 (included by
+ * bwd_main.cu in place of its D <= 128 kernel; same kernel name, parameters and workspace). At
+ * D 256 the D 128 plan does not fit: dK + dV of 64 keys are 2 x 64 x 256 fp32 per warpgroup (the
+ * registers hold half of that) and K + V of 128 keys fill 128 KB of shared memory. So here:
+ *   a CTA holds kBN = 64 keys of one (batch, kv head), K and V resident (64 KB);
+ *   warpgroup 0 the producer (one thread: Q, dO, lse2, dpsum of kBM = 64 query rows per step into
+ *   a 2-stage ring, as bwd_main.cu's);
+ *   warpgroups 1 and 2 the consumers. Each owns all 64 keys' dK and dV over its half of the head
+ *   dim (64 keys x 128 columns of each, 128 registers), and per step computes S = Q K^T and
+ *   dP = dO V^T for its 32 of the 64 keys (not transposed: queries are the wgmma M, 64), P and dS
+ *   from them, and stores P^T and dS^T ([key][query], 128-byte swizzle) into shared memory
+ *   (double-buffered by step parity). After a barrier of both consumers it issues
+ *     dQ[:, its 128 columns] = dS K      SS-wgmma, dS read M-major from the dS^T tile;
+ *     dV += P^T dO, dK += dS^T Q         SS-wgmma over its 128 columns;
+ *   and adds dQ into the fp32 workspace with vector reductions from registers (no room is left
+ *   for a staging tile: 2 x 32 KB at this width), overlapping dV, dK.
+ * Deterministic mode (p.dq_sem, dense walks only; the launcher routes block masks to the sm80
+ * backward): each (head, query tile, column half) adds in key-tile order on the turn counters
+ * bwd_main.cu's kernel uses (zeroed by bwd_pre), passed on after every thread's reductions.
+ * Not here (the launcher runs the sm80 backward instead): trainable aux (no room for the
+ * aux-gradient window), deterministic with a block mask, checked builds, padded D 192.
+ * Block masks need kv_block a multiple of 64 and q_block a multiple of 64 (a CTA's keys in one
+ * kv block). The host mirrors kBN, kBM, kBThreads and kBSmemBytes (path_sm90.c, bwd256_smem).
+ */
+#ifndef FA4_SM90_BWD256_CUH
+#define FA4_SM90_BWD256_CUH
+
+#include "sm90/bwd256_wgmma.cuh"
+
+constexpr int kBN = 64;      /* keys per CTA */
+constexpr int kBM = 64;      /* query rows per step */
+constexpr int kBWgKeys = 32; /* keys of S / dP per consumer warpgroup */
+constexpr int kBWgCols = 128; /* dK / dV / dQ columns per consumer warpgroup */
+constexpr int kBThreads = 384;
+constexpr int kBLaunchRegs = 168;
+constexpr int kBProducerRegs = 24;
+constexpr int kBConsumerRegs = 240;
+constexpr int kBStages = 2;
+
+constexpr int kBKBytes = kBN * kDp * 2;
+constexpr int kBVBytes = kBN * kDvp * 2;
+constexpr int kBQBytes = kBM * kDp * 2;
+constexpr int kBDoBytes = kBM * kDvp * 2;
+constexpr int kBPBytes = kBN * kBM * 2; /* P^T or dS^T of one step: one panel of 64 keys */
+constexpr int kBRowBytes = 2 * kBM * 4; /* lse2 and dpsum of one step */
+constexpr int kBStageBytes = kBQBytes + kBDoBytes;
+constexpr int kBSmemBytes = 1024 + kBKBytes + kBVBytes + kBStages * (kBStageBytes + kBRowBytes) + 4 * kBPBytes + 512;
+
+static_assert(kDp == 256 && kDvp == 256, "bwd256.cuh: padded head dims of 256");
+static_assert(kBSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
+static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnreg inside the CTA's registers");
+
+/* 1: tiles inside the sequence (and, with a mask_mod, inside a full block) skip every check;
+ * 0 in the spill fallback (FA4_SM90_BWD_FALLBACK, path_sm90.c). */
+#ifndef FA4_SM90_BWD_FAST_TILES
+#if defined(FA4_SM90_BWD_FALLBACK) && FA4_SM90_BWD_FALLBACK
+#define FA4_SM90_BWD_FAST_TILES 0
+#else
+#define FA4_SM90_BWD_FAST_TILES 1
+#endif
+#endif
+
+extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
+
+/* Shared-memory map, from the 1024-byte aligned base (the method names as bwd_config.cuh's, for
+ * bwd_schedule.cuh's walk). */
+struct fa4_bwd_smem {
+    unsigned base;
+    __device__ __forceinline__ unsigned k() const { return base; }
+    __device__ __forceinline__ unsigned v() const { return base + kBKBytes; }
+    __device__ __forceinline__ unsigned q(int s) const { return base + kBKBytes + kBVBytes + s * kBStageBytes; }
+    __device__ __forceinline__ unsigned dout(int s) const { return q(s) + kBQBytes; }
+    __device__ __forceinline__ unsigned pt(int buf) const { return q(0) + kBStages * kBStageBytes + buf * kBPBytes; }
+    __device__ __forceinline__ unsigned dst(int buf) const { return pt(2) + buf * kBPBytes; }
+    __device__ __forceinline__ unsigned rows(int s) const /* lse2[kBM] then dpsum[kBM] */
+    {
+        return pt(4) + s * kBRowBytes;
+    }
+    __device__ __forceinline__ unsigned bar_kv() const { return rows(0) + kBStages * kBRowBytes; }
+    __device__ __forceinline__ unsigned bar_full(int s) const { return bar_kv() + 8u * (1u + (unsigned)s); }
+    __device__ __forceinline__ unsigned bar_empty(int s) const
+    {
+        return bar_kv() + 8u * (1u + kBStages + (unsigned)s);
+    }
+    /* the walk-table word of stage s (bwd_schedule.cuh's producer side; unused here: no
+     * deterministic block masks) */
+    __device__ __forceinline__ unsigned dq_turn(int s) const { return bar_kv() + 64u + 4u * (unsigned)s; }
+};
+constexpr unsigned kBFullArrivals = 1, kBEmptyArrivals = 8;
+
+#include "sm90/bwd_schedule.cuh"
+
+__device__ __forceinline__ unsigned fa4_bwd_smem_base(void)
+{
+    return (fa4_smem_addr(fa4_smem) + 1023u) & ~1023u;
+}
+
+__device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
+{
+    (void)k;
+    atomicAdd(grad + i, v);
+}
+
+__device__ __forceinline__ void fa4_tma_load_1d(unsigned dst, const fa4_tmap *map, unsigned bar, int c0)
+{
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2}], [%3];\n" ::"r"(dst),
+                 "l"((unsigned long long)map), "r"(c0), "r"(bar)
+                 : "memory");
+}
+
+/* Spin until the turn counter reaches `turn` (acquire); trap after 10 s rather than hang. */
+__device__ __forceinline__ void fa4_b256_wait_turn(const int *ctr, int turn)
+{
+    unsigned long long t0 = 0;
+    for (int n = 0;; ++n) {
+        int v;
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(ctr) : "memory");
+        if (v == turn)
+            return;
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+        if (n == 0)
+            t0 = t;
+        else if (t - t0 > 10000000000ull)
+            __trap();
+        __nanosleep(32);
+    }
+}
+
+/* Generic-proxy shared stores (stmatrix) made visible to the async proxy (wgmma reads). */
+__device__ __forceinline__ void fa4_b256_fence_async_smem(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* One fp32 of a step's lse2 / dpsum rows (after the stage's mbarrier wait: volatile, in order). */
+__device__ __forceinline__ float fa4_b256_lds(unsigned addr)
+{
+    float x;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(x) : "r"(addr) : "memory");
+    return x;
+}
+
+/* Four 8x8 16-bit matrices stored transposed (lane 8i+j: address of memory row j of matrix i). */
+__device__ __forceinline__ void fa4_b256_stsm_x4_t(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
+                 "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
+}
+
+struct fa4_b256_consumer {
+    const fa4_params &p;
+    const fa4_aux &aux;
+    fa4_bwd_smem sm;
+    int b, cw, warp, lane;
+    int n0, len_q, len_k, n_tile, wrow0;
+
+    /* S = Q K^T and dP = dO V^T over this warpgroup's 32 keys (two commit groups). */
+    __device__ __forceinline__ void issue_s_dp(float (&sc)[4][4], float (&dp)[4][4], int s) const
+    {
+        const unsigned krows = cw * kBWgKeys * kPanelBytes;
+#pragma unroll
+        for (int kk = 0; kk < kD / 16; ++kk) {
+            const unsigned long long da =
+                fa4_desc_sw128(sm.q(s) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+            const unsigned long long db =
+                fa4_desc_sw128(sm.k() + (kk / 4) * kBN * kPanelBytes + krows + (kk % 4) * 32, 16, 1024);
+            fa4_b256_wgmma_ss<32, 0, 0>(sc, da, db, kk > 0);
+        }
+        fa4_wgmma_commit();
+#pragma unroll
+        for (int kk = 0; kk < kDv / 16; ++kk) {
+            const unsigned long long da =
+                fa4_desc_sw128(sm.dout(s) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+            const unsigned long long db =
+                fa4_desc_sw128(sm.v() + (kk / 4) * kBN * kPanelBytes + krows + (kk % 4) * 32, 16, 1024);
+            fa4_b256_wgmma_ss<32, 0, 0>(dp, da, db, kk > 0);
+        }
+        fa4_wgmma_commit();
+    }
+
+    /* dQ[:, 128 cw ..] = dS K (one commit group): A = dS, M-major from the dS^T tile. */
+    __device__ __forceinline__ void issue_dq(float (&dq)[16][4], int buf) const
+    {
+#pragma unroll
+        for (int kk = 0; kk < kBN / 16; ++kk) {
+            const unsigned long long da = fa4_desc_sw128(sm.dst(buf) + kk * 16 * kPanelBytes, kBN * kPanelBytes, 1024);
+            const unsigned long long db = fa4_desc_sw128(sm.k() + 2 * cw * kBN * kPanelBytes + kk * 16 * kPanelBytes,
+                                                         kBN * kPanelBytes, 1024);
+            fa4_b256_wgmma_ss<128, 1, 1>(dq, da, db, kk > 0);
+        }
+        fa4_wgmma_commit();
+    }
+
+    /* dV += P^T dO, dK += dS^T Q over this warpgroup's 128 columns (one commit group). */
+    __device__ __forceinline__ void issue_dkv(float (&dk)[16][4], float (&dv)[16][4], int s, int buf) const
+    {
+#pragma unroll
+        for (int kk = 0; kk < kBM / 16; ++kk)
+            fa4_b256_wgmma_ss<128, 0, 1>(
+                dv, fa4_desc_sw128(sm.pt(buf) + kk * 32, 16, 1024),
+                fa4_desc_sw128(sm.dout(s) + 2 * cw * kBM * kPanelBytes + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
+                1);
+#pragma unroll
+        for (int kk = 0; kk < kBM / 16; ++kk)
+            fa4_b256_wgmma_ss<128, 0, 1>(
+                dk, fa4_desc_sw128(sm.dst(buf) + kk * 32, 16, 1024),
+                fa4_desc_sw128(sm.q(s) + 2 * cw * kBM * kPanelBytes + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
+                1);
+        fa4_wgmma_commit();
+    }
+
+    /* A [query][key] fragment (this warp's 16 queries x the warpgroup's 32 keys, packed pairs:
+     * x[c][0] rows g, x[c][1] rows g + 8 of key chunk c) into a [key][query] tile. */
+    __device__ __forceinline__ void store_t(unsigned tile, const unsigned (&x)[4][2]) const
+    {
+        const int i = lane >> 3, j = lane & 7;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int key = cw * kBWgKeys + 8 * (2 * h + (i >> 1)) + j;
+            const int qc = warp * 2 + (i & 1);
+            fa4_b256_stsm_x4_t(tile + key * kPanelBytes + ((qc ^ (key & 7)) << 4), x[2 * h][0], x[2 * h][1],
+                               x[2 * h + 1][0], x[2 * h + 1][1]);
+        }
+    }
+
+    /* First pass (S complete): P, stored as P^T; sc becomes P d score_mod / d score (0 outside the
+     * mask), dS's factor. */
+    template <bool kCheck>
+    __device__ __forceinline__ void probs(float (&sc)[4][4], int s, int h, int m0, bool full, int buf) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const int qr = warp * 16 + g;
+        const float l2[2] = {fa4_b256_lds(sm.rows(s) + qr * 4), fa4_b256_lds(sm.rows(s) + (qr + 8) * 4)};
+#if !FA4_HAS_SCORE_MOD
+        const float k2 = p.scale * FA4_LOG2E;
+#endif
+        unsigned pk[4][2];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            float pr[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int qi = m0 + qr + (e >= 2 ? 8 : 0);
+                const int ki = n0 + cw * kBWgKeys + 8 * c + 2 * t + (e & 1);
+                bool ok = true;
+                if (kCheck) {
+#if FA4_HAS_MASK_MOD
+                    ok = !(qi >= len_q || ki >= len_k) &
+                         (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#else
+                    ok = !(qi >= len_q || ki >= len_k);
+#endif
+                }
+#if FA4_HAS_SCORE_MOD
+                float dmod = 1.f;
+                const float x = fa4_score_mod_fwd_deriv(sc[c][e] * p.scale, b, h, (int)(qi + p.q_offset),
+                                                        (int)(ki + p.kv_offset), aux, &dmod);
+                const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e >> 1])) : 0.f;
+                sc[c][e] = ok ? pv * dmod : 0.f;
+                pr[e] = pv;
+#else
+                const float pv = ok ? fa4_exp2(fmaf(sc[c][e], k2, -l2[e >> 1])) : 0.f;
+                sc[c][e] = pv;
+                pr[e] = pv;
+#endif
+            }
+            pk[c][0] = fa4_pack2(pr[0], pr[1]);
+            pk[c][1] = fa4_pack2(pr[2], pr[3]);
+            asm volatile("" : "+r"(pk[c][0]), "+r"(pk[c][1]), "+f"(sc[c][0]), "+f"(sc[c][1]), "+f"(sc[c][2]),
+                         "+f"(sc[c][3])::"memory");
+        }
+        store_t(sm.pt(buf), pk);
+    }
+
+    /* Second pass (dP complete): dS = sc (dP - dpsum), stored as dS^T. Rows past the sequence
+     * read whatever follows in the workspace as dpsum: kCheck zeroes it there. */
+    template <bool kCheck>
+    __device__ __forceinline__ void dsgrads(const float (&sc)[4][4], const float (&dp)[4][4], int s, int m0,
+                                            int buf) const
+    {
+        const int g = lane >> 2;
+        const int qr = warp * 16 + g;
+        float dps[2] = {fa4_b256_lds(sm.rows(s) + (kBM + qr) * 4), fa4_b256_lds(sm.rows(s) + (kBM + qr + 8) * 4)};
+        if (kCheck) {
+            dps[0] = m0 + qr < len_q ? dps[0] : 0.f;
+            dps[1] = m0 + qr + 8 < len_q ? dps[1] : 0.f;
+        }
+        unsigned pk[4][2];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            pk[c][0] = fa4_pack2(sc[c][0] * (dp[c][0] - dps[0]), sc[c][1] * (dp[c][1] - dps[0]));
+            pk[c][1] = fa4_pack2(sc[c][2] * (dp[c][2] - dps[1]), sc[c][3] * (dp[c][3] - dps[1]));
+        }
+        store_t(sm.dst(buf), pk);
+    }
+
+    /* dQ partial into the workspace (fp32, [hq][ws_rows][kD]): this thread's rows g, g + 8 of its
+     * warp, columns 128 cw + 8 i + 2 t, + 1, as 2-float vector reductions; rows past the sequence
+     * skipped. Deterministic (p.dq_sem): the issuer waits for the turn of this (head, query tile,
+     * column half), n_tile (the key tiles before this one), and passes it on once every thread's
+     * reductions are performed (each thread's fence, then the warpgroup's barrier). */
+    __device__ __forceinline__ void write_dq(const float (&dq)[16][4], int h, int m0) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const long long row0 = (long long)h * p.ws_rows + wrow0 + m0;
+        int *ctr = p.dq_sem ? p.dq_sem + (int)(row0 >> 2) * 2 + cw : nullptr;
+        if (ctr) {
+            if (warp == 0 && lane == 0)
+                fa4_b256_wait_turn(ctr, n_tile);
+            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+        }
+#pragma unroll
+        for (int r2 = 0; r2 < 2; ++r2) {
+            const int qr = warp * 16 + g + 8 * r2;
+            if (m0 + qr < len_q) {
+                float *dst = p.dq_accum + (row0 + qr) * kD + cw * kBWgCols + 2 * t;
+#pragma unroll
+                for (int i = 0; i < kBWgCols / 8; ++i)
+                    if (cw * kBWgCols + i * 8 < kD)
+                        asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + 8 * i),
+                                     "f"(dq[i][2 * r2]), "f"(dq[i][2 * r2 + 1])
+                                     : "memory");
+            }
+        }
+        if (ctr) {
+            asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            if (warp == 0 && lane == 0)
+                asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(ctr) : "memory");
+        }
+    }
+
+    /* One step: stage s (phase ph), P^T / dS^T buffers buf, query tile (h, m0). */
+    __device__ __forceinline__ void step(float (&dk)[16][4], float (&dv)[16][4], int s, unsigned ph, int buf, int h,
+                                         int m0, bool full) const
+    {
+        {
+            float sc[4][4], dp[4][4];
+            fa4_mbar_wait(sm.bar_full(s), ph);
+            fa4_wgmma_fence();
+            issue_s_dp(sc, dp, s);
+            const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
+            fa4_wgmma_wait<1>();
+            fa4_reg_fence(sc);
+            if (FA4_SM90_BWD_FAST_TILES && inside) {
+                probs<false>(sc, s, h, m0, full, buf);
+                fa4_wgmma_wait<0>();
+                fa4_reg_fence(dp);
+                dsgrads<false>(sc, dp, s, m0, buf);
+            } else {
+                probs<true>(sc, s, h, m0, full, buf);
+                fa4_wgmma_wait<0>();
+                fa4_reg_fence(dp);
+                dsgrads<true>(sc, dp, s, m0, buf);
+            }
+        }
+        fa4_b256_fence_async_smem();
+        fa4_reg_fence(dk);
+        fa4_reg_fence(dv);
+        /* both warpgroups' halves of P^T and dS^T are in shared memory */
+        asm volatile("bar.sync 1, 256;\n" ::: "memory");
+        {
+            float dq[16][4];
+            fa4_wgmma_fence();
+            issue_dq(dq, buf);
+            issue_dkv(dk, dv, s, buf);
+            fa4_wgmma_wait<1>();
+            fa4_reg_fence(dq);
+            write_dq(dq, h, m0);
+        }
+        fa4_wgmma_wait<0>();
+        fa4_reg_fence(dk);
+        fa4_reg_fence(dv);
+        if (lane == 0)
+            fa4_mbar_arrive(sm.bar_empty(s));
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(kBThreads, 1)
+    fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
+                      const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
+                      const __grid_constant__ fa4_tmap tm_do, const __grid_constant__ fa4_tmap tm_lse2,
+                      const __grid_constant__ fa4_tmap tm_dpsum, const __grid_constant__ fa4_tmap tm_dq)
+{
+    (void)tm_dq;
+    const fa4_bwd_smem sm = {fa4_bwd_smem_base()};
+    int n_tile, hk, b;
+    fa4_pdl_launch();
+    /* the grid orders of bwd_main.cu's fa4_bwd_cta without the deterministic interleave (the
+     * launcher does not ask for it here) */
+    if (p.tiles_slowest == 1) {
+        n_tile = blockIdx.z;
+        hk = blockIdx.x;
+        b = blockIdx.y;
+    } else {
+        n_tile = blockIdx.x;
+        hk = blockIdx.y;
+        b = blockIdx.z;
+    }
+    const int tid = threadIdx.x;
+    const fa4_seq seq = fa4_seq_info(p, b);
+    const int n0 = n_tile * kBN;
+    if (n0 >= seq.len_k)
+        return;
+
+    if (tid == 0) {
+        fa4_mbar_init(sm.bar_kv(), 1);
+#pragma unroll
+        for (int s = 0; s < kBStages; ++s) {
+            fa4_mbar_init(sm.bar_full(s), kBFullArrivals);
+            fa4_mbar_init(sm.bar_empty(s), kBEmptyArrivals);
+        }
+        fa4_mbar_init_fence();
+    }
+    __syncthreads();
+
+    const int wg = tid >> 7;
+    if (wg == 0) {
+        fa4_regs_dec<kBProducerRegs>();
+        if (tid != 0)
+            return;
+        const int kb = p.cu_seqlens_k ? 0 : b, qb = p.cu_seqlens_q ? 0 : b;
+        fa4_tma_prefetch(&tm_q);
+        fa4_tma_prefetch(&tm_k);
+        fa4_tma_prefetch(&tm_v);
+        fa4_tma_prefetch(&tm_do);
+        fa4_tma_prefetch(&tm_lse2);
+        fa4_tma_prefetch(&tm_dpsum);
+        const int krow = (int)seq.row_k + n0;
+        fa4_mbar_expect_tx(sm.bar_kv(), kBKBytes + kBVBytes);
+#pragma unroll
+        for (int c = 0; c < kDp / 64; ++c)
+            fa4_tma_load_4d(sm.k() + c * kBN * kPanelBytes, &tm_k, sm.bar_kv(), c * 64, krow, hk, kb);
+#pragma unroll
+        for (int c = 0; c < kDvp / 64; ++c)
+            fa4_tma_load_4d(sm.v() + c * kBN * kPanelBytes, &tm_v, sm.bar_kv(), c * 64, krow, hk, kb);
+        fa4_pdl_wait();
+        const int qrow0 = (int)seq.row_q, wrow0 = (int)seq.ws_row;
+        int s = 0, it = 0;
+        unsigned ph = 0;
+        fa4_bwd_walk(p, b, hk, n_tile, seq.len_q, [&](int h, int m0, int tw) {
+            (void)tw;
+            if (it >= kBStages)
+                fa4_mbar_wait(sm.bar_empty(s), ph ^ 1u);
+            const unsigned bar = sm.bar_full(s);
+            const int wrow = h * (int)p.ws_rows + wrow0 + m0;
+            fa4_mbar_expect_tx(bar, kBQBytes + kBDoBytes + kBRowBytes);
+            fa4_tma_load_1d(sm.rows(s), &tm_lse2, bar, wrow);
+            fa4_tma_load_1d(sm.rows(s) + kBM * 4, &tm_dpsum, bar, wrow);
+#pragma unroll
+            for (int c = 0; c < kDp / 64; ++c)
+                fa4_tma_load_4d(sm.q(s) + c * kBM * kPanelBytes, &tm_q, bar, c * 64, qrow0 + m0, h, qb);
+#pragma unroll
+            for (int c = 0; c < kDvp / 64; ++c)
+                fa4_tma_load_4d(sm.dout(s) + c * kBM * kPanelBytes, &tm_do, bar, c * 64, qrow0 + m0, h, qb);
+            ++it;
+            if (++s == kBStages) {
+                s = 0;
+                ph ^= 1u;
+            }
+        });
+    } else {
+        fa4_regs_inc<kBConsumerRegs>();
+        fa4_pdl_wait();
+        const int cw = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+        float dk[16][4], dv[16][4];
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = 0.f;
+            dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
+        }
+        const fa4_b256_consumer c = {p, aux, sm, b, cw, warp, lane, n0, seq.len_q, seq.len_k, n_tile, (int)seq.ws_row};
+        fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
+        fa4_bwd_cursor w;
+        w.start(p, b, hk, n_tile, seq.len_q);
+        for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it)
+            c.step(dk, dv, it & 1, (unsigned)(it >> 1) & 1u, it & 1, w.h, w.m0, w.full);
+
+        /* epilogue: dK (scaled) and dV of the keys inside the sequence, this warpgroup's columns */
+        const int g = lane >> 2, t = lane & 3;
+        fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;
+        fa4_elem *gdV = (fa4_elem *)p.dv.data + b * p.dv.sb + hk * p.dv.sh + (seq.row_k + n0) * p.dv.ss;
+#pragma unroll
+        for (int r2 = 0; r2 < 2; ++r2) {
+            const int r = warp * 16 + g + 8 * r2;
+            if (n0 + r < seq.len_k) {
+#pragma unroll
+                for (int i = 0; i < 16; ++i) {
+                    const int col = cw * kBWgCols + i * 8;
+                    if (col < kD)
+                        *(unsigned *)(gdK + (long long)r * p.dk.ss + col + 2 * t) =
+                            fa4_pack2(dk[i][2 * r2] * p.scale, dk[i][2 * r2 + 1] * p.scale);
+                    if (col < kDv)
+                        *(unsigned *)(gdV + (long long)r * p.dv.ss + col + 2 * t) =
+                            fa4_pack2(dv[i][2 * r2], dv[i][2 * r2 + 1]);
+                }
+            }
+        }
+    }
+}
+
+#endif /* FA4_SM90_BWD256_CUH */
