@@ -384,10 +384,11 @@ static void read_bwd_heads_env(void)
  * mask: fa4_sm90_bwd_rank] -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post, each after the first a
  * programmatic dependent launch on the one before (the kernels' fa4_pdl_wait / fa4_pdl_launch:
  * bwd_main's CTAs start and load K and V while bwd_pre's last CTAs run, bwd_post's start on the
- * SMs bwd_main's last wave leaves). Falls back
- * to the whole sm80 backward for heads over 128, checked builds (bwd_main90 is an empty stub for
- * both) and block masks whose kv_block is not a multiple of 128 (a CTA's keys must lie in one
- * block). */
+ * SMs bwd_main's last wave leaves). Padded D = Dv = 256 runs bwd256.cuh's main (64-key CTAs) in
+ * the same chain. Falls back to the whole sm80 backward for other heads over 128, D 256 with
+ * trainable aux, checked builds (bwd_main90 is an empty stub for these), block masks whose kv_block
+ * is not a multiple of the CTA's keys (128, at D 256 64: a CTA's keys must lie in one block), D 256
+ * deterministic with a block mask (no walk table there), and FA4JIT_SM90_BWD256=0 at D 256. */
 static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
 {
     fa4_ctx *ctx = k->ctx;

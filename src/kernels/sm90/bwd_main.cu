@@ -28,7 +28,9 @@
  * session 3), and the lists are walked in descending order (bwd_schedule.cuh).
  *
  * Supported: bf16 and fp16; head dims with padded D, Dv <= 128 (64 and 128 compile-checked), not
- * checked builds (both: an empty stub, the sm80 backward runs instead);
+ * checked builds (both: an empty stub, the sm80 backward runs instead); padded D = Dv = 256 without
+ * trainable aux has a kernel of its own with the same parameters (sm90/bwd256.cuh, included below
+ * in place of this one);
  * strides as the sm90 forward (multiples of 16 bytes, TMA); GQA/MQA; varlen via cu_seqlens; q/kv
  * offsets; score_mod with its derivative, mask_mod, trainable aux (terms summed per run of equal
  * indices in registers as sm80, each run into the CTA's shared-memory window of the read's
