@@ -82,14 +82,14 @@ static int bwd_smem(int d, int dv, int trainable)
 }
 
 /* The padded-D 256 backward main (src/kernels/sm90/bwd256.cuh, compiled as bwd_main90 where D and
- * Dv pad to 256 and the build has no trainable aux and no checks): 64 keys per CTA; K, V, two
+ * Dv pad to 256 and the build is not checked): 64 keys per CTA; K, V, two
  * stages of (Q, dO, lse2 + dpsum), two P^T and two dS^T tiles. FA4JIT_SM90_BWD256=0 runs the sm80
  * backward there instead (A/B). */
 enum { BWD256_N = 64 };
 
-static int bwd256_spec(int d, int dv, unsigned flags, int trainable)
+static int bwd256_spec(int d, int dv, unsigned flags)
 {
-    return pad64(d) == 256 && pad64(dv) == 256 && !(flags & FA4_COMPILE_CHECKED) && !trainable;
+    return pad64(d) == 256 && pad64(dv) == 256 && !(flags & FA4_COMPILE_CHECKED);
 }
 
 static int bwd256_smem(void)
@@ -122,7 +122,7 @@ static int sm90_smem_bytes(const fa4_kernel_spec *spec, const char *program)
     if (strcmp(program, "fwd") == 0)
         return fwd_smem(spec->head_dim, head_dim_v(spec));
     if (strcmp(program, "bwd_main90") == 0 &&
-        bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags, spec->num_trainable_aux > 0))
+        bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags))
         return bwd256_smem();
     if (strcmp(program, "bwd_main90") == 0)
         return pad64(spec->head_dim) <= BWD_MAX_DIM && pad64(head_dim_v(spec)) <= BWD_MAX_DIM &&
@@ -385,10 +385,9 @@ static void read_bwd_heads_env(void)
  * programmatic dependent launch on the one before (the kernels' fa4_pdl_wait / fa4_pdl_launch:
  * bwd_main's CTAs start and load K and V while bwd_pre's last CTAs run, bwd_post's start on the
  * SMs bwd_main's last wave leaves). Padded D = Dv = 256 runs bwd256.cuh's main (64-key CTAs) in
- * the same chain. Falls back to the whole sm80 backward for other heads over 128, D 256 with
- * trainable aux, checked builds (bwd_main90 is an empty stub for these), block masks whose kv_block
- * is not a multiple of the CTA's keys (128, at D 256 64: a CTA's keys must lie in one block), D 256
- * deterministic with a block mask (no walk table there), and FA4JIT_SM90_BWD256=0 at D 256. */
+ * the same chain. Falls back to the whole sm80 backward for other heads over 128, checked builds (bwd_main90 is an empty stub for these), block masks whose kv_block
+ * is not a multiple of the CTA's keys (128, at D 256 64: a CTA's keys must lie in one block), and
+ * FA4JIT_SM90_BWD256=0 at D 256. */
 static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
 {
     fa4_ctx *ctx = k->ctx;
@@ -400,13 +399,13 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     void *args[9];
     const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
     fa4__bwd_ws w;
-    const int d256 = bwd256_spec(p->head_dim, p->head_dim_v, k->spec.flags, k->spec.num_trainable_aux > 0);
+    const int d256 = bwd256_spec(p->head_dim, p->head_dim_v, k->spec.flags);
     const int bn = d256 ? BWD256_N : BWD_N;
     const int smem = d256 ? bwd256_smem() : bwd_smem(p->head_dim, p->head_dim_v, k->spec.num_trainable_aux > 0);
     fa4_status st;
 
     if (((pad64(p->head_dim) > BWD_MAX_DIM || pad64(p->head_dim_v) > BWD_MAX_DIM) && !d256) ||
-        (d256 && (!bwd256_enabled() || (p->deterministic && p->has_block_mask))) ||
+        (d256 && !bwd256_enabled()) ||
         (k->spec.flags & FA4_COMPILE_CHECKED) ||
         (p->has_block_mask && (p->bm.kv_block % bn || p->bm.q_block % BWD_M)) ||
         (p->deterministic && p->has_block_mask && (int64_t)p->bm.num_q_blocks * 8 > 227 * 1024) ||

@@ -388,7 +388,8 @@ static void make_cases(int quick)
     }
     /* J: padded D 256 (sm90: the bwd256 backward, 64-key CTAs, dK / dV split over the head dim):
      * sizes not multiples of its tiles, score_mod, mask_mod, GQA, varlen, offsets, block masks
-     * (kv blocks of 1 and 2 key tiles), deterministic, a trainable table (the sm80 backward);
+     * (kv blocks of 1 and 2 key tiles), deterministic (also with block masks), a trainable table
+     * (the sm80 backward);
      * generator of its own */
     rng r4 = {2560};
     static const int jmods[12] = {M_NONE,   M_CAUSAL, M_SOFTCAP, M_ALIBI,   M_NONE,  M_CAUSAL,
@@ -415,6 +416,20 @@ static void make_cases(int quick)
             c.q_off = rng_int(&r4, 0, 40);
             c.kv_off = rng_int(&r4, 0, 40);
         }
+        add_case(c);
+    }
+    /* ... deterministic with block masks (turns from the walk table of 64-key tiles: kv blocks of
+     * 1, 2 and 4 key tiles) */
+    static const int jbmods[3] = {M_CAUSAL, M_ALIBI, M_DOCUMENT};
+    for (int k = 0; k < 3; k++) {
+        tcase c = random_case(&r4, jbmods[k], dtypes[k % 2], 256, 256);
+        c.determ = 1;
+        c.bm = k == 1 ? BM_RANDOM : BM_GPU;
+        c.q_block = k == 2 ? 256 : 128;
+        c.kv_block = 64 << k;
+        c.bm_heads1 = k & 1;
+        c.sq = rng_int(&r4, 300, 900);
+        c.skv = rng_int(&r4, 300, 900);
         add_case(c);
     }
     /* K: a loss that uses the LSE too (fa4_bwd_args.dlse): plain, a mask, score_mods, varlen, a

@@ -15,11 +15,15 @@
  *     dV += P^T dO, dK += dS^T Q         SS-wgmma over its 128 columns;
  *   and adds dQ into the fp32 workspace with vector reductions from registers (no room is left
  *   for a staging tile: 2 x 32 KB at this width), overlapping dV, dK.
- * Deterministic mode (p.dq_sem, dense walks only; the launcher routes block masks to the sm80
- * backward): each (head, query tile, column half) adds in key-tile order on the turn counters
- * bwd_main.cu's kernel uses (zeroed by bwd_pre), passed on after every thread's reductions.
- * Not here (the launcher runs the sm80 backward instead): trainable aux (no room for the
- * aux-gradient window), deterministic with a block mask, checked builds, padded D 192.
+ * Deterministic mode (p.dq_sem): each (head, query tile, column half) adds in key-tile order on
+ * the turn counters bwd_main.cu's kernel uses (zeroed by bwd_pre), passed on after every thread's
+ * reductions; with a block mask the turns come from the walk table of fa4_sm90_bwd_rank
+ * (bwd_rank.cuh, counting 64-key tiles here), the producer leaving each step's word next to its
+ * stage as bwd_main.cu's does.
+ * Trainable aux: the gradient terms P (dP - dpsum) d mod / d aux[i] are summed per run of equal
+ * indices in registers (the mod emitter's run accumulators, one pass after S and dP), each run a
+ * global atomic: no room for bwd_main.cu's shared-memory window.
+ * Not here (the launcher runs the sm80 backward instead): checked builds, padded D 192.
  * Block masks need kv_block a multiple of 64 and q_block a multiple of 64 (a CTA's keys in one
  * kv block). The host mirrors kBN, kBM, kBThreads and kBSmemBytes (path_sm90.c, bwd256_smem).
  */
@@ -50,6 +54,13 @@ constexpr int kBSmemBytes = 1024 + kBKBytes + kBVBytes + kBStages * (kBStageByte
 static_assert(kDp == 256 && kDvp == 256, "bwd256.cuh: padded head dims of 256");
 static_assert(kBSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
 static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnreg inside the CTA's registers");
+
+/* Trainable read sites: the one-pass score stage with the aux-gradient terms (grads_aux). */
+#if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
+#define FA4_B256_AUX_GRAD 1
+#else
+#define FA4_B256_AUX_GRAD 0
+#endif
 
 /* 1: tiles inside the sequence (and, with a mask_mod, inside a full block) skip every check;
  * 0 in the spill fallback (FA4_SM90_BWD_FALLBACK, path_sm90.c). */
@@ -83,13 +94,16 @@ struct fa4_bwd_smem {
     {
         return bar_kv() + 8u * (1u + kBStages + (unsigned)s);
     }
-    /* the walk-table word of stage s (bwd_schedule.cuh's producer side; unused here: no
-     * deterministic block masks) */
+    /* deterministic with a block mask: the walk-table word of the step in stage s, left by the
+     * producer before the stage's expect_tx arrival */
     __device__ __forceinline__ unsigned dq_turn(int s) const { return bar_kv() + 64u + 4u * (unsigned)s; }
 };
 constexpr unsigned kBFullArrivals = 1, kBEmptyArrivals = 8;
 
+/* the producer always leaves the walk-table word by its stage here (no register cost to avoid) */
+#define FA4_SM90_BWD_TURN_SLOT 1
 #include "sm90/bwd_schedule.cuh"
+#include "sm90/bwd_rank.cuh"
 
 __device__ __forceinline__ unsigned fa4_bwd_smem_base(void)
 {
@@ -157,6 +171,8 @@ struct fa4_b256_consumer {
     fa4_bwd_smem sm;
     int b, cw, warp, lane;
     int n0, len_q, len_k, n_tile, wrow0;
+    int turn_add; /* deterministic with a block mask: n_tile % (kv_block / kBN), the key tile's place
+                     in its kv block, added to the walk table's turn */
 
     /* S = Q K^T and dP = dO V^T over this warpgroup's 32 keys (two commit groups). */
     __device__ __forceinline__ void issue_s_dp(float (&sc)[4][4], float (&dp)[4][4], int s) const
@@ -298,21 +314,89 @@ struct fa4_b256_consumer {
         store_t(sm.dst(buf), pk);
     }
 
+#if FA4_B256_AUX_GRAD
+    /* Trainable aux, one pass after S and dP: P^T and dS^T as probs() + dsgrads(), and the terms
+     * P (dP - dpsum) d mod / d aux[i] into the runs of equal indices (the index from the pass that
+     * computes the value), each finished run a global atomic, the rest per warp at the end. */
+    template <bool kCheck>
+    __device__ __forceinline__ void grads_aux(const float (&sc)[4][4], const float (&dp)[4][4], int s, int h, int m0,
+                                              bool full, int buf) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const int qr = warp * 16 + g;
+        const float l2[2] = {fa4_b256_lds(sm.rows(s) + qr * 4), fa4_b256_lds(sm.rows(s) + (qr + 8) * 4)};
+        float dps[2] = {fa4_b256_lds(sm.rows(s) + (kBM + qr) * 4), fa4_b256_lds(sm.rows(s) + (kBM + qr + 8) * 4)};
+        if (kCheck) {
+            dps[0] = m0 + qr < len_q ? dps[0] : 0.f;
+            dps[1] = m0 + qr + 8 < len_q ? dps[1] : 0.f;
+        }
+        fa4_aux_grad_acc acc;
+        fa4_aux_grad_begin(acc);
+        unsigned pk[4][2], dk2[4][2];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            float pr[4], ds[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int qi = m0 + qr + (e >= 2 ? 8 : 0);
+                const int ki = n0 + cw * kBWgKeys + 8 * c + 2 * t + (e & 1);
+                bool ok = true;
+                if (kCheck) {
+#if FA4_HAS_MASK_MOD
+                    ok = !(qi >= len_q || ki >= len_k) &
+                         (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#else
+                    ok = !(qi >= len_q || ki >= len_k);
+#endif
+                }
+                const float xs = sc[c][e] * p.scale;
+                float dmod = 1.f;
+                int at[FA4_NUM_AUX_GRAD_SITES];
+                const float x = fa4_score_mod_fwd_deriv_sites(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset),
+                                                              aux, &dmod, at);
+                const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e >> 1])) : 0.f;
+                const float d = pv * (dp[c][e] - dps[e >> 1]);
+                if (ok)
+                    fa4_score_mod_aux_grad_acc(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, d, at,
+                                               acc);
+                pr[e] = pv;
+                ds[e] = ok ? d * dmod : 0.f;
+            }
+            pk[c][0] = fa4_pack2(pr[0], pr[1]);
+            pk[c][1] = fa4_pack2(pr[2], pr[3]);
+            dk2[c][0] = fa4_pack2(ds[0], ds[1]);
+            dk2[c][1] = fa4_pack2(ds[2], ds[3]);
+            asm volatile("" : "+r"(pk[c][0]), "+r"(pk[c][1]), "+r"(dk2[c][0]), "+r"(dk2[c][1])::"memory");
+        }
+        fa4_aux_grad_flush(aux, acc); /* the warpgroup is converged here */
+        store_t(sm.pt(buf), pk);
+        store_t(sm.dst(buf), dk2);
+    }
+#endif
+
     /* dQ partial into the workspace (fp32, [hq][ws_rows][kD]): this thread's rows g, g + 8 of its
      * warp, columns 128 cw + 8 i + 2 t, + 1, as 2-float vector reductions; rows past the sequence
      * skipped. (4-float ones after a pair swap between lanes t, t ^ 1, half the reductions, were
      * slower: plain B4 H16 S4096 bwd 296.0 TFLOP/s against 311.8, H200 2026-12-02.)
      * Deterministic (p.dq_sem): the issuer waits for the turn of this (head, query tile, column
-     * half), n_tile (the key tiles before this one), and passes it on once every thread's
+     * half), the number of key tiles that add into it before this one (n_tile when dense, else the
+     * walk table's word for stage s plus turn_add), and passes it on once every thread's
      * reductions are performed (each thread's fence, then the warpgroup's barrier). */
-    __device__ __forceinline__ void write_dq(const float (&dq)[16][4], int h, int m0) const
+    __device__ __forceinline__ void write_dq(const float (&dq)[16][4], int h, int m0, int s) const
     {
         const int g = lane >> 2, t = lane & 3;
         const long long row0 = (long long)h * p.ws_rows + wrow0 + m0;
         int *ctr = p.dq_sem ? p.dq_sem + (int)(row0 >> 2) * 2 + cw : nullptr;
         if (ctr) {
-            if (warp == 0 && lane == 0)
-                fa4_b256_wait_turn(ctr, n_tile);
+            if (warp == 0 && lane == 0) {
+                int turn = n_tile;
+                if (p.has_block_mask) {
+                    int tw;
+                    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(tw) : "r"(sm.dq_turn(s)) : "memory");
+                    turn = (tw & 0x7fffffff) + turn_add;
+                }
+                fa4_b256_wait_turn(ctr, turn);
+            }
             asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
         }
 #pragma unroll
@@ -346,6 +430,15 @@ struct fa4_b256_consumer {
             fa4_wgmma_fence();
             issue_s_dp(sc, dp, s);
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
+#if FA4_B256_AUX_GRAD
+            fa4_wgmma_wait<0>();
+            fa4_reg_fence(sc);
+            fa4_reg_fence(dp);
+            if (FA4_SM90_BWD_FAST_TILES && inside)
+                grads_aux<false>(sc, dp, s, h, m0, full, buf);
+            else
+                grads_aux<true>(sc, dp, s, h, m0, full, buf);
+#else
             fa4_wgmma_wait<1>();
             fa4_reg_fence(sc);
             if (FA4_SM90_BWD_FAST_TILES && inside) {
@@ -359,6 +452,7 @@ struct fa4_b256_consumer {
                 fa4_reg_fence(dp);
                 dsgrads<true>(sc, dp, s, m0, buf);
             }
+#endif
         }
         fa4_b256_fence_async_smem();
         fa4_reg_fence(dk);
@@ -372,7 +466,7 @@ struct fa4_b256_consumer {
             issue_dkv(dk, dv, s, buf);
             fa4_wgmma_wait<1>();
             fa4_reg_fence(dq);
-            write_dq(dq, h, m0);
+            write_dq(dq, h, m0, s);
         }
         fa4_wgmma_wait<0>();
         fa4_reg_fence(dk);
@@ -445,10 +539,13 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         int s = 0, it = 0;
         unsigned ph = 0;
         fa4_bwd_walk(p, b, hk, n_tile, seq.len_q, [&](int h, int m0, int tw) {
-            (void)tw;
             if (it >= kBStages)
                 fa4_mbar_wait(sm.bar_empty(s), ph ^ 1u);
             const unsigned bar = sm.bar_full(s);
+            /* deterministic with a block mask: the step's walk-table word (turn | full << 31) for
+             * the dQ issuers, made visible by the arrival below */
+            if (fa4_bwd_walk_table(p))
+                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn(s)), "r"(tw) : "memory");
             const int wrow = h * (int)p.ws_rows + wrow0 + m0;
             fa4_mbar_expect_tx(bar, kBQBytes + kBDoBytes + kBRowBytes);
             fa4_tma_load_1d(sm.rows(s), &tm_lse2, bar, wrow);
@@ -475,7 +572,10 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = 0.f;
             dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
         }
-        const fa4_b256_consumer c = {p, aux, sm, b, cw, warp, lane, n0, seq.len_q, seq.len_k, n_tile, (int)seq.ws_row};
+        const fa4_b256_consumer c = {p,         aux,       sm,     b,
+                                     cw,        warp,      lane,   n0,
+                                     seq.len_q, seq.len_k, n_tile, (int)seq.ws_row,
+                                     fa4_bwd_walk_table(p) ? n_tile % (p.bm_kv_block / kBN) : 0};
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_cursor w;
         w.start(p, b, hk, n_tile, seq.len_q);

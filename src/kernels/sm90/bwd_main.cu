@@ -28,9 +28,9 @@
  * session 3), and the lists are walked in descending order (bwd_schedule.cuh).
  *
  * Supported: bf16 and fp16; head dims with padded D, Dv <= 128 (64 and 128 compile-checked), not
- * checked builds (both: an empty stub, the sm80 backward runs instead); padded D = Dv = 256 without
- * trainable aux has a kernel of its own with the same parameters (sm90/bwd256.cuh, included below
- * in place of this one);
+ * checked builds (both: an empty stub, the sm80 backward runs instead); padded D = Dv = 256 has a
+ * kernel of its own with the same parameters (sm90/bwd256.cuh, included below in place of this
+ * one);
  * strides as the sm90 forward (multiples of 16 bytes, TMA); GQA/MQA; varlen via cu_seqlens; q/kv
  * offsets; score_mod with its derivative, mask_mod, trainable aux (terms summed per run of equal
  * indices in registers as sm80, each run into the CTA's shared-memory window of the read's
@@ -56,13 +56,12 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
 #include "sm90/wgmma.cuh"
 
 #if FA4_HEAD_DIM > 192 && FA4_HEAD_DIM <= 256 && FA4_HEAD_DIM_V > 192 && FA4_HEAD_DIM_V <= 256 && \
-    !(defined(FA4_CHECKED) && FA4_CHECKED) && !FA4_HAS_TRAINABLE_AUX
+    !(defined(FA4_CHECKED) && FA4_CHECKED)
 /* padded D = Dv = 256: its own tile plan (64 keys per CTA, dK / dV split over the head dim) */
 #include "sm90/bwd256.cuh"
 #elif FA4_HEAD_DIM > 128 || FA4_HEAD_DIM_V > 128 || (defined(FA4_CHECKED) && FA4_CHECKED)
-/* Other heads over 128 (padded D 192; D 256 with trainable aux, which has no room for the
- * aux-gradient window) do not fit the register plan, and checked builds (aux reads that trap) spill and
- * serialize wgmma at D 128 (alibi: 108 bytes, rel_bias: 124, C7520 once each): the program is then
+/* Other heads over 128 (padded D 192) do not fit the register plan, and checked builds (aux reads
+ * that trap) spill and serialize wgmma at D 128 (alibi: 108 bytes, rel_bias: 124, C7520 once each): the program is then
  * an empty stub (cheap to compile) so that a program list carrying both backward mains builds for
  * every spec; the launcher runs sm80/bwd_main.cu for these and never launches this one. */
 extern "C" __global__ void fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
@@ -224,53 +223,7 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
     }
 }
 
-/* Deterministic with a block mask, before the main program: the walk table of bwd_schedule.cuh
- * (fa4_bwd_q_tiles) after the turn counters. For kv block kb, its q blocks (partial and full
- * lists) in descending order, then per q block m of them its turn (| full << 31): the number of
- * key tiles of kv blocks before kb whose lists hold m too (key tile kb * r + i, r = kv_block /
- * kBN, adds at that + i). One warp
- * per (mask batch, mask head), kv blocks in order, shared memory per q block: the mark of kb's
- * lists and the count of earlier key tiles (2 bm_nq ints). Entries of one kv block's lists must
- * name distinct q blocks in [0, bm_nq) (as the backward's walk needs anyway). */
-extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_rank(const fa4_params p)
-{
-    extern __shared__ int fa4_rank_smem[];
-    /* a dependent launch on bwd_pre: its lists are older than bwd_pre, and the table it writes was
-     * read by the previous backward's main; the wait also makes its completion imply bwd_pre's,
-     * which the main kernel's wait relies on */
-    fa4_pdl_wait();
-    fa4_pdl_launch();
-    int *mark = fa4_rank_smem, *cnt = fa4_rank_smem + p.bm_nq;
-    const int lane = threadIdx.x, nq = p.bm_nq, r = p.bm_kv_block / kBN;
-    for (int i = lane; i < 2 * nq; i += 32)
-        fa4_rank_smem[i] = 0;
-    __syncwarp();
-    for (int kb = 0; kb < p.bm_nkv; ++kb) {
-        const long long row = (long long)blockIdx.x * p.bm_nkv + kb;
-        const int np = p.q_num[row], nf = p.full_q_num ? p.full_q_num[row] : 0;
-        for (int i = lane; i < np + nf; i += 32) {
-            const int m = i < np ? p.q_idx[row * nq + i] : p.full_q_idx[row * nq + i - np];
-            if (m >= 0 && m < nq)
-                mark[m] = i < np ? 1 : 2;
-        }
-        __syncwarp();
-        int *out = p.dq_sem + (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * nq;
-        int at = 0;
-        for (int top = nq - 1; top >= 0; top -= 32) {
-            const int m = top - lane, v = m >= 0 ? mark[m] : 0;
-            const unsigned set = __ballot_sync(0xffffffffu, v != 0);
-            if (v) {
-                const int k = at + __popc(set & ((1u << lane) - 1u));
-                out[k] = m;
-                out[nq + m] = cnt[m] | (v == 2 ? (int)0x80000000u : 0);
-                cnt[m] += r;
-                mark[m] = 0;
-            }
-            at += __popc(set);
-        }
-        __syncwarp();
-    }
-}
+#include "sm90/bwd_rank.cuh"
 
 /* One box of a 1-d tensor map (the fp32 lse2 / dpsum rows: any start element, zero fill past the end). */
 __device__ __forceinline__ void fa4_tma_load_1d(unsigned dst, const fa4_tmap *map, unsigned bar, int c0)
