@@ -2,9 +2,9 @@
  * bwd_compile_check.c - deviceless compile check of the sm90 backward main program
  * (src/kernels/sm90/bwd_main.cu, not yet wired into path_sm90.c): compiles fa4_sm90_bwd_main for
  * sm_90a with NVRTC through the library's own machinery (the embedded kernel sources, the mod front
- * end's emitted fa4_mod.cuh, the options of compile.c's compile_programs) for D 64 and 128, bf16 and
- * fp16 (and the empty stub the program becomes for D 256), with no mod, alibi (score_mod), causal (mask_mod), softcap_causal (both) and rel_bias with a
- * trainable table, and fails on any spill, stack frame, serialized wgmma (C7520) or other ptxas
+ * end's emitted fa4_mod.cuh, the options of compile.c's compile_programs) for D 64, 128 and 256
+ * (sm90/bwd256.cuh's kernel there), bf16 and fp16, with no mod, alibi (score_mod), causal
+ * (mask_mod), softcap_causal (both) and rel_bias with a trainable table, and fails on any spill, stack frame, serialized wgmma (C7520) or other ptxas
  * warning. Prints one resource line per variant.
  * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked]
  *                          [--dv N] [-DNAME=VALUE ...]
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
         }
         hsrc[nsrc] = hdr ? hdr : fa4__plain_mod_header;
         for (int d = 64; d <= 256; d += 64) {
-            if (d == 192 || (d == 256 && v->mod)) /* 256: the stub of plain only */
+            if (d == 192) /* the stub: the sm80 backward runs there */
                 continue;
             for (int bf = 1; bf >= 0; bf--) {
                 char label[128], o_dim[32], o_dimv[32];
