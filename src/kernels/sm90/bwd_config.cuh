@@ -132,6 +132,10 @@ struct fa4_bwd_smem {
      * producer, and what a dQ warpgroup's issuer adds to its turn (bwd_consumer.cuh dq_turn) */
     __device__ __forceinline__ unsigned dq_turn(int s) const { return bar_kv() + 280u + 4u * (unsigned)s; }
     __device__ __forceinline__ unsigned dq_turn_add(int wg) const { return bar_kv() + 292u + 4u * (unsigned)wg; }
+    /* FA4_SM90_BWD_DQ_LAG (bwd_consumer.cuh): mbarriers of dS buffer buf, "both halves stored"
+     * (ds_full) and "every dQ that reads it has completed" (ds_empty) */
+    __device__ __forceinline__ unsigned bar_ds_full(int buf) const { return bar_kv() + 64u + 8u * (unsigned)buf; }
+    __device__ __forceinline__ unsigned bar_ds_empty(int buf) const { return bar_kv() + 80u + 8u * (unsigned)buf; }
 #if FA4_SM90_BWD_AUX_WIN
     /* trainable read site k: {first index, entries n, copies - 1, window address} in the header,
      * then its fp32 entries (copy c of entry j at c n + j) */
@@ -142,7 +146,7 @@ struct fa4_bwd_smem {
     }
 #endif
 };
-static_assert(8 * (1 + 2 * 3) <= 256 && 280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 512, "barrier space");
+static_assert(8 * (1 + 2 * 3) <= 64 && 80 + 2 * 8 <= 256 && 280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 512, "barrier space");
 
 /* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is
  * empty when every consumer warp (8) let go. */

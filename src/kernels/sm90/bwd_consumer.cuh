@@ -90,6 +90,50 @@
 #define FA4_SM90_BWD_DQ_PEEK 0
 #endif
 
+/* FA4_SM90_BWD_DQ_LAG, whether the two consumer warpgroups meet every step:
+ *   0: both meet on named barrier 1 every step, after their dS stores, before dQ.
+ *   1: step j stores its dS^T into buffer j % 2 and says so on mbarrier ds_full (one arrival per
+ *      warp of both warpgroups); the dQ of step j (dS K over both warpgroups' keys) is issued one
+ *      step later, in step j + 1 where step j's was (after the dS store, with dK), so it waits
+ *      only for the other warpgroup's dS(j), stored half a step or more before; its completion
+ *      goes to ds_empty (one arrival per dQ warp), which step j + 2 waits for before it
+ *      overwrites the buffer. A warpgroup may run up to about a step ahead of the other. The last
+ *      step's dQ is issued after the walk and the dK, dV epilogue (drain_dq). Deterministic calls
+ *      (p.dq_sem) keep each step's dQ in its own step (the same code, waiting on ds_full of the
+ *      step's own buffer in place of the barrier), so no turn is taken after the walk: a drain
+ *      with a turn wait spilled 16 bytes or serialized the wgmma at plain D 128 (tried before
+ *      drain_dq's opaque K address, which fixed the drain without a turn; not retried since).
+ *   2: as 1, and warpgroup 1 starts its first step only once warpgroup 0 has stored its first
+ *      dS (named barrier 4; 2 and 3 are fa4_bwd_wg_sync's): they start about half a step apart.
+ * H200, bwd B4 H16 S4096 D128 (notes/sm90-bwd.md, session 7): 1 alone changed little (plain 0%,
+ * causal -1.5%, window +2%, padded D 64 -3%: without an offset they still run in step); 2 gave
+ * plain +1 to +1.5%, causal (block mask) +2%, window +2%, S8192 -1 to +1%. GPU-checked: 1 (quick
+ * suite, --filter determ); 2 only timed. Never with a score_mod (alibi D 128's split build
+ * spilled 24 bytes with 1), at padded D 64, or in the full fallback. */
+/* FA4_SM90_BWD_PINGPONG 1: the consumer warpgroups take turns issuing their S^T, dP^T (named
+ * barriers 5 and 6, as the forward's ping-pong), so the tensor cores run one's while the other's
+ * wait and the first one's score math starts while the second's wgmmas still run. H200, with LAG
+ * 0: plain +2.6%, causal +1.6%, S8192 +0.6%, window +1%, ALiBi -0.7%, padded D 64 -8%; only
+ * timed, never GPU-checked. 0: both issue at will. */
+#ifndef FA4_SM90_BWD_PINGPONG
+#define FA4_SM90_BWD_PINGPONG 0
+#endif
+#ifndef FA4_SM90_BWD_DQ_LAG
+#define FA4_SM90_BWD_DQ_LAG 0
+#endif
+#if FA4_SM90_BWD_DQ_LAG && (FA4_SM90_BWD_FULL_FALLBACK || FA4_HAS_SCORE_MOD)
+#undef FA4_SM90_BWD_DQ_LAG
+#define FA4_SM90_BWD_DQ_LAG 0
+#endif
+#if FA4_SM90_BWD_DQ_LAG && !FA4_SM90_BWD_DQ_FIRST
+#error "FA4_SM90_BWD_DQ_LAG needs FA4_SM90_BWD_DQ_FIRST"
+#endif
+#if FA4_SM90_BWD_DQ_LAG == 2 && FA4_SM90_BWD_PINGPONG
+/* deadlock (it hung on the H200): warpgroup 1 waits at its first step for warpgroup 0's first dS,
+ * warpgroup 0 for the first turn that warpgroup 1 opens only after that wait */
+#error "FA4_SM90_BWD_DQ_LAG 2 and FA4_SM90_BWD_PINGPONG exclude each other"
+#endif
+
 /* 1: where score_mod is score + c over a warp's tile (emit_tile.c; rel_bias away from the
  * diagonal), grads_add replaces score_mod's derivative and aux-gradient terms at every position
  * with d score_mod / d score = 1 and, for a read of a trainable tensor, one atomic of the tile's
@@ -246,15 +290,17 @@ struct fa4_bwd_consumer {
         fa4_wgmma_commit();
     }
 
-    /* dQ[:, 64 cw ..] = dS K over the CTA's kBN keys. */
-    __device__ __forceinline__ void issue_dq(float (&dq)[kBDqN / 8][4], int buf) const
+    /* dQ[:, 64 cw ..] = dS K over the CTA's kBN keys (K at kbase: sm.k(), or an opaque copy of it
+     * where the descriptors must not be shared with the walk's, see drain_dq). */
+    __device__ __forceinline__ void issue_dq(float (&dq)[kBDqN / 8][4], int buf) const { issue_dq_at(dq, buf, sm.k()); }
+    __device__ __forceinline__ void issue_dq_at(float (&dq)[kBDqN / 8][4], int buf, unsigned kbase) const
     {
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; ++kk) {
             const unsigned long long da =
                 fa4_desc_sw128(sm.ds(buf) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
             const unsigned long long db = fa4_desc_sw128(
-                sm.k() + cw * kBN * kPanelBytes + kk * 16 * kPanelBytes, kBN * kPanelBytes, 1024);
+                kbase + cw * kBN * kPanelBytes + kk * 16 * kPanelBytes, kBN * kPanelBytes, 1024);
             fa4_bwd_wgmma_ss_tb<kBDqN>(dq, da, db, kk > 0);
         }
         fa4_wgmma_commit();
@@ -660,6 +706,7 @@ struct fa4_bwd_consumer {
      * same additions in the same order on every run. A CTA only ever waits for CTAs of smaller key
      * tiles of its kv head, which the grid starts first in all its orders, so the waits cannot
      * deadlock. */
+    template <bool kTurn>
     __device__ __forceinline__ void write_dq_tma(const float (&dq)[kBDqN / 8][4], int h, int m0, int s) const
     {
         const int g = lane >> 2, t = lane & 3;
@@ -685,7 +732,7 @@ struct fa4_bwd_consumer {
         fa4_bwd_wg_sync(cw);
         if (issuer) {
             const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
-            int *ctr = p.dq_sem ? p.dq_sem + (row0 >> 2) * 2 + cw : nullptr;
+            int *ctr = kTurn && p.dq_sem ? p.dq_sem + (row0 >> 2) * 2 + cw : nullptr;
             if (ctr) {
 #if FA4_SM90_BWD_DQ_PEEK
                 unsigned seen;
@@ -707,16 +754,47 @@ struct fa4_bwd_consumer {
         }
     }
 
-    /* dQ partial of this step into the workspace: the TMA reduce-add (in turn when p.dq_sem). */
+    /* dQ partial of this step into the workspace: the TMA reduce-add (in turn when p.dq_sem and
+     * kTurn; kTurn false only where p.dq_sem is known to be null). */
+    template <bool kTurn = true>
     __device__ __forceinline__ void write_dq(const float (&dq)[kBDqN / 8][4], int h, int m0, int s) const
     {
-        write_dq_tma(dq, h, m0, s);
+        write_dq_tma<kTurn>(dq, h, m0, s);
     }
 
-    /* One step: stage s (ring phase ph), dS buffer buf, query tile (h, m0). */
-    __device__ __forceinline__ void step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
-                                         int buf, int h, int m0, bool full) const
+    /* FA4_SM90_BWD_DQ_LAG, not deterministic: the dQ of the walk's last step it (its dS in buffer
+     * it % 2, its query tile (h, m0)), after the walk and the dK, dV epilogue. */
+    __device__ __forceinline__ void drain_dq(int it, int h, int m0) const
     {
+        if (kBDqWgs == 2 || cw < kBDqWgs) {
+            const int lb = it & 1;
+            float dq[kBDqN / 8][4];
+            /* K's address through an opaque move: with the walk's own, ptxas computed the dQ
+             * descriptors once before the walk and kept them live over it (plain D 128 spilled
+             * 56 bytes) */
+            unsigned kbase;
+            asm volatile("mov.b32 %0, %1;\n" : "=r"(kbase) : "r"(sm.k()));
+            fa4_mbar_wait(sm.bar_ds_full(lb), (unsigned)(it >> 1) & 1u);
+            fa4_wgmma_fence();
+            issue_dq_at(dq, lb, kbase);
+            fa4_wgmma_wait<0>();
+            fa4_reg_fence(dq);
+            write_dq<false>(dq, h, m0, 0);
+        }
+    }
+
+    /* One step: stage s (ring phase ph), the walk's step it (dS buffer it % 2), query tile (h, m0);
+     * (hp, m0p): the previous step's (FA4_SM90_BWD_DQ_LAG: its dQ is written here). */
+    __device__ __forceinline__ void step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
+                                         int it, int h, int m0, bool full, int hp, int m0p) const
+    {
+        const int buf = it & 1;
+        (void)hp;
+        (void)m0p;
+#if FA4_SM90_BWD_DQ_LAG == 2
+        if (it == 0 && cw == 1)
+            asm volatile("bar.sync 4, 256;\n" ::: "memory"); /* warpgroup 0 stored its first dS */
+#endif
         unsigned pp[kBM / 16][4], pds[kBM / 16][4];
 #if FA4_SM90_BWD_TILE_ADD
         fa4_score_tile tl;
@@ -725,8 +803,16 @@ struct fa4_bwd_consumer {
         {
             float sc[kBM / 8][4], dp[kBM / 8][4];
             fa4_mbar_wait(sm.bar_full(s), ph);
+#if FA4_SM90_BWD_PINGPONG
+            if (it == 0 && cw == 1)
+                asm volatile("bar.arrive 5, 256;\n" ::: "memory"); /* warpgroup 0's first turn */
+            asm volatile("bar.sync %0, 256;\n" ::"r"(5 + cw) : "memory"); /* this warpgroup's turn */
+#endif
             fa4_wgmma_fence();
             issue_s_dp(sc, dp, s);
+#if FA4_SM90_BWD_PINGPONG
+            asm volatile("bar.arrive %0, 256;\n" ::"r"(6 - cw) : "memory"); /* the other's turn */
+#endif
 #if FA4_SM90_BWD_DQ_PASS == 1
             if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
                 dq_turn_window(h, m0); /* the previous step's turn */
@@ -769,13 +855,69 @@ struct fa4_bwd_consumer {
                 grads<true>(sc, dp, pp, pds, s, h, m0, full);
 #endif
         }
+#if FA4_SM90_BWD_DQ_LAG
+        if (it >= 2) /* every dQ of step it - 2 has read the buffer */
+            fa4_mbar_wait(sm.bar_ds_empty(buf), ((unsigned)(it >> 1) & 1u) ^ 1u);
+#endif
         store_ds(pds, buf);
         fa4_bwd_fence_async_smem();
+#if FA4_SM90_BWD_DQ_LAG
+        /* lane 0 for its warp: the warp's stores are ordered before it by __syncwarp */
+        __syncwarp();
+        if (lane == 0)
+            fa4_mbar_arrive(sm.bar_ds_full(buf));
+#if FA4_SM90_BWD_DQ_LAG == 2
+        if (it == 0 && cw == 0)
+            asm volatile("bar.arrive 4, 256;\n" ::: "memory"); /* warpgroup 1 may start */
+#endif
+#endif
         fa4_reg_fence(dk);
         fa4_reg_fence(dv);
         fa4_bwd_fence_u(pp);
         fa4_bwd_fence_u(pds);
-#if FA4_SM90_BWD_DQ_FIRST
+#if FA4_SM90_BWD_DQ_LAG
+        /* the previous step's dQ with this step's dK (deterministic: this step's; the walk's
+         * first step without a lag: a dQ of whatever buffer 1 holds, discarded, so that no wgmma
+         * is issued under a branch while dV runs) */
+        if (kBDqWgs == 2 || cw < kBDqWgs) {
+            const bool lag = !p.dq_sem;
+            const int qit = lag ? it - 1 : it, qb = qit & 1;
+            float dq[kBDqN / 8][4];
+            if (qit >= 0)
+                fa4_mbar_wait(sm.bar_ds_full(qb), (unsigned)(qit >> 1) & 1u);
+            fa4_wgmma_fence();
+            issue_dq(dq, qb);
+#if FA4_SM90_BWD_SPLIT && FA4_SM90_BWD_DV_EARLY
+            issue_dk(dk, pds, s);
+#else
+            issue_dkv(dk, dv, pp, pds, s);
+#endif
+            fa4_wgmma_wait<1>();
+            fa4_reg_fence(dq);
+            if (qit >= 0) {
+                __syncwarp();
+                if (lane == 0)
+                    fa4_mbar_arrive(sm.bar_ds_empty(qb));
+                write_dq(dq, lag ? hp : h, lag ? m0p : m0, s);
+            }
+        } else {
+            fa4_wgmma_fence();
+#if FA4_SM90_BWD_SPLIT && FA4_SM90_BWD_DV_EARLY
+            issue_dk(dk, pds, s);
+#else
+            issue_dkv(dk, dv, pp, pds, s);
+#endif
+        }
+        fa4_wgmma_wait<0>();
+        fa4_reg_fence(dk);
+        fa4_reg_fence(dv);
+        fa4_bwd_fence_u(pp);
+        fa4_bwd_fence_u(pds);
+        if (lane == 0)
+            fa4_mbar_arrive(sm.bar_empty(s));
+        if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
+            release_dq_turn(); /* the adds issued before dK have had their time */
+#elif FA4_SM90_BWD_DQ_FIRST
         /* dQ first: both halves of dS must be in shared memory, then dQ, dV, dK go to the tensor
          * cores back to back, and dQ's reduction into the workspace runs while dV, dK compute. */
         fa4_bwd_consumers_sync();

@@ -259,6 +259,12 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             fa4_mbar_init(sm.bar_full(s), kBFullArrivals);
             fa4_mbar_init(sm.bar_empty(s), kBEmptyArrivals);
         }
+#if FA4_SM90_BWD_DQ_LAG
+        for (int i = 0; i < 2; ++i) { /* every consumer warp stores dS; the dQ warps read it */
+            fa4_mbar_init(sm.bar_ds_full(i), 8);
+            fa4_mbar_init(sm.bar_ds_empty(i), 4 * kBDqWgs);
+        }
+#endif
         fa4_mbar_init_fence();
     }
     __syncthreads();
@@ -349,9 +355,45 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_cursor w;
         w.start(p, b, hk, n_tile, seq.len_q);
-        for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it)
-            c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it & 1, w.h, w.m0, w.full);
-
+        int it = 0, hp = 0, m0p = 0;
+        for (; w.next(p, b, hk, n_tile, seq.len_q); ++it) {
+            c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p);
+            hp = w.h;
+            m0p = w.m0;
+        }
+#if FA4_SM90_BWD_PINGPONG
+        if (it > 0 && cw == 0) /* the turn warpgroup 1 left open after its last step */
+            asm volatile("bar.sync 5, 256;\n" ::: "memory");
+#endif
+        /* epilogue: dK (scaled) and dV of the keys inside the sequence */
+        const auto epilogue = [&]() {
+            const int g = lane >> 2, t = lane & 3;
+            fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;
+            fa4_elem *gdV = (fa4_elem *)p.dv.data + b * p.dv.sb + hk * p.dv.sh + (seq.row_k + n0) * p.dv.ss;
+#pragma unroll
+            for (int r2 = 0; r2 < 2; ++r2) {
+                const int r = cw * kBWgKeys + warp * 16 + g + 8 * r2;
+                if (n0 + r < seq.len_k) {
+#pragma unroll
+                    for (int i = 0; i < kDp / 8; ++i)
+                        if (i * 8 < kD)
+                            *(unsigned *)(gdK + (long long)r * p.dk.ss + i * 8 + 2 * t) =
+                                fa4_pack2(dk[i][2 * r2] * p.scale, dk[i][2 * r2 + 1] * p.scale);
+#pragma unroll
+                    for (int i = 0; i < kDvp / 8; ++i)
+                        if (i * 8 < kDv)
+                            *(unsigned *)(gdV + (long long)r * p.dv.ss + i * 8 + 2 * t) =
+                                fa4_pack2(dv[i][2 * r2], dv[i][2 * r2 + 1]);
+                }
+            }
+        };
+#if FA4_SM90_BWD_DQ_LAG
+        /* dK, dV out first: the last step's dQ after the loop with dK and dV still live spilled
+         * (80 bytes for its staging stores alone, plain D 128) */
+        epilogue();
+        if (it > 0 && !p.dq_sem)
+            c.drain_dq(it - 1, hp, m0p); /* the last step's dQ */
+#endif
         if (warp == 0 && lane == 0 && cw < kBDqWgs) {
 #if FA4_SM90_BWD_DQ_PASS == 1
             if (p.dq_sem)
@@ -366,26 +408,9 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         fa4_bwd_consumers_sync(); /* every step's terms are in the windows */
         fa4_bwd_aux_window_flush(aux, sm, tid - 128);
 #endif
-        /* epilogue: dK (scaled) and dV of the keys inside the sequence */
-        const int g = lane >> 2, t = lane & 3;
-        fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;
-        fa4_elem *gdV = (fa4_elem *)p.dv.data + b * p.dv.sb + hk * p.dv.sh + (seq.row_k + n0) * p.dv.ss;
-#pragma unroll
-        for (int r2 = 0; r2 < 2; ++r2) {
-            const int r = cw * kBWgKeys + warp * 16 + g + 8 * r2;
-            if (n0 + r < seq.len_k) {
-#pragma unroll
-                for (int i = 0; i < kDp / 8; ++i)
-                    if (i * 8 < kD)
-                        *(unsigned *)(gdK + (long long)r * p.dk.ss + i * 8 + 2 * t) =
-                            fa4_pack2(dk[i][2 * r2] * p.scale, dk[i][2 * r2 + 1] * p.scale);
-#pragma unroll
-                for (int i = 0; i < kDvp / 8; ++i)
-                    if (i * 8 < kDv)
-                        *(unsigned *)(gdV + (long long)r * p.dv.ss + i * 8 + 2 * t) =
-                            fa4_pack2(dv[i][2 * r2], dv[i][2 * r2 + 1]);
-            }
-        }
+#if !FA4_SM90_BWD_DQ_LAG
+        epilogue();
+#endif
     }
 }
 #endif /* head dims */

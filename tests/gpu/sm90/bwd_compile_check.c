@@ -6,9 +6,10 @@
  * (sm90/bwd256.cuh's kernel there), bf16 and fp16, with no mod, alibi (score_mod), causal
  * (mask_mod), softcap_causal (both) and rel_bias with a trainable table, and fails on any spill, stack frame, serialized wgmma (C7520) or other ptxas
  * warning. Prints one resource line per variant.
- * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked]
+ * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked] [--no-fallback]
  *                          [--dv N] [-DNAME=VALUE ...]
  * --checked compiles checked builds (FA4_CHECKED=1, trapping aux reads); --dv N sets Dv (default D);
+ * --no-fallback reports the first build as it is (no spill fallback levels).
  * -D options are passed to NVRTC, for trying the kernel's knobs (e.g. -DFA4_SM90_BWD_STAGES=2).
  * Exit status: 0 all clean, 1 a variant failed, 77 skipped (no NVRTC).
  */
@@ -97,7 +98,7 @@ static int log_has_warning(const char *log)
 int main(int argc, char **argv)
 {
     const char *mods_dir = FA4_TEST_SOURCE_DIR "/mods", *filter = NULL, *cubin_dir = NULL;
-    int verbose = 0, failed = 0, ran = 0, ndefs = 0, checked = 0, dv_opt = 0;
+    int verbose = 0, failed = 0, ran = 0, ndefs = 0, checked = 0, dv_opt = 0, no_fallback = 0;
     const char *defs[8];
     int nsrc = 0;
     const char *why = NULL;
@@ -116,6 +117,8 @@ int main(int argc, char **argv)
             cubin_dir = argv[++i];
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--no-fallback"))
+            no_fallback = 1;
         else if (!strcmp(argv[i], "--checked"))
             checked = 1;
         else if (!strcmp(argv[i], "--dv") && i + 1 < argc)
@@ -123,7 +126,7 @@ int main(int argc, char **argv)
         else if (!strncmp(argv[i], "-D", 2) && ndefs < 8)
             defs[ndefs++] = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked] [--dv N] "
+            fprintf(stderr, "usage: %s [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked] [--no-fallback] [--dv N] "
                     "[-DNAME=VALUE ...]\n",
                     argv[0]);
             return 2;
@@ -207,7 +210,7 @@ int main(int argc, char **argv)
                 static const char *const levels[] = {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"};
                 const int base_opts = job.num_opts;
                 int fell_back = 0;
-                while (fell_back < 2 && st == FA4_OK && job.info.registers >= 0 &&
+                while (!no_fallback && fell_back < 2 && st == FA4_OK && job.info.registers >= 0 &&
                        (job.info.spill_stores || job.info.spill_loads || job.info.wgmma_serialized)) {
                     fa4__nvrtc_job_release(&job);
                     job.num_opts = base_opts;
