@@ -90,7 +90,8 @@
 #define FA4_SM90_BWD_DQ_PEEK 0
 #endif
 
-/* FA4_SM90_BWD_DQ_LAG, whether the two consumer warpgroups meet every step:
+/* FA4_SM90_BWD_DQ_LAG, whether the two consumer warpgroups meet every step (default 2 at padded
+ * D 128 without a score_mod, else 0):
  *   0: both meet on named barrier 1 every step, after their dS stores, before dQ.
  *   1: step j stores its dS^T into buffer j % 2 and says so on mbarrier ds_full (one arrival per
  *      warp of both warpgroups); the dQ of step j (dS K over both warpgroups' keys) is issued one
@@ -119,7 +120,11 @@
 #define FA4_SM90_BWD_PINGPONG 0
 #endif
 #ifndef FA4_SM90_BWD_DQ_LAG
+#if FA4_HEAD_DIM > 64 /* padded D 64 (one dQ warpgroup): 1 and 2 were 3-4% slower */
+#define FA4_SM90_BWD_DQ_LAG 2
+#else
 #define FA4_SM90_BWD_DQ_LAG 0
+#endif
 #endif
 #if FA4_SM90_BWD_DQ_LAG && (FA4_SM90_BWD_FULL_FALLBACK || FA4_HAS_SCORE_MOD)
 #undef FA4_SM90_BWD_DQ_LAG
