@@ -234,6 +234,8 @@ __device__ __forceinline__ void fa4_tma_load_1d(unsigned dst, const fa4_tmap *ma
                  : "memory");
 }
 
+#include "sm90/bwd_producer.cuh"
+
 extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
                       const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
@@ -275,54 +277,8 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         fa4_regs_dec<kBProducerRegs>();
         if (tid != 0)
             return;
-        const int kb = p.cu_seqlens_k ? 0 : b, qb = p.cu_seqlens_q ? 0 : b;
-        {
-            fa4_tma_prefetch(&tm_q);
-            fa4_tma_prefetch(&tm_k);
-            fa4_tma_prefetch(&tm_v);
-            fa4_tma_prefetch(&tm_do);
-            fa4_tma_prefetch(&tm_lse2);
-            fa4_tma_prefetch(&tm_dpsum);
-            const int krow = (int)seq.row_k + n0;
-            fa4_mbar_expect_tx(sm.bar_kv(), kBKBytes + kBVBytes);
-#pragma unroll
-            for (int c = 0; c < kDp / 64; ++c)
-                fa4_tma_load_4d(sm.k() + c * kBN * kPanelBytes, &tm_k, sm.bar_kv(), c * 64, krow, hk, kb);
-#pragma unroll
-            for (int c = 0; c < kDvp / 64; ++c)
-                fa4_tma_load_4d(sm.v() + c * kBN * kPanelBytes, &tm_v, sm.bar_kv(), c * 64, krow, hk, kb);
-        }
-        /* PDL: K and V (inputs, older than bwd_pre) are on their way while bwd_pre (or the rank
-         * kernel) finishes; lse2 and dpsum are bwd_pre's and the walk table the rank kernel's */
-        fa4_pdl_wait();
-        const int qrow0 = (int)seq.row_q, wrow0 = (int)seq.ws_row;
-        int s = 0, it = 0;
-        unsigned ph = 0; /* stage and phase counted on (no division by kBStages) */
-        fa4_bwd_walk(p, b, hk, n_tile, seq.len_q, [&](int h, int m0, int tw) {
-            if (it >= kBStages)
-                fa4_mbar_wait(sm.bar_empty(s), ph ^ 1u);
-            const unsigned bar = sm.bar_full(s);
-            /* deterministic with a block mask: the step's walk-table word (turn | full << 31)
-             * for its dQ issuer (bwd_consumer.cuh dq_turn), made visible by the arrival below.
-             * Nothing more: any arithmetic here spilled the producer's 24 registers (rel_bias) */
-            if (FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p))
-                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn(s)), "r"(tw) : "memory");
-            const int wrow = h * (int)p.ws_rows + wrow0 + m0;
-            fa4_mbar_expect_tx(bar, kBQBytes + kBDoBytes + kBRowBytes);
-            fa4_tma_load_1d(sm.rows(s), &tm_lse2, bar, wrow);
-            fa4_tma_load_1d(sm.rows(s) + kBM * 4, &tm_dpsum, bar, wrow);
-#pragma unroll
-            for (int c = 0; c < kDp / 64; ++c)
-                fa4_tma_load_4d(sm.q(s) + c * kBM * kPanelBytes, &tm_q, bar, c * 64, qrow0 + m0, h, qb);
-#pragma unroll
-            for (int c = 0; c < kDvp / 64; ++c)
-                fa4_tma_load_4d(sm.dout(s) + c * kBM * kPanelBytes, &tm_do, bar, c * 64, qrow0 + m0, h, qb);
-            ++it;
-            if (++s == kBStages) {
-                s = 0;
-                ph ^= 1u;
-            }
-        });
+        fa4_bwd_produce<FA4_SM90_BWD_TURN_SLOT != 0>(p, sm, &tm_q, &tm_k, &tm_v, &tm_do, &tm_lse2, &tm_dpsum, b, hk,
+                                                     n_tile, n0, seq);
     } else {
         /* ------------------------------------------------------------------- consumers */
         fa4_regs_inc<kBConsumerRegs>();
