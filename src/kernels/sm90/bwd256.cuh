@@ -72,7 +72,7 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
 #endif
 #endif
 
-extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
+#include "sm90/bwd_common.cuh"
 
 /* Shared-memory map, from the 1024-byte aligned base (the method names as bwd_config.cuh's, for
  * bwd_schedule.cuh's walk). */
@@ -105,42 +105,10 @@ constexpr unsigned kBFullArrivals = 1, kBEmptyArrivals = 8;
 #include "sm90/bwd_schedule.cuh"
 #include "sm90/bwd_rank.cuh"
 
-__device__ __forceinline__ unsigned fa4_bwd_smem_base(void)
-{
-    return (fa4_smem_addr(fa4_smem) + 1023u) & ~1023u;
-}
-
 __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
 {
     (void)k;
     atomicAdd(grad + i, v);
-}
-
-__device__ __forceinline__ void fa4_tma_load_1d(unsigned dst, const fa4_tmap *map, unsigned bar, int c0)
-{
-    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2}], [%3];\n" ::"r"(dst),
-                 "l"((unsigned long long)map), "r"(c0), "r"(bar)
-                 : "memory");
-}
-
-/* Spin until the turn counter reaches `turn` (acquire); trap after 10 s rather than hang. */
-__device__ __forceinline__ void fa4_b256_wait_turn(const int *ctr, int turn)
-{
-    unsigned long long t0 = 0;
-    for (int n = 0;; ++n) {
-        int v;
-        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(ctr) : "memory");
-        if (v == turn)
-            return;
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-        if (n == 0)
-            t0 = t;
-        else if (t - t0 > 10000000000ull)
-            __trap();
-        __nanosleep(32);
-    }
 }
 
 /* Generic-proxy shared stores (stmatrix) made visible to the async proxy (wgmma reads). */
@@ -395,7 +363,7 @@ struct fa4_b256_consumer {
                     asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(tw) : "r"(sm.dq_turn(s)) : "memory");
                     turn = (tw & 0x7fffffff) + turn_add;
                 }
-                fa4_b256_wait_turn(ctr, turn);
+                fa4_bwd_wait_turn(ctr, turn);
             }
             asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
         }

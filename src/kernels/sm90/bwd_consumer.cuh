@@ -788,6 +788,24 @@ struct fa4_bwd_consumer {
         }
     }
 
+    /* A step's end where dQ went first (FA4_SM90_BWD_DQ_FIRST, with or without the lag): every
+     * wgmma complete, the stage released, and without FA4_SM90_BWD_DQ_PASS the deterministic turn
+     * passed on (the adds issued before dV / dK have had their time). */
+    __device__ __forceinline__ void finish_step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4],
+                                                unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4],
+                                                int s) const
+    {
+        fa4_wgmma_wait<0>();
+        fa4_reg_fence(dk);
+        fa4_reg_fence(dv);
+        fa4_bwd_fence_u(pp);
+        fa4_bwd_fence_u(pds);
+        if (lane == 0)
+            fa4_mbar_arrive(sm.bar_empty(s));
+        if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
+            release_dq_turn();
+    }
+
     /* One step: stage s (ring phase ph), the walk's step it (dS buffer it % 2), query tile (h, m0);
      * (hp, m0p): the previous step's (FA4_SM90_BWD_DQ_LAG: its dQ is written here). */
     __device__ __forceinline__ void step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
@@ -913,15 +931,7 @@ struct fa4_bwd_consumer {
             issue_dkv(dk, dv, pp, pds, s);
 #endif
         }
-        fa4_wgmma_wait<0>();
-        fa4_reg_fence(dk);
-        fa4_reg_fence(dv);
-        fa4_bwd_fence_u(pp);
-        fa4_bwd_fence_u(pds);
-        if (lane == 0)
-            fa4_mbar_arrive(sm.bar_empty(s));
-        if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
-            release_dq_turn(); /* the adds issued before dK have had their time */
+        finish_step(dk, dv, pp, pds, s);
 #elif FA4_SM90_BWD_DQ_FIRST
         /* dQ first: both halves of dS must be in shared memory, then dQ, dV, dK go to the tensor
          * cores back to back, and dQ's reduction into the workspace runs while dV, dK compute. */
@@ -954,15 +964,7 @@ struct fa4_bwd_consumer {
             issue_dkv(dk, dv, pp, pds, s);
         }
 #endif
-        fa4_wgmma_wait<0>();
-        fa4_reg_fence(dk);
-        fa4_reg_fence(dv);
-        fa4_bwd_fence_u(pp);
-        fa4_bwd_fence_u(pds);
-        if (lane == 0)
-            fa4_mbar_arrive(sm.bar_empty(s));
-        if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
-            release_dq_turn(); /* the adds issued before dV, dK have had their time */
+        finish_step(dk, dv, pp, pds, s);
 #else
         fa4_wgmma_fence();
         issue_dkv(dk, dv, pp, pds, s);

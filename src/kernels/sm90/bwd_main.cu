@@ -83,13 +83,7 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
 #include "sm90/bwd_config.cuh"
 #include "sm90/bwd_schedule.cuh"
 
-extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
-
-/* The shared-memory map's base (fa4_bwd_smem), 1024-byte aligned. */
-__device__ __forceinline__ unsigned fa4_bwd_smem_base(void)
-{
-    return (fa4_smem_addr(fa4_smem) + 1023u) & ~1023u;
-}
+#include "sm90/bwd_common.cuh"
 
 /* A finished run of trainable read site k's gradient terms (index i, sum v): into the CTA's
  * window where i lies inside it (shared-memory add; the window goes into global memory once, at
@@ -173,26 +167,6 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
 }
 #endif
 
-/* Spin until the turn counter reaches `turn` (acquire). The turn comes unless something else
- * went wrong (a CTA that faulted): trap after 10 s rather than hang. */
-__device__ __forceinline__ void fa4_bwd_wait_turn(const int *ctr, int turn)
-{
-    unsigned long long t0 = 0;
-    for (int n = 0;; ++n) {
-        int v;
-        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(ctr) : "memory");
-        if (v == turn)
-            return;
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-        if (n == 0)
-            t0 = t;
-        else if (t - t0 > 10000000000ull)
-            __trap();
-        __nanosleep(32);
-    }
-}
-
 #include "sm90/bwd_consumer.cuh"
 
 /* The CTA's (key tile, kv head, batch); see the launcher for the grid orders. p.tiles_slowest:
@@ -224,15 +198,6 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
 }
 
 #include "sm90/bwd_rank.cuh"
-
-/* One box of a 1-d tensor map (the fp32 lse2 / dpsum rows: any start element, zero fill past the end). */
-__device__ __forceinline__ void fa4_tma_load_1d(unsigned dst, const fa4_tmap *map, unsigned bar, int c0)
-{
-    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2}], [%3];\n" ::"r"(dst),
-                 "l"((unsigned long long)map), "r"(c0), "r"(bar)
-                 : "memory");
-}
 
 #include "sm90/bwd_producer.cuh"
 

@@ -60,6 +60,16 @@ __device__ __forceinline__ void fa4_tma_load_4d(unsigned dst, const fa4_tmap *ma
                  : "memory");
 }
 
+/* One box of a 1-d tensor map (the backward's fp32 lse2 / dpsum rows: any start element, zero fill
+ * past the end); completes `bar` with the box's bytes. */
+__device__ __forceinline__ void fa4_tma_load_1d(unsigned dst, const fa4_tmap *map, unsigned bar, int c0)
+{
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2}], [%3];\n" ::"r"(dst),
+                 "l"((unsigned long long)map), "r"(c0), "r"(bar)
+                 : "memory");
+}
+
 /* Bulk tensor reduce-add of a shared-memory box into global memory (element type and box from the
  * map; rows and columns past the tensor are dropped), tracked by the issuing thread's bulk group. */
 __device__ __forceinline__ void fa4_tma_reduce_add_2d(const fa4_tmap *map, unsigned src, int c0, int c1)
