@@ -445,6 +445,8 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
             continue;
         if (d->needs == FA4_COMPILE_BLOCK_MASK && !(k->mod && fa4__mod_has_mask(k->mod)))
             continue; /* no mask_mod: nothing to turn into a block mask */
+        if (d->wanted && !d->wanted(&r->spec, k->mod))
+            continue;
         const fa4__embedded_file *main = find_source(files, nsrc, d->entry);
         if (!main) {
             st = fa4__set_error(ctx, FA4_ERR_INTERNAL, "kernel source '%s' is not in this build",

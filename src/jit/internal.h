@@ -165,6 +165,9 @@ typedef struct fa4__program_desc {
     /* 1: with a score_mod (no trainable aux), compile spill_fallback[0] beside the first build
      * rather than after it spilled (compile.c; the kept build is the same) */
     int speculate;
+    /* NULL: compiled for every spec that asks for `needs`; else only where it returns non-zero (a
+     * variant program that applies to some specs only, e.g. sm90's bwd_main90m80) */
+    int (*wanted)(const fa4_kernel_spec *spec, const fa4__mod *mod);
 } fa4__program_desc;
 
 typedef struct fa4__path_ops {

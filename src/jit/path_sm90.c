@@ -29,18 +29,23 @@ enum { FWD_M = 128, FWD_THREADS = 384, BOX_COLS = 64, SMEM_LIMIT = 227 * 1024 };
 /* The forward with at most max_ctas CTAs (0: one per tile); the launcher uses the SM count. */
 fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int max_ctas);
 
+static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
+
 static const fa4__program_desc programs[] = {
     /* spill fallback levels (mainloop.cuh): the overlapped forward without the late rescale, then
      * no overlap; only Dv 256 builds (t5_bias's: the first) have needed them */
     {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd",
-     {"-DFA4_SM90_RESCALE_LATE=0", "-DFA4_SM90_OVERLAP=0"}, 0},
-    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0},
-    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0},
+     {"-DFA4_SM90_RESCALE_LATE=0", "-DFA4_SM90_OVERLAP=0"}, 0, NULL},
+    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0, NULL},
+    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, NULL},
     /* spill fallback levels: bwd_consumer.cuh */
     {"bwd_main90", "sm90/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main",
-     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 1},
-    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0},
-    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0},
+     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 1, NULL},
+    /* the same main with 80-query steps (bwd_main80.cu), only where bwd80_wanted; no fallback
+     * levels: where it spilled the launcher would not want it */
+    {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {NULL}, 0, bwd80_wanted},
+    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0, NULL},
+    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0, NULL},
 };
 
 static int head_dim_v(const fa4_kernel_spec *spec)
@@ -72,13 +77,40 @@ static int fwd_smem(int d, int dv)
  * aux-gradient window, then 3 stages of (Q, dO, lse2 + dpsum) where they fit. */
 enum { BWD_N = 128, BWD_M = 64, BWD_THREADS = 384, BWD_MAX_DIM = 128 };
 
+static int bwd_smem_m(int d, int dv, int trainable, int m)
+{
+    const int fixed = 1024 + BWD_N * pad64(d) * 2 + BWD_N * pad64(dv) * 2 + 2 * m * BWD_N * 2 +
+                      (pad64(d) / 64) * m * 64 * 4 /* dQ staging */ + 512 +
+                      (trainable ? 32768 : 0) /* the aux-gradient window */;
+    const int stage = m * pad64(d) * 2 + m * pad64(dv) * 2 + 2 * m * 4;
+    return fixed + (fixed + 3 * stage <= SMEM_LIMIT ? 3 : 2) * stage;
+}
+
 static int bwd_smem(int d, int dv, int trainable)
 {
-    const int fixed = 1024 + BWD_N * pad64(d) * 2 + BWD_N * pad64(dv) * 2 + 2 * BWD_M * BWD_N * 2 +
-                      (pad64(d) / 64) * BWD_M * 64 * 4 /* dQ staging */ + 512 +
-                      (trainable ? 32768 : 0) /* the aux-gradient window */;
-    const int stage = BWD_M * pad64(d) * 2 + BWD_M * pad64(dv) * 2 + 2 * BWD_M * 4;
-    return fixed + (fixed + 3 * stage <= SMEM_LIMIT ? 3 : 2) * stage;
+    return bwd_smem_m(d, dv, trainable, BWD_M);
+}
+
+/* The 80-query-step main (bwd_main90m80: src/kernels/sm90/bwd_main80.cu): compiled for padded
+ * D = Dv = 128 without mask_mod or score_mod, unchecked; run for dense, non-deterministic calls
+ * (its steps are no block-mask q_block's divisor, and the deterministic turns count 64-row
+ * tiles). 2 stages of Q / dO: 232192 bytes. FA4JIT_SM90_BWD_BM=64 or 80 picks the main where both
+ * apply (A/B); unset: BWD80_DEFAULT. */
+enum { BWD80_M = 80, BWD80_DEFAULT = 1 };
+
+static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
+{
+    return pad64(spec->head_dim) == 128 && pad64(head_dim_v(spec)) == 128 && !(spec->flags & FA4_COMPILE_CHECKED) &&
+           !(mod && (fa4__mod_has_mask(mod) || fa4__mod_has_score(mod)));
+}
+
+static pthread_once_t g_bwd_bm_once = PTHREAD_ONCE_INIT;
+static int g_bwd_bm80;
+
+static void read_bwd_bm_env(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_BM");
+    g_bwd_bm80 = e && e[0] ? atoi(e) == 80 : BWD80_DEFAULT;
 }
 
 /* The padded-D 256 backward main (src/kernels/sm90/bwd256.cuh, compiled as bwd_main90 where D and
@@ -124,6 +156,8 @@ static int sm90_smem_bytes(const fa4_kernel_spec *spec, const char *program)
     if (strcmp(program, "bwd_main90") == 0 &&
         bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags))
         return bwd256_smem();
+    if (strcmp(program, "bwd_main90m80") == 0)
+        return bwd_smem_m(spec->head_dim, head_dim_v(spec), 0, BWD80_M);
     if (strcmp(program, "bwd_main90") == 0)
         return pad64(spec->head_dim) <= BWD_MAX_DIM && pad64(head_dim_v(spec)) <= BWD_MAX_DIM &&
                        !(spec->flags & FA4_COMPILE_CHECKED)
@@ -338,12 +372,13 @@ static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_
     return FA4_OK;
 }
 
-/* A 1-d fp32 tensor map over n floats (the lse2 / dpsum workspace arrays), boxes of BWD_M. */
-static fa4_status make_map_1d(fa4_ctx *ctx, CUtensorMap *map, const char *what, float *data, int64_t n)
+/* A 1-d fp32 tensor map over n floats (the lse2 / dpsum workspace arrays), boxes of m (the main's
+ * query rows per step). */
+static fa4_status make_map_1d(fa4_ctx *ctx, CUtensorMap *map, const char *what, float *data, int64_t n, int m)
 {
     cuuint64_t dims[1] = {(cuuint64_t)(n > 0 ? n : 1)};
     cuuint64_t strides[1] = {0}; /* rank 1: none used */
-    cuuint32_t box[1] = {BWD_M}, estr[1] = {1};
+    cuuint32_t box[1] = {(cuuint32_t)m}, estr[1] = {1};
     CUresult r = ctx->cu->tensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, data, dims, strides, box,
                                                estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
                                                CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -352,13 +387,13 @@ static fa4_status make_map_1d(fa4_ctx *ctx, CUtensorMap *map, const char *what, 
     return FA4_OK;
 }
 
-/* dq_accum as a 2-d fp32 tensor [rows][d] for the backward's bulk reduce-adds: boxes of BWD_M rows
- * by 32 columns (128 bytes), 128-byte swizzle. */
-static fa4_status make_map_dq(fa4_ctx *ctx, CUtensorMap *map, float *data, int d, int64_t rows)
+/* dq_accum as a 2-d fp32 tensor [rows][d] for the backward's bulk reduce-adds: boxes of m rows (the
+ * main's query rows per step) by 32 columns (128 bytes), 128-byte swizzle. */
+static fa4_status make_map_dq(fa4_ctx *ctx, CUtensorMap *map, float *data, int d, int64_t rows, int m)
 {
     cuuint64_t dims[2] = {(cuuint64_t)d, (cuuint64_t)(rows > 0 ? rows : 1)};
     cuuint64_t strides[1] = {(cuuint64_t)d * 4};
-    cuuint32_t box[2] = {32, BWD_M}, estr[2] = {1, 1};
+    cuuint32_t box[2] = {32, (cuuint32_t)m}, estr[2] = {1, 1};
     CUresult r = ctx->cu->tensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, data, dims, strides, box,
                                                estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                                CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -401,7 +436,9 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     fa4__bwd_ws w;
     const int d256 = bwd256_spec(p->head_dim, p->head_dim_v, k->spec.flags);
     const int bn = d256 ? BWD256_N : BWD_N;
-    const int smem = d256 ? bwd256_smem() : bwd_smem(p->head_dim, p->head_dim_v, k->spec.num_trainable_aux > 0);
+    int smem = d256 ? bwd256_smem() : bwd_smem(p->head_dim, p->head_dim_v, k->spec.num_trainable_aux > 0);
+    const char *main_prog = "bwd_main90";
+    int bm = BWD_M;
     fa4_status st;
 
     if (((pad64(p->head_dim) > BWD_MAX_DIM || pad64(p->head_dim_v) > BWD_MAX_DIM) && !d256) ||
@@ -411,6 +448,13 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         (p->deterministic && p->has_block_mask && (int64_t)p->bm.num_q_blocks * 8 > 227 * 1024) ||
         !fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_main"))
         return fa4__sm80_ops.launch_bwd(k, p);
+    pthread_once(&g_bwd_bm_once, read_bwd_bm_env);
+    if (g_bwd_bm80 && !d256 && !p->has_block_mask && !p->deterministic &&
+        fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main")) {
+        main_prog = "bwd_main90m80";
+        bm = BWD80_M;
+        smem = bwd_smem_m(p->head_dim, p->head_dim_v, 0, BWD80_M);
+    }
     st = check_problem(k, p);
     if (st != FA4_OK)
         return st;
@@ -434,10 +478,10 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     }
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
-                  varlen_q ? 1 : p->batch, BWD_M);
+                  varlen_q ? 1 : p->batch, bm);
     if (st == FA4_OK)
         st = make_map(ctx, &mdo, "dout", &p->dout, p->dtype, p->head_dim_v, varlen_q ? p->total_q : p->seqlen_q,
-                      p->hq, varlen_q ? 1 : p->batch, BWD_M);
+                      p->hq, varlen_q ? 1 : p->batch, bm);
     if (st == FA4_OK)
         st = make_map(ctx, &mk, "k", &p->k, p->dtype, p->head_dim, varlen_k ? p->total_k : p->seqlen_k, p->hkv,
                       varlen_k ? 1 : p->batch, bn);
@@ -445,11 +489,11 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         st = make_map(ctx, &mv, "v", &p->v, p->dtype, p->head_dim_v, varlen_k ? p->total_k : p->seqlen_k, p->hkv,
                       varlen_k ? 1 : p->batch, bn);
     if (st == FA4_OK)
-        st = make_map_1d(ctx, &ml, "lse2", pr.lse2, (int64_t)p->hq * w.rows);
+        st = make_map_1d(ctx, &ml, "lse2", pr.lse2, (int64_t)p->hq * w.rows, bm);
     if (st == FA4_OK)
-        st = make_map_1d(ctx, &md, "dpsum", pr.dpsum, (int64_t)p->hq * w.rows);
+        st = make_map_1d(ctx, &md, "dpsum", pr.dpsum, (int64_t)p->hq * w.rows, bm);
     if (st == FA4_OK)
-        st = make_map_dq(ctx, &mdq, pr.dq_accum, p->head_dim, (int64_t)p->hq * w.rows);
+        st = make_map_dq(ctx, &mdq, pr.dq_accum, p->head_dim, (int64_t)p->hq * w.rows, bm);
     if (st != FA4_OK)
         return st;
 
@@ -475,7 +519,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_rank90");
     }
-    f = fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_main");
+    f = fa4__kernel_function(k, main_prog, "fa4_sm90_bwd_main");
     r = cu->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuFuncSetAttribute(max dynamic smem)");

@@ -16,7 +16,13 @@
 #define FA4_SM90_BWD_CONFIG_CUH
 
 constexpr int kBN = 128;        /* keys per CTA (the stationary block) */
-constexpr int kBM = 64;         /* query rows per step */
+/* FA4_SM90_BWD_BM: query rows per step, 64 (default) or 80 (the bwd_main90m80 program: padded
+ * D = Dv = 128 without mask_mod or score_mod, dense, non-deterministic; S^T, dP^T and dQ^T as
+ * m64n80 wgmmas, dQ swapped: see bwd_consumer.cuh). */
+#ifndef FA4_SM90_BWD_BM
+#define FA4_SM90_BWD_BM 64
+#endif
+constexpr int kBM = FA4_SM90_BWD_BM; /* query rows per step */
 constexpr int kBWgKeys = 64;    /* keys per consumer warpgroup */
 constexpr int kBThreads = 384;
 #ifndef FA4_SM90_BWD_PRODUCER_REGS
@@ -37,7 +43,7 @@ constexpr int kBDsBytes = kBM * kBN * 2;      /* one dS buffer: 2 panels of 64 k
 constexpr int kBRowBytes = 2 * kBM * 4;       /* lse2 and dpsum of one step */
 constexpr int kBStageBytes = kBQBytes + kBDoBytes;
 /* dQ staging for the bulk reduce-add: kBM x 64 fp32 per dQ warpgroup, as two boxes of 32 columns
- * (128-byte rows, 128-byte swizzle). */
+ * (128-byte rows, 128-byte swizzle), for either dQ form (kBM 80: dQ^T stored transposed). */
 constexpr int kBDqBox = 32;
 constexpr int kBDqBoxBytes = kBM * kBDqBox * 4;
 constexpr int kBDqBytes = 2 * kBDqBoxBytes; /* per dQ warpgroup */
@@ -94,6 +100,7 @@ static_assert(kBSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
 static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs && kBLaunchRegs * kBThreads <= 65536,
               "setmaxnreg must stay inside the CTA's registers");
 static_assert(kBM % 16 == 0 && kBN == 2 * kBWgKeys, "tile shape");
+static_assert(kBM == 64 || (kBM == 80 && kDp == 128 && kDvp == 128), "80-query steps: padded D = Dv = 128 only");
 
 /* Shared-memory map, from the 1024-byte aligned base. */
 struct fa4_bwd_smem {

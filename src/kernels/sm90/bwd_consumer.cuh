@@ -54,7 +54,9 @@
  * at D 128 softcap, softcap_causal, head_scale, t5_bias spill and take level 1, alibi and
  * attention_sink do not; H200 ALiBi bwd 398.9 -> 429.8 TFLOP/s, notes/sm90-bwd.md). */
 #ifndef FA4_SM90_BWD_SPLIT
-#if !FA4_HAS_SCORE_MOD
+#if FA4_SM90_BWD_BM != 64 /* 80-query steps: the split spilled 40 bytes (plain D 128), one pass none */
+#define FA4_SM90_BWD_SPLIT 0
+#elif !FA4_HAS_SCORE_MOD
 #define FA4_SM90_BWD_SPLIT 1
 #elif FA4_SM90_BWD_MOD_SPLIT && !(defined(FA4_SM90_BWD_FALLBACK) && FA4_SM90_BWD_FALLBACK)
 #define FA4_SM90_BWD_SPLIT 1
@@ -126,7 +128,7 @@
 #define FA4_SM90_BWD_DQ_LAG 0
 #endif
 #endif
-#if FA4_SM90_BWD_DQ_LAG && (FA4_SM90_BWD_FULL_FALLBACK || FA4_HAS_SCORE_MOD)
+#if FA4_SM90_BWD_DQ_LAG && (FA4_SM90_BWD_FULL_FALLBACK || FA4_HAS_SCORE_MOD || FA4_SM90_BWD_BM != 64)
 #undef FA4_SM90_BWD_DQ_LAG
 #define FA4_SM90_BWD_DQ_LAG 0
 #endif
@@ -169,6 +171,23 @@
 #endif
 #if FA4_SM90_BWD_MASK_EARLY && !FA4_SM90_BWD_SPLIT
 #error "FA4_SM90_BWD_MASK_EARLY needs FA4_SM90_BWD_SPLIT"
+#endif
+#if FA4_SM90_BWD_MASK_EARLY && FA4_SM90_BWD_BM != 64
+#error "FA4_SM90_BWD_MASK_EARLY: 32 mask bits, 64-query steps only"
+#endif
+#if FA4_SM90_BWD_PINGPONG && FA4_SM90_BWD_BM != 64
+#error "FA4_SM90_BWD_PINGPONG: 64-query steps only"
+#endif
+
+/* The dQ accumulator of a dQ warpgroup, chunks of 8 columns: kBM 64 computes dQ[:, its 64 columns]
+ * = dS K (64 queries as M: 8 chunks of dims); kBM 80 computes dQ^T[its 64 dims, :] = K^T dS^T
+ * (m64n80k16, A = K^T M-major from K as stored, B = dS^T K-major from the dS tile: 10 chunks of
+ * queries), since 80 queries are no wgmma M. */
+/* (a macro: a new namespace-scope constant would add a symbol to every cubin) */
+#if FA4_SM90_BWD_BM == 64
+#define FA4_SM90_BWD_DQ_CHUNKS (kBDqN / 8)
+#else
+#define FA4_SM90_BWD_DQ_CHUNKS (kBM / 8)
 #endif
 
 /* 1: tiles inside the sequence (and, with a mask_mod, inside a full block of a block mask) skip
@@ -297,16 +316,20 @@ struct fa4_bwd_consumer {
 
     /* dQ[:, 64 cw ..] = dS K over the CTA's kBN keys (K at kbase: sm.k(), or an opaque copy of it
      * where the descriptors must not be shared with the walk's, see drain_dq). */
-    __device__ __forceinline__ void issue_dq(float (&dq)[kBDqN / 8][4], int buf) const { issue_dq_at(dq, buf, sm.k()); }
-    __device__ __forceinline__ void issue_dq_at(float (&dq)[kBDqN / 8][4], int buf, unsigned kbase) const
+    __device__ __forceinline__ void issue_dq(float (&dq)[FA4_SM90_BWD_DQ_CHUNKS][4], int buf) const { issue_dq_at(dq, buf, sm.k()); }
+    __device__ __forceinline__ void issue_dq_at(float (&dq)[FA4_SM90_BWD_DQ_CHUNKS][4], int buf, unsigned kbase) const
     {
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; ++kk) {
-            const unsigned long long da =
+            const unsigned long long dds =
                 fa4_desc_sw128(sm.ds(buf) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
-            const unsigned long long db = fa4_desc_sw128(
+            const unsigned long long dk = fa4_desc_sw128(
                 kbase + cw * kBN * kPanelBytes + kk * 16 * kPanelBytes, kBN * kPanelBytes, 1024);
-            fa4_bwd_wgmma_ss_tb<kBDqN>(dq, da, db, kk > 0);
+#if FA4_SM90_BWD_BM == 64
+            fa4_bwd_wgmma_ss_tb<kBDqN>(dq, dds, dk, kk > 0);
+#else /* dQ^T: the same two tiles, operands swapped */
+            fa4_bwd_wgmma_ss_ta<kBM>(dq, dk, dds, kk > 0);
+#endif
         }
         fa4_wgmma_commit();
     }
@@ -712,7 +735,7 @@ struct fa4_bwd_consumer {
      * tiles of its kv head, which the grid starts first in all its orders, so the waits cannot
      * deadlock. */
     template <bool kTurn>
-    __device__ __forceinline__ void write_dq_tma(const float (&dq)[kBDqN / 8][4], int h, int m0, int s) const
+    __device__ __forceinline__ void write_dq_tma(const float (&dq)[FA4_SM90_BWD_DQ_CHUNKS][4], int h, int m0, int s) const
     {
         const int g = lane >> 2, t = lane & 3;
         const unsigned buf = sm.dqs(cw);
@@ -720,19 +743,39 @@ struct fa4_bwd_consumer {
         if (issuer)
             fa4_bulk_wait_read<0>(); /* the previous step's reduce has read the buffer */
         fa4_bwd_wg_sync(cw);
+#if FA4_SM90_BWD_BM == 64
+        {
 #pragma unroll
-        for (int i = 0; i < kBDqN / 8; ++i) {
-            const int box = i / 4, chunk = (i % 4) * 2 + (t >> 1);
+            for (int i = 0; i < kBDqN / 8; ++i) {
+                const int box = i / 4, chunk = (i % 4) * 2 + (t >> 1);
 #pragma unroll
-            for (int r2 = 0; r2 < 2; ++r2) {
-                const int row = warp * 16 + g + 8 * r2;
-                const unsigned addr =
-                    buf + box * kBDqBoxBytes + row * 128 + ((chunk ^ (row & 7)) << 4) + (t & 1) * 8;
-                asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(dq[i][2 * r2]),
-                             "f"(dq[i][2 * r2 + 1])
-                             : "memory");
+                for (int r2 = 0; r2 < 2; ++r2) {
+                    const int row = warp * 16 + g + 8 * r2;
+                    const unsigned addr =
+                        buf + box * kBDqBoxBytes + row * 128 + ((chunk ^ (row & 7)) << 4) + (t & 1) * 8;
+                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(dq[i][2 * r2]),
+                                 "f"(dq[i][2 * r2 + 1])
+                                 : "memory");
+                }
             }
         }
+#else
+        {
+            /* dQ^T: the fragment's rows are dims (box warp / 2, column (warp % 2) 16 + g + 8 r2),
+             * its columns queries (the staging rows 8 i + 2 t + e): one float a store, the 32
+             * lanes on 32 banks (the rows' swizzle spreads t's four rows over the chunks) */
+            const int box = warp >> 1;
+#pragma unroll
+            for (int i = 0; i < kBM / 8; ++i)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int col = (warp & 1) * 16 + g + 8 * (e >> 1), row = 8 * i + 2 * t + (e & 1);
+                    const unsigned addr =
+                        buf + box * kBDqBoxBytes + row * 128 + (((col >> 2) ^ (row & 7)) << 4) + (col & 3) * 4;
+                    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(dq[i][e]) : "memory");
+                }
+        }
+#endif
         fa4_bwd_fence_async_smem();
         fa4_bwd_wg_sync(cw);
         if (issuer) {
@@ -762,7 +805,7 @@ struct fa4_bwd_consumer {
     /* dQ partial of this step into the workspace: the TMA reduce-add (in turn when p.dq_sem and
      * kTurn; kTurn false only where p.dq_sem is known to be null). */
     template <bool kTurn = true>
-    __device__ __forceinline__ void write_dq(const float (&dq)[kBDqN / 8][4], int h, int m0, int s) const
+    __device__ __forceinline__ void write_dq(const float (&dq)[FA4_SM90_BWD_DQ_CHUNKS][4], int h, int m0, int s) const
     {
         write_dq_tma<kTurn>(dq, h, m0, s);
     }
@@ -773,7 +816,7 @@ struct fa4_bwd_consumer {
     {
         if (kBDqWgs == 2 || cw < kBDqWgs) {
             const int lb = it & 1;
-            float dq[kBDqN / 8][4];
+            float dq[FA4_SM90_BWD_DQ_CHUNKS][4];
             /* K's address through an opaque move: with the walk's own, ptxas computed the dQ
              * descriptors once before the walk and kept them live over it (plain D 128 spilled
              * 56 bytes) */
@@ -905,7 +948,7 @@ struct fa4_bwd_consumer {
         if (kBDqWgs == 2 || cw < kBDqWgs) {
             const bool lag = !p.dq_sem;
             const int qit = lag ? it - 1 : it, qb = qit & 1;
-            float dq[kBDqN / 8][4];
+            float dq[FA4_SM90_BWD_DQ_CHUNKS][4];
             if (qit >= 0)
                 fa4_mbar_wait(sm.bar_ds_full(qb), (unsigned)(qit >> 1) & 1u);
             fa4_wgmma_fence();
@@ -939,7 +982,7 @@ struct fa4_bwd_consumer {
 #if FA4_SM90_BWD_SPLIT && FA4_SM90_BWD_DV_EARLY
         /* dV is in flight already: dQ, then dK; waiting for all but the last group leaves dK */
         if (kBDqWgs == 2 || cw < kBDqWgs) { /* D 128: both warpgroups, no branch */
-            float dq[kBDqN / 8][4];
+            float dq[FA4_SM90_BWD_DQ_CHUNKS][4];
             fa4_wgmma_fence();
             issue_dq(dq, buf);
             issue_dk(dk, pds, s);
@@ -952,7 +995,7 @@ struct fa4_bwd_consumer {
         }
 #else
         if (cw < kBDqWgs) {
-            float dq[kBDqN / 8][4];
+            float dq[FA4_SM90_BWD_DQ_CHUNKS][4];
             fa4_wgmma_fence();
             issue_dq(dq, buf);
             issue_dkv(dk, dv, pp, pds, s);
@@ -970,7 +1013,7 @@ struct fa4_bwd_consumer {
         issue_dkv(dk, dv, pp, pds, s);
         fa4_bwd_consumers_sync(); /* both halves of dS are in shared memory */
         if (cw < kBDqWgs) {
-            float dq[kBDqN / 8][4];
+            float dq[FA4_SM90_BWD_DQ_CHUNKS][4];
             fa4_wgmma_fence();
             issue_dq(dq, buf);
             fa4_wgmma_wait<1>();

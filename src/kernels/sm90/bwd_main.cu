@@ -81,6 +81,9 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
 #else
 #include "sm90/bwd_wgmma.cuh"
 #include "sm90/bwd_config.cuh"
+#if FA4_SM90_BWD_BM != 64 && (FA4_HAS_MASK_MOD || FA4_HAS_SCORE_MOD)
+#error "80-query steps (bwd_main80.cu): plain attention only (no mask_mod, no score_mod)"
+#endif
 #include "sm90/bwd_schedule.cuh"
 
 #include "sm90/bwd_common.cuh"
