@@ -82,7 +82,7 @@ static int bwd_smem_m(int d, int dv, int trainable, int m)
     const int fixed = 1024 + BWD_N * pad64(d) * 2 + BWD_N * pad64(dv) * 2 + 2 * m * BWD_N * 2 +
                       (pad64(d) / 64) * m * 64 * 4 /* dQ staging */ + 512 +
                       (trainable ? 32768 : 0) /* the aux-gradient window */;
-    const int stage = m * pad64(d) * 2 + m * pad64(dv) * 2 + 2 * m * 4;
+    const int stage = m * pad64(d) * 2 + m * pad64(dv) * 2 + 2 * ((m * 4 + 127) / 128 * 128) /* lse2, dpsum */;
     return fixed + (fixed + 3 * stage <= SMEM_LIMIT ? 3 : 2) * stage;
 }
 
@@ -94,7 +94,7 @@ static int bwd_smem(int d, int dv, int trainable)
 /* The 80-query-step main (bwd_main90m80: src/kernels/sm90/bwd_main80.cu): compiled for padded
  * D = Dv = 128 without mask_mod or score_mod, unchecked; run for dense, non-deterministic calls
  * (its steps are no block-mask q_block's divisor, and the deterministic turns count 64-row
- * tiles). 2 stages of Q / dO: 232192 bytes. FA4JIT_SM90_BWD_BM=64 or 80 picks the main where both
+ * tiles). 2 stages of Q / dO: 232448 bytes. FA4JIT_SM90_BWD_BM=64 or 80 picks the main where both
  * apply (A/B); unset: BWD80_DEFAULT. */
 enum { BWD80_M = 80, BWD80_DEFAULT = 1 };
 

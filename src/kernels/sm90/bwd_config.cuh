@@ -40,7 +40,9 @@ constexpr int kBVBytes = kBN * kDvp * 2;
 constexpr int kBQBytes = kBM * kDp * 2;
 constexpr int kBDoBytes = kBM * kDvp * 2;
 constexpr int kBDsBytes = kBM * kBN * 2;      /* one dS buffer: 2 panels of 64 keys */
-constexpr int kBRowBytes = 2 * kBM * 4;       /* lse2 and dpsum of one step */
+/* lse2 and dpsum of one step, each at a 128-byte boundary (a tensor TMA's shared-memory destination:
+ * 80 rows misaligned dpsum, CUDA_ERROR_MISALIGNED_ADDRESS); dpsum at kBRowBytes / 2 */
+constexpr int kBRowBytes = 2 * ((kBM * 4 + 127) / 128 * 128); /* expect_tx counts 2 kBM 4 */
 constexpr int kBStageBytes = kBQBytes + kBDoBytes;
 /* dQ staging for the bulk reduce-add: kBM x 64 fp32 per dQ warpgroup, as two boxes of 32 columns
  * (128-byte rows, 128-byte swizzle), for either dQ form (kBM 80: dQ^T stored transposed). */

@@ -351,7 +351,7 @@ struct fa4_bwd_consumer {
         for (int c = 0; c < kBM / 8; ++c) {
             float l2[2], dps[2];
             fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
-            fa4_bwd_lds2(sm.rows(s) + kBM * 4 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
+            fa4_bwd_lds2(sm.rows(s) + kBRowBytes / 2 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
             float pr[4], ds[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
@@ -434,7 +434,7 @@ struct fa4_bwd_consumer {
         for (int c = 0; c < kBM / 8; ++c) {
             float l2[2], dps[2];
             fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
-            fa4_bwd_lds2(sm.rows(s) + kBM * 4 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
+            fa4_bwd_lds2(sm.rows(s) + kBRowBytes / 2 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
             float pr[4], ds[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
@@ -572,7 +572,7 @@ struct fa4_bwd_consumer {
 #pragma unroll
         for (int c = 0; c < kBM / 8; ++c) {
             float dps[2];
-            fa4_bwd_lds2(sm.rows(s) + kBM * 4 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
+            fa4_bwd_lds2(sm.rows(s) + kBRowBytes / 2 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
             if (kCheck) {
                 const int qi = m0 + 8 * c + 2 * t;
                 dps[0] = qi < len_q ? dps[0] : 0.f;

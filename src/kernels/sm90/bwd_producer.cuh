@@ -47,9 +47,9 @@ __device__ __forceinline__ void fa4_bwd_produce(const fa4_params &p, const fa4_b
         if (kTurnSlot && fa4_bwd_walk_table(p))
             asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn(s)), "r"(tw) : "memory");
         const int wrow = h * (int)p.ws_rows + wrow0 + m0;
-        fa4_mbar_expect_tx(bar, kBQBytes + kBDoBytes + kBRowBytes);
+        fa4_mbar_expect_tx(bar, kBQBytes + kBDoBytes + 2 * kBM * 4); /* the row boxes, not their padding */
         fa4_tma_load_1d(sm.rows(s), tm_lse2, bar, wrow);
-        fa4_tma_load_1d(sm.rows(s) + kBM * 4, tm_dpsum, bar, wrow);
+        fa4_tma_load_1d(sm.rows(s) + kBRowBytes / 2, tm_dpsum, bar, wrow);
 #pragma unroll
         for (int c = 0; c < kDp / 64; ++c)
             fa4_tma_load_4d(sm.q(s) + c * kBM * kPanelBytes, tm_q, bar, c * 64, qrow0 + m0, h, qb);
