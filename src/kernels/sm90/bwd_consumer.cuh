@@ -54,8 +54,8 @@
  * at D 128 softcap, softcap_causal, head_scale, t5_bias spill and take level 1, alibi and
  * attention_sink do not; H200 ALiBi bwd 398.9 -> 429.8 TFLOP/s, notes/sm90-bwd.md). */
 #ifndef FA4_SM90_BWD_SPLIT
-#if FA4_SM90_BWD_BM != 64 /* 80-query steps: the split spilled 40 bytes (plain D 128), one pass none */
-#define FA4_SM90_BWD_SPLIT 0
+#if FA4_SM90_BWD_BM != 64 /* 80-query steps: plain only (bwd_main80.cu) */
+#define FA4_SM90_BWD_SPLIT 1
 #elif !FA4_HAS_SCORE_MOD
 #define FA4_SM90_BWD_SPLIT 1
 #elif FA4_SM90_BWD_MOD_SPLIT && !(defined(FA4_SM90_BWD_FALLBACK) && FA4_SM90_BWD_FALLBACK)
@@ -75,6 +75,23 @@
 #endif
 #if FA4_SM90_BWD_SPLIT && FA4_SM90_BWD_DV_EARLY && !FA4_SM90_BWD_DQ_FIRST
 #error "FA4_SM90_BWD_DV_EARLY needs FA4_SM90_BWD_DQ_FIRST"
+#endif
+/* FA4_SM90_BWD_DV_WAIT (80-query steps with FA4_SM90_BWD_SPLIT and FA4_SM90_BWD_DV_EARLY; 0 for 64):
+ *   0: dQ^T, then dK, with dV still in flight (as the 64-query steps);
+ *   1: after the consumers' barrier the warpgroup waits for its dV before it issues dQ^T and dK
+ *      (P^T's 20 registers free for dQ^T's 40);
+ *   2: dK is issued right behind dV, before the dS store, and both complete before dQ^T. */
+/* FA4_SM90_BWD_CHECKED_ONEPASS (80-query steps with FA4_SM90_BWD_SPLIT; 0 for 64): checked tiles
+ * (sequence edges) take the one-pass score stage after both wgmmas, the fast tiles the split.
+ * Their split spilled 40 bytes at plain D 128 (ptxas hoisted every chunk's bounds ahead). */
+#ifndef FA4_SM90_BWD_CHECKED_ONEPASS
+#define FA4_SM90_BWD_CHECKED_ONEPASS (FA4_SM90_BWD_BM != 64 && FA4_SM90_BWD_SPLIT)
+#endif
+#ifndef FA4_SM90_BWD_DV_WAIT
+#define FA4_SM90_BWD_DV_WAIT 0
+#endif
+#if FA4_SM90_BWD_DV_WAIT && (FA4_SM90_BWD_BM == 64 || !FA4_SM90_BWD_SPLIT || !FA4_SM90_BWD_DV_EARLY || FA4_SM90_BWD_DQ_LAG)
+#error "FA4_SM90_BWD_DV_WAIT: 80-query steps with FA4_SM90_BWD_SPLIT, FA4_SM90_BWD_DV_EARLY, no lag"
 #endif
 #if !FA4_SM90_BWD_DQ_FIRST && FA4_SM90_BWD_TURN_SLOT
 /* it releases the stage before the dQ write, whose deterministic turn (dq_turn) sits by the stage */
@@ -261,6 +278,16 @@ __device__ __forceinline__ void fa4_bwd_stsm_x4_t(unsigned addr, const unsigned 
 __device__ __forceinline__ void fa4_bwd_lds2(unsigned addr, float &x, float &y)
 {
     asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(x), "=f"(y) : "r"(addr));
+}
+
+/* An address through an opaque move: the loads from it then take their chunk's offset as an
+ * immediate. 80-query steps: without it ptxas kept one lse2 / dpsum address per chunk (10) live
+ * over the score stage (spilled 4 bytes, plain D 128). */
+__device__ __forceinline__ unsigned fa4_bwd_opaque(unsigned a)
+{
+    unsigned r;
+    asm volatile("mov.b32 %0, %1;\n" : "=r"(r) : "r"(a));
+    return r;
 }
 
 struct fa4_bwd_consumer {
@@ -515,10 +542,17 @@ struct fa4_bwd_consumer {
 #if !FA4_HAS_SCORE_MOD
         const float k2 = p.scale * FA4_LOG2E; /* as the forward: one FMA into log2 units */
 #endif
+#if FA4_SM90_BWD_BM != 64
+        const unsigned rl = fa4_bwd_opaque(sm.rows(s) + 8 * t);
+#endif
 #pragma unroll
         for (int c = 0; c < kBM / 8; ++c) {
             float l2[2];
+#if FA4_SM90_BWD_BM == 64
             fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
+#else
+            fa4_bwd_lds2(rl + 32 * c, l2[0], l2[1]);
+#endif
             float pr[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
@@ -569,10 +603,17 @@ struct fa4_bwd_consumer {
                                             int m0) const
     {
         const int t = lane & 3;
+#if FA4_SM90_BWD_BM != 64
+        const unsigned rl = fa4_bwd_opaque(sm.rows(s) + kBRowBytes / 2 + 8 * t);
+#endif
 #pragma unroll
         for (int c = 0; c < kBM / 8; ++c) {
             float dps[2];
+#if FA4_SM90_BWD_BM == 64
             fa4_bwd_lds2(sm.rows(s) + kBRowBytes / 2 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
+#else
+            fa4_bwd_lds2(rl + 32 * c, dps[0], dps[1]);
+#endif
             if (kCheck) {
                 const int qi = m0 + 8 * c + 2 * t;
                 dps[0] = qi < len_q ? dps[0] : 0.f;
@@ -841,8 +882,12 @@ struct fa4_bwd_consumer {
         fa4_wgmma_wait<0>();
         fa4_reg_fence(dk);
         fa4_reg_fence(dv);
+#if !FA4_SM90_BWD_DV_WAIT /* else P^T was let go at the dV wait */
         fa4_bwd_fence_u(pp);
+#endif
+#if FA4_SM90_BWD_DV_WAIT != 2
         fa4_bwd_fence_u(pds);
+#endif
         if (lane == 0)
             fa4_mbar_arrive(sm.bar_empty(s));
         if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
@@ -894,8 +939,15 @@ struct fa4_bwd_consumer {
             fa4_reg_fence(sc);
             if (FA4_SM90_BWD_FAST_TILES && inside)
                 grads_split<false>(sc, dp, pp, pds, s, h, m0, full, mbits);
-            else
+            else {
+#if !FA4_SM90_BWD_CHECKED_ONEPASS
                 grads_split<true>(sc, dp, pp, pds, s, h, m0, full, mbits);
+#else
+                fa4_wgmma_wait<0>();
+                fa4_reg_fence(dp);
+                grads<true>(sc, dp, pp, pds, s, h, m0, full);
+#endif
+            }
 #if FA4_SM90_BWD_DV_EARLY
             /* after the branch: a wgmma in flight across its join made ptxas serialize them */
             fa4_reg_fence(dv);
@@ -903,6 +955,9 @@ struct fa4_bwd_consumer {
             fa4_bwd_fence_u(pds);
             fa4_wgmma_fence();
             issue_dv(dv, pp, s);
+#if FA4_SM90_BWD_DV_WAIT == 2
+            issue_dk(dk, pds, s);
+#endif
 #endif
 #else
             fa4_wgmma_wait<0>();
@@ -983,10 +1038,23 @@ struct fa4_bwd_consumer {
         /* dV is in flight already: dQ, then dK; waiting for all but the last group leaves dK */
         if (kBDqWgs == 2 || cw < kBDqWgs) { /* D 128: both warpgroups, no branch */
             float dq[FA4_SM90_BWD_DQ_CHUNKS][4];
+#if FA4_SM90_BWD_DV_WAIT
+            fa4_wgmma_wait<0>(); /* dV (and with 2 dK) complete: P^T's registers are free */
+            fa4_reg_fence(dv);
+            fa4_bwd_fence_u(pp);
+#if FA4_SM90_BWD_DV_WAIT == 2
+            fa4_reg_fence(dk);
+            fa4_bwd_fence_u(pds);
+#endif
+#endif
             fa4_wgmma_fence();
             issue_dq(dq, buf);
+#if FA4_SM90_BWD_DV_WAIT == 2
+            fa4_wgmma_wait<0>();
+#else
             issue_dk(dk, pds, s);
             fa4_wgmma_wait<1>();
+#endif
             fa4_reg_fence(dq);
             write_dq(dq, h, m0, s);
         } else {
