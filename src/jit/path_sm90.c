@@ -95,7 +95,9 @@ static int bwd_smem(int d, int dv, int trainable)
  * D = Dv = 128 without mask_mod or score_mod, unchecked; run for dense, non-deterministic calls
  * (its steps are no block-mask q_block's divisor, and the deterministic turns count 64-row
  * tiles). 2 stages of Q / dO: 232448 bytes. FA4JIT_SM90_BWD_BM=64 or 80 picks the main where both
- * apply (A/B); unset: BWD80_DEFAULT. */
+ * apply (A/B); unset: BWD80_DEFAULT. H200 bf16 B4 H16 D128 bwd, same call (2026-12-02 14:49 UTC,
+ * two rounds): S4096 497.7 / 497.2 -> 542.5 / 539.3 TFLOP/s, S8192 478.4 / 469.3 -> 520.9 / 527.0
+ * (notes/sm90-bwd.md, session 8). */
 enum { BWD80_M = 80, BWD80_DEFAULT = 1 };
 
 static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
