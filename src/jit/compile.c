@@ -230,6 +230,14 @@ static char *key_inputs(const resolved *r, size_t *len)
             fprintf(f, "%s;", fa4__mod_aux(r->mod, i)->name);
     fprintf(f, "\nsw_exp2_percent=%d\nrescale_threshold=%.9g\n", r->spec.sw_exp2_percent,
             (double)r->spec.rescale_threshold);
+    /* the path's options past its first (its own -DFA4_PATH_*, which path= already says): A/B
+     * switches read from the environment at compile time (path_sm90.c), none by default */
+    {
+        char po[24][64];
+        const int np = r->ops->options ? r->ops->options(&r->spec, r->arch, po, 24) : 0;
+        for (int i = 1; i < np; i++)
+            fprintf(f, "option=%s\n", po[i]);
+    }
     if (fa4__lineinfo())
         fprintf(f, "lineinfo=1\n");
     if (fclose(f) != 0) {
@@ -617,6 +625,11 @@ static int raw_key(fa4_ctx *ctx, const fa4_kernel_spec *s, uint8_t out[16])
                            fa4__lineinfo() ? "lineinfo" : ""};
     for (int i = 0; i < 4; i++)
         fa4__hasher_update(h, strs[i], strlen(strs[i]) + 1);
+    /* an A/B switch read at compile time (path_sm90.c); hashed only when set, so other raw keys
+     * stay as they were */
+    const char *dq256 = getenv("FA4JIT_SM90_BWD256_DQ");
+    if (dq256)
+        fa4__hasher_update(h, dq256, strlen(dq256) + 1);
     for (int i = 0; i < s->num_trainable_aux && s->trainable_aux; i++) {
         const char *t = s->trainable_aux[i] ? s->trainable_aux[i] : "";
         fa4__hasher_update(h, t, strlen(t) + 1);

@@ -72,6 +72,26 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
 #endif
 #endif
 
+/* How dQ goes into the fp32 workspace (a compile-time A/B knob; the launcher sets it per compile
+ * from FA4JIT_SM90_BWD256_DQ=red|tma|tma2, path_sm90.c):
+ *   0 (default): vector reductions from registers (red.global.add.v2.f32) while dV / dK run;
+ *   1: TMA bulk tensor reduce-adds (the D 128 kernel's tm_dq map, boxes of 64 rows x 32 fp32 in
+ *      the 128-byte swizzle) from a staging tile in the step's own Q / dO stage: once a warpgroup's
+ *      dV / dK wgmmas are complete, its column half of Q(s) and dO(s) (panels 2 cw, 2 cw + 1 of
+ *      each: 4 x 8 KB, only its own dV / dK read them, the S / dP wgmmas of both warpgroups are
+ *      complete since the step's barrier) is dead, exactly its 64 x 128 fp32 of dQ. The issuer
+ *      (warp 0, lane 0) holds back its release of the stage until the reduce-adds have read it,
+ *      which it waits for in the next step, after that step's S / dP issue;
+ *   2: as 1, with dQ, dV and dK in three commit groups: dQ's first 64 columns go into the dO
+ *      panels (and out) while dK still runs, the other 64 into the Q panels after it. */
+#ifndef FA4_SM90_BWD256_DQ_TMA
+#define FA4_SM90_BWD256_DQ_TMA 0
+#endif
+#if FA4_SM90_BWD256_DQ_TMA
+static_assert(kBStages == 2, "the deferred stage release takes the previous step's stage as s ^ 1");
+static_assert(kBM * kPanelBytes == kBM * 32 * 4, "a Q / dO panel holds one dQ box (64 rows x 32 fp32)");
+#endif
+
 #include "sm90/bwd_common.cuh"
 
 /* Shared-memory map, from the 1024-byte aligned base (the method names as bwd_config.cuh's, for
@@ -141,6 +161,9 @@ struct fa4_b256_consumer {
     int n0, len_q, len_k, n_tile, wrow0;
     int turn_add; /* deterministic with a block mask: n_tile % (kv_block / kBN), the key tile's place
                      in its kv block, added to the walk table's turn */
+#if FA4_SM90_BWD256_DQ_TMA
+    const fa4_tmap *tm_dq; /* dq_accum as [hq * ws_rows][d] fp32, boxes of kBM x 32 */
+#endif
 
     /* S = Q K^T and dP = dO V^T over this warpgroup's 32 keys (two commit groups). */
     __device__ __forceinline__ void issue_s_dp(float (&sc)[4][4], float (&dp)[4][4], int s) const
@@ -196,6 +219,30 @@ struct fa4_b256_consumer {
                 1);
         fa4_wgmma_commit();
     }
+
+#if FA4_SM90_BWD256_DQ_TMA == 2
+    /* dV += P^T dO, then dK += dS^T Q, each its own commit group. */
+    __device__ __forceinline__ void issue_dv(float (&dv)[16][4], int s, int buf) const
+    {
+#pragma unroll
+        for (int kk = 0; kk < kBM / 16; ++kk)
+            fa4_b256_wgmma_ss<128, 0, 1>(
+                dv, fa4_desc_sw128(sm.pt(buf) + kk * 32, 16, 1024),
+                fa4_desc_sw128(sm.dout(s) + 2 * cw * kBM * kPanelBytes + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
+                1);
+        fa4_wgmma_commit();
+    }
+    __device__ __forceinline__ void issue_dk(float (&dk)[16][4], int s, int buf) const
+    {
+#pragma unroll
+        for (int kk = 0; kk < kBM / 16; ++kk)
+            fa4_b256_wgmma_ss<128, 0, 1>(
+                dk, fa4_desc_sw128(sm.dst(buf) + kk * 32, 16, 1024),
+                fa4_desc_sw128(sm.q(s) + 2 * cw * kBM * kPanelBytes + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
+                1);
+        fa4_wgmma_commit();
+    }
+#endif
 
     /* A [query][key] fragment (this warp's 16 queries x the warpgroup's 32 keys, packed pairs:
      * x[c][0] rows g, x[c][1] rows g + 8 of key chunk c) into a [key][query] tile. */
@@ -388,15 +435,84 @@ struct fa4_b256_consumer {
         }
     }
 
+#if FA4_SM90_BWD256_DQ_TMA
+    /* Staging box b of stage s for this warpgroup's dQ columns 128 cw + 32 b ..: boxes 0, 1 in its
+     * dO panels, 2, 3 in its Q panels (dV completes before dK under FA4_SM90_BWD256_DQ_TMA 2). */
+    __device__ __forceinline__ unsigned dq_box(int s, int box) const
+    {
+        return (box < 2 ? sm.dout(s) : sm.q(s)) + (2 * cw + (box & 1)) * kBM * kPanelBytes;
+    }
+
+    /* dQ fragments kI0 .. kI1 - 1 (8 columns each, 4 to a box) of this step into the workspace by
+     * TMA: stored into their staging boxes (rows g, g + 8 of the warp, the 128-byte swizzle as
+     * bwd_consumer.cuh's write_dq_tma), made visible to the async proxy, the warpgroup's barrier,
+     * then the issuer's bulk tensor reduce-adds (boxes past the head dim skipped; rows past the
+     * sequence add dS = 0 rows, zeros, or are dropped past the workspace) in one bulk group.
+     * Deterministic (p.dq_sem): the issuer waits for the turn before the first box (kFirst) and
+     * passes it on after the last (kLast), once the adds are complete (not only read). */
+    template <int kI0, int kI1, bool kFirst, bool kLast>
+    __device__ __forceinline__ void write_dq_tma(const float (&dq)[16][4], int h, int m0, int s) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+        for (int i = kI0; i < kI1; ++i) {
+            const int chunk = (i % 4) * 2 + (t >> 1);
+            const unsigned tile = dq_box(s, i / 4);
+#pragma unroll
+            for (int r2 = 0; r2 < 2; ++r2) {
+                const int row = warp * 16 + g + 8 * r2;
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(tile + row * 128 + ((chunk ^ (row & 7)) << 4) +
+                                                                       (t & 1) * 8),
+                             "f"(dq[i][2 * r2]), "f"(dq[i][2 * r2 + 1])
+                             : "memory");
+            }
+        }
+        fa4_b256_fence_async_smem();
+        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+        if (warp == 0 && lane == 0) {
+            const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
+            int *ctr = p.dq_sem ? p.dq_sem + (row0 >> 2) * 2 + cw : nullptr;
+            if (kFirst && ctr) {
+                int turn = n_tile;
+                if (p.has_block_mask) {
+                    int tw;
+                    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(tw) : "r"(sm.dq_turn(s)) : "memory");
+                    turn = (tw & 0x7fffffff) + turn_add;
+                }
+                fa4_bwd_wait_turn(ctr, turn);
+                asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            }
+#pragma unroll
+            for (int box = kI0 / 4; box < kI1 / 4; ++box)
+                if (cw * kBWgCols + box * 32 < kD)
+                    fa4_tma_reduce_add_2d(tm_dq, dq_box(s, box), cw * kBWgCols + box * 32, row0);
+            fa4_bulk_commit();
+            if (kLast && ctr) {
+                fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+                asm volatile("fence.proxy.async.global;\n" ::: "memory");
+                asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(ctr) : "memory");
+            }
+        }
+    }
+#endif
+
     /* One step: stage s (phase ph), P^T / dS^T buffers buf, query tile (h, m0). */
     __device__ __forceinline__ void step(float (&dk)[16][4], float (&dv)[16][4], int s, unsigned ph, int buf, int h,
-                                         int m0, bool full) const
+                                         int m0, bool full, int it) const
     {
+        (void)it;
         {
             float sc[4][4], dp[4][4];
             fa4_mbar_wait(sm.bar_full(s), ph);
             fa4_wgmma_fence();
             issue_s_dp(sc, dp, s);
+#if FA4_SM90_BWD256_DQ_TMA
+            /* the previous step's stage, held back by the issuer until its dQ reduce-adds read it */
+            if (it > 0 && warp == 0 && lane == 0) {
+                fa4_bulk_wait_read<0>();
+                fa4_mbar_arrive(sm.bar_empty(s ^ 1));
+            }
+#endif
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
 #if FA4_B256_AUX_GRAD
             fa4_wgmma_wait<0>();
@@ -427,6 +543,38 @@ struct fa4_b256_consumer {
         fa4_reg_fence(dv);
         /* both warpgroups' halves of P^T and dS^T are in shared memory */
         asm volatile("bar.sync 1, 256;\n" ::: "memory");
+#if FA4_SM90_BWD256_DQ_TMA == 2
+        {
+            float dq[16][4];
+            fa4_wgmma_fence();
+            issue_dq(dq, buf);
+            issue_dv(dv, s, buf);
+            issue_dk(dk, s, buf);
+            fa4_wgmma_wait<1>(); /* dQ and dV: this warpgroup's dO panels are free */
+            fa4_reg_fence(dq);
+            fa4_reg_fence(dv);
+            write_dq_tma<0, 8, true, false>(dq, h, m0, s);
+            fa4_wgmma_wait<0>(); /* dK: its Q panels */
+            fa4_reg_fence(dk);
+            write_dq_tma<8, 16, false, true>(dq, h, m0, s);
+        }
+        if (lane == 0 && warp != 0) /* the issuer's release waits for the reads (next step) */
+            fa4_mbar_arrive(sm.bar_empty(s));
+#elif FA4_SM90_BWD256_DQ_TMA
+        {
+            float dq[16][4];
+            fa4_wgmma_fence();
+            issue_dq(dq, buf);
+            issue_dkv(dk, dv, s, buf);
+            fa4_wgmma_wait<0>(); /* dV, dK: this warpgroup's Q and dO panels are free */
+            fa4_reg_fence(dq);
+            fa4_reg_fence(dk);
+            fa4_reg_fence(dv);
+            write_dq_tma<0, 16, true, true>(dq, h, m0, s);
+        }
+        if (lane == 0 && warp != 0) /* the issuer's release waits for the reads (next step) */
+            fa4_mbar_arrive(sm.bar_empty(s));
+#else
         {
             float dq[16][4];
             fa4_wgmma_fence();
@@ -441,6 +589,7 @@ struct fa4_b256_consumer {
         fa4_reg_fence(dv);
         if (lane == 0)
             fa4_mbar_arrive(sm.bar_empty(s));
+#endif
     }
 };
 
@@ -452,7 +601,9 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
                       const __grid_constant__ fa4_tmap tm_do, const __grid_constant__ fa4_tmap tm_lse2,
                       const __grid_constant__ fa4_tmap tm_dpsum, const __grid_constant__ fa4_tmap tm_dq)
 {
+#if !FA4_SM90_BWD256_DQ_TMA
     (void)tm_dq;
+#endif
     const fa4_bwd_smem sm = {fa4_bwd_smem_base()};
     int n_tile, hk, b;
     fa4_pdl_launch();
@@ -503,12 +654,21 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         const fa4_b256_consumer c = {p,         aux,       sm,     b,
                                      cw,        warp,      lane,   n0,
                                      seq.len_q, seq.len_k, n_tile, (int)seq.ws_row,
-                                     fa4_bwd_walk_table(p) ? n_tile % (p.bm_kv_block / kBN) : 0};
+                                     fa4_bwd_walk_table(p) ? n_tile % (p.bm_kv_block / kBN) : 0
+#if FA4_SM90_BWD256_DQ_TMA
+                                     ,
+                                     &tm_dq
+#endif
+        };
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_cursor w;
         w.start(p, b, hk, n_tile, seq.len_q);
         for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it)
-            c.step(dk, dv, it & 1, (unsigned)(it >> 1) & 1u, it & 1, w.h, w.m0, w.full);
+            c.step(dk, dv, it & 1, (unsigned)(it >> 1) & 1u, it & 1, w.h, w.m0, w.full, it);
+#if FA4_SM90_BWD256_DQ_TMA
+        if (warp == 0 && lane == 0)
+            fa4_bulk_wait<0>(); /* the last dQ reduce-adds are done before the CTA's shared memory goes */
+#endif
 
         /* epilogue: dK (scaled) and dV of the keys inside the sequence, this warpgroup's columns */
         const int g = lane >> 2, t = lane & 3;
