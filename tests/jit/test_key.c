@@ -137,12 +137,46 @@ static void test_inputs_text(void **state)
     free(text);
 }
 
+/* FA4JIT_SM90_BWD256_DQ (path_sm90.c, read at each compile): a compile option of the sm90 path's
+ * padded-D 256 backward, so part of that key; other specs (D 128, forward only) and the default
+ * value keep their keys. */
+static void test_bwd256_dq_switch(void **state)
+{
+    (void)state;
+    fa4_kernel_spec s;
+    char d256[33], d256_tma[33], d256_red[33], d128[33], d128_tma[33], f256[33], f256_tma[33];
+    unsetenv("FA4JIT_SM90_BWD256_DQ");
+    base_spec(&s);
+    key_of(&s, d128);
+    s.head_dim = 256;
+    key_of(&s, d256);
+    s.flags = FA4_COMPILE_FWD;
+    key_of(&s, f256);
+    setenv("FA4JIT_SM90_BWD256_DQ", "tma", 1);
+    base_spec(&s);
+    key_of(&s, d128_tma);
+    s.head_dim = 256;
+    key_of(&s, d256_tma);
+    s.flags = FA4_COMPILE_FWD;
+    key_of(&s, f256_tma);
+    setenv("FA4JIT_SM90_BWD256_DQ", "red", 1);
+    base_spec(&s);
+    s.head_dim = 256;
+    key_of(&s, d256_red);
+    unsetenv("FA4JIT_SM90_BWD256_DQ");
+    assert_string_equal(d128, d128_tma);
+    assert_string_equal(f256, f256_tma);
+    assert_string_equal(d256, d256_red);
+    assert_string_not_equal(d256, d256_tma);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_input_changes_the_key),
         cmocka_unit_test(test_formatting_does_not),
         cmocka_unit_test(test_inputs_text),
+        cmocka_unit_test(test_bwd256_dq_switch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
