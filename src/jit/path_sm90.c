@@ -143,16 +143,20 @@ static int bwd256_enabled(void)
 
 /* FA4JIT_SM90_BWD256_DQ=red|tma|tma2, read at each compile (A/B): how the padded-D 256 backward
  * adds dQ into the workspace (bwd256.cuh FA4_SM90_BWD256_DQ_TMA 0, 1, 2); unset or anything else:
- * red, the build's default. Only a non-default value adds an option (and so a key line, compile.c
+ * the kernel's default (red). Only a set value adds an option (and so a key line, compile.c
  * key_inputs): other builds, and D 256 without it, compile and key exactly as before. */
 static int bwd256_dq_variant(void)
 {
     const char *e = getenv("FA4JIT_SM90_BWD256_DQ");
-    if (e && strcmp(e, "tma") == 0)
+    if (!e)
+        return -1;
+    if (strcmp(e, "red") == 0)
+        return 0;
+    if (strcmp(e, "tma") == 0)
         return 1;
-    if (e && strcmp(e, "tma2") == 0)
+    if (strcmp(e, "tma2") == 0)
         return 2;
-    return 0;
+    return -1;
 }
 
 static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts[][64], int max)
@@ -163,7 +167,7 @@ static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts
         return 0;
     snprintf(opts[n++], 64, "-DFA4_PATH_SM90=1");
     const int dq = bwd256_dq_variant();
-    if (dq && n < max && (spec->flags & FA4_COMPILE_BWD) &&
+    if (dq >= 0 && n < max && (spec->flags & FA4_COMPILE_BWD) &&
         bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags))
         snprintf(opts[n++], 64, "-DFA4_SM90_BWD256_DQ_TMA=%d", dq);
     return n;
