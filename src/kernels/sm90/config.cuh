@@ -68,7 +68,10 @@ constexpr int kQBytes = kM * kDp * 2;
 constexpr int kKBytes = kN * kDp * 2;
 constexpr int kVBytes = kN * kDvp * 2;
 constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
-constexpr int kSmemBytes = 1024 + kSmemTiles + 256; /* alignment slack, tiles, barriers */
+constexpr int kBarBytes = 256;
+/* three consumers: 64 bytes per consumer warp after the barriers (mainloop.cuh's stash) */
+constexpr int kStashWarpBytes = 64, kStashBytes = kConsumers == 3 ? 4 * kConsumers * kStashWarpBytes : 0;
+constexpr int kSmemBytes = 1024 + kSmemTiles + kBarBytes + kStashBytes; /* alignment slack, tiles, barriers */
 
 static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
 static_assert(kDp <= 256 && kDvp <= 256, "head dims above 256 are not supported");

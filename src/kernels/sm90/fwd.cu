@@ -181,6 +181,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         const float k2 = p.scale * FA4_LOG2E;
 #endif
         fa4_sm90_pingpong pp = {cw, nc, false};
+#if FA4_SM90_STASH
+        /* three consumers with the overlap: the first turn opened here, so that no flag rides
+         * through the loop, and the tile's state kept in this warp's stash while it runs */
+        pp.open();
+        const unsigned stash = s_bar + kBarBytes + (unsigned)((tid >> 5) - 4) * kStashWarpBytes;
+#endif
         int it = 0, nq = 0; /* ring iterations, Q loads so far */
         /* a third consumer idles on 128-row tiles (fa4_sm90_rows) */
         for (int nt = 0; kConsumers == 2 || cw < nc; ++nt) {
@@ -189,11 +195,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             fa4_sm90_get_tile(bars.slot(), &m_tile, &hb);
             if (m_tile < 0)
                 break;
-            const int b = hb / p.hq, h = hb - b * p.hq;
-            const fa4_seq seq = fa4_seq_info(p, b);
-            const int m0 = m_tile * mt;
+            int b = hb / p.hq, h = hb - b * p.hq;
+            fa4_seq seq = fa4_seq_info(p, b);
+            int m0 = m_tile * mt;
             const fa4_sm90_tiles tiles = fa4_sm90_kv_tiles(p, b, h, m0, seq.len_k);
-            const int row0 = m0 + cw * 64 + warp * 16 + (lane >> 2);
+            int row0 = m0 + cw * 64 + warp * 16 + (lane >> 2);
             float o[kDvp / 8][4];
 #pragma unroll
             for (int i = 0; i < kDvp / 8; ++i)
@@ -202,11 +208,26 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             if (tiles.count > 0) {
                 const fa4_sm90_consumer c = {p,      aux,       tiles, bars, b,  h,
                                              row0,   lane,      cw,    seq.len_q, seq.len_k,
-                                             m0 + mt <= seq.len_q, k2, s_q + cw * 64 * kPanelBytes, s_k, s_v};
+                                             m0 + mt <= seq.len_q, k2, s_q + cw * 64 * kPanelBytes, s_k, s_v
+#if FA4_SM90_STASH
+                                             , stash
+#endif
+                };
                 fa4_mbar_wait(bars.q(), (unsigned)nq & 1u);
                 ++nq;
+#if FA4_SM90_STASH
+                fa4_sm90_stash_put(stash, nt, nq, it + tiles.count, hb, m_tile, s_q + cw * 64 * kPanelBytes);
+                c.run(o, m, l, it, pp);
+                fa4_sm90_stash_get(stash, nt, nq, it, hb, m_tile);
+                b = hb / p.hq;
+                h = hb - b * p.hq;
+                seq = fa4_seq_info(p, b);
+                m0 = m_tile * mt;
+                row0 = m0 + cw * 64 + warp * 16 + (lane >> 2);
+#else
                 c.run(o, m, l, it, pp);
                 it += tiles.count;
+#endif
             } else {
                 /* no keys, no Q: release the hand-off slot once every lane has read it */
                 __syncwarp();

@@ -55,6 +55,27 @@
 #define FA4_SM90_MASK_EARLY 0
 #endif
 #endif
+/* Three consumers with the overlap hold S(j + 1), P(j) and O (128 of their 160 registers at
+ * D 64) through the issues; the tile's outer state waits in shared memory meanwhile (a stash of
+ * 16 words per warp after the barriers, config.cuh's kStashBytes). */
+#define FA4_SM90_STASH (FA4_SM90_CONSUMERS == 3 && FA4_SM90_OVERLAP)
+__device__ __forceinline__ void fa4_sm90_stash_put(unsigned a, int nt, int nq, int it, int hb, int m_tile,
+                                                   unsigned q_base)
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
+                 "st.shared.v2.b32 [%0+16], {%5, %6};\n" ::"r"(a), "r"(nt), "r"(nq), "r"(it), "r"(hb), "r"(m_tile),
+                 "r"(q_base)
+                 : "memory");
+}
+__device__ __forceinline__ void fa4_sm90_stash_get(unsigned a, int &nt, int &nq, int &it, int &hb, int &m_tile)
+{
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%5];\n"
+                 "ld.shared.b32 %4, [%5+16];\n"
+                 : "=r"(nt), "=r"(nq), "=r"(it), "=r"(hb), "=r"(m_tile) : "r"(a) : "memory");
+}
+#ifndef FA4_SM90_JOINT_WAIT
+#define FA4_SM90_JOINT_WAIT 0
+#endif
 #ifndef FA4_SM90_PINGPONG
 #define FA4_SM90_PINGPONG 1
 #endif
@@ -139,6 +160,13 @@ struct fa4_sm90_pingpong {
         if (FA4_SM90_PINGPONG)
             fa4_named_arrive(kConsumers == 2 ? 2 - cw : (cw + 1 < nc ? cw + 2 : 1));
     }
+    /* the first turn opened before any tile (FA4_SM90_STASH): acquire then tests nothing */
+    __device__ __forceinline__ void open()
+    {
+        started = true;
+        if (FA4_SM90_PINGPONG && cw == nc - 1)
+            fa4_named_arrive(1);
+    }
     __device__ __forceinline__ void finish() const
     {
         if (FA4_SM90_PINGPONG && started && cw == 0)
@@ -164,9 +192,18 @@ struct fa4_sm90_consumer {
     bool q_inside;
     float k2;
     unsigned q_base, s_k, s_v;
+#if FA4_SM90_STASH
+    unsigned stash; /* this warp's (fwd.cu), with q_base at word 5 */
+#endif
 
     __device__ __forceinline__ void issue_qk(float (&sc)[kN / 8][4], int s) const
     {
+#if FA4_SM90_STASH
+        /* this warpgroup's Q panel read again at each issue: ptxas otherwise keeps the four Q
+         * descriptors (8 registers) live through the loop */
+        unsigned q_base;
+        asm volatile("ld.volatile.shared.u32 %0, [%1];\n" : "=r"(q_base) : "r"(stash + 20u) : "memory");
+#endif
 #pragma unroll
         for (int kk = 0; kk < kD / 16; ++kk) {
             const unsigned long long da =
@@ -340,7 +377,13 @@ struct fa4_sm90_consumer {
             fa4_wgmma_commit();
             pp.release();
             early(e, j);
+#if FA4_SM90_JOINT_WAIT
+            fa4_wgmma_wait<0>();
+            fa4_reg_fence(o);
+            fa4_reg_fence_u(pa);
+#else
             fa4_wgmma_wait<1>();
+#endif
             fa4_reg_fence(sc);
             release(bars.ek(s));
             if (j == n_tiles - 1)
