@@ -206,7 +206,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                 o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
             float m[2] = {-FA4_INF, -FA4_INF}, l[2] = {0.f, 0.f};
             if (tiles.count > 0) {
-                const fa4_sm90_consumer c = {p,      aux,       tiles, bars, b,  h,
+#if FA4_SM90_STASH
+                fa4_sm90_stash_tiles(stash + 32u, tiles);
+                const fa4_sm90_tiles_st ctiles = {p, tiles.count, stash + 32u};
+#else
+                const fa4_sm90_tiles &ctiles = tiles;
+#endif
+                const fa4_sm90_consumer c = {p,      aux,       ctiles, bars, b,  h,
                                              row0,   lane,      cw,    seq.len_q, seq.len_k,
                                              m0 + mt <= seq.len_q, k2, s_q + cw * 64 * kPanelBytes, s_k, s_v
 #if FA4_SM90_STASH

@@ -182,10 +182,56 @@ struct fa4_sm90_early {
     unsigned bits[kMaskWords];
 };
 
+#if FA4_SM90_STASH
+/* The consumers' view of fa4_sm90_tiles (schedule.cuh) with three consumers: the count in a
+ * register, the block-mask walk (words 8 .. 15 of the warp's stash) read back from shared memory
+ * by each start(); dense walks need neither. */
+struct fa4_sm90_tiles_st {
+    const fa4_params &p;
+    int count;
+    unsigned at;
+    __device__ __forceinline__ int span() const
+    {
+        return p.has_block_mask && p.bm_kv_block < kN ? p.bm_kv_block : kN;
+    }
+    __device__ __forceinline__ int start(int j, bool *is_full) const
+    {
+        if (!p.has_block_mask) {
+            *is_full = false;
+            return j * kN;
+        }
+        int num_partial, per_block, kv_block, unused;
+        unsigned long long partial, full;
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%6];\n"
+                     "ld.shared.v2.b64 {%4, %5}, [%6+16];\n"
+                     : "=r"(num_partial), "=r"(per_block), "=r"(kv_block), "=r"(unused), "=l"(partial), "=l"(full)
+                     : "r"(at)
+                     : "memory");
+        (void)unused;
+        const int li = j / per_block, sub = j - li * per_block;
+        const bool f = li >= num_partial;
+        *is_full = f;
+        return (f ? ((const int *)full)[li - num_partial] : ((const int *)partial)[li]) * kv_block + sub * kN;
+    }
+};
+__device__ __forceinline__ void fa4_sm90_stash_tiles(unsigned a, const fa4_sm90_tiles &t)
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
+                 "st.shared.v2.b64 [%0+16], {%5, %6};\n" ::"r"(a), "r"(t.num_partial), "r"(t.per_block),
+                 "r"(t.kv_block), "r"(0), "l"((unsigned long long)t.partial), "l"((unsigned long long)t.full)
+                 : "memory");
+}
+#define FA4_TILES_SPAN(t) (t).span()
+typedef fa4_sm90_tiles_st fa4_sm90_ctiles;
+#else
+#define FA4_TILES_SPAN(t) (t).span
+typedef fa4_sm90_tiles fa4_sm90_ctiles;
+#endif
+
 struct fa4_sm90_consumer {
     const fa4_params &p;
     const fa4_aux &aux;
-    const fa4_sm90_tiles &tiles;
+    const fa4_sm90_ctiles &tiles;
     fa4_sm90_bars bars;
     int b, h, row0, lane, cw;
     int len_q, len_k;
@@ -233,7 +279,7 @@ struct fa4_sm90_consumer {
     {
 #if FA4_SM90_MASK_EARLY
         e.n0 = tiles.start(j, &e.full);
-        e.lim_k = min(len_k, e.n0 + tiles.span);
+        e.lim_k = min(len_k, e.n0 + FA4_TILES_SPAN(tiles));
         e.check = !(q_inside && e.n0 + kN <= e.lim_k && (!FA4_HAS_MASK_MOD || e.full));
         if (e.check)
             fa4_sm90_mask_bits<kN / 8>(e.bits, p, aux, b, h, row0, e.n0 + 2 * (lane & 3), len_q, e.lim_k,
@@ -253,7 +299,7 @@ struct fa4_sm90_consumer {
 #else
         bool full;
         const int n0 = tiles.start(j, &full);
-        const int lim_k = min(len_k, n0 + tiles.span);
+        const int lim_k = min(len_k, n0 + FA4_TILES_SPAN(tiles));
         const bool mask_free = q_inside && n0 + kN <= lim_k && (!FA4_HAS_MASK_MOD || full);
         const int col0 = n0 + 2 * (lane & 3);
 #if FA4_HAS_SCORE_MOD && !FA4_CHECKED
