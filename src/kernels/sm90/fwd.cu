@@ -229,7 +229,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                 h = hb - b * p.hq;
                 seq = fa4_seq_info(p, b);
                 m0 = m_tile * mt;
-                row0 = m0 + cw * 64 + warp * 16 + (lane >> 2);
+                {
+                    /* the thread's row read again: a value kept from before the loop spilled */
+                    unsigned t;
+                    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+                    row0 = m0 + (int)(t >> 7) * 64 - 64 + (int)((t >> 5) & 3u) * 16 + (int)((t & 31u) >> 2);
+                }
 #else
                 c.run(o, m, l, it, pp);
                 it += tiles.count;
