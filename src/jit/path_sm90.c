@@ -64,12 +64,28 @@ static int fwd_n(int d, int dv)
     return pad64(d) <= 128 && pad64(dv) <= 128 ? 128 : 64;
 }
 
-/* Alignment slack, Q, the K/V ring (3 stages where they fit, as config.cuh), barriers. */
+/* Alignment slack, Q, the K/V ring (3 stages where they fit, as config.cuh), barriers; with three
+ * consumers 192 query rows and the consumer warps' stash (config.cuh's kStashBytes). */
+static int fwd_smem_c(int d, int dv, int consumers)
+{
+    const int n = fwd_n(d, dv), m = consumers == 3 ? 192 : FWD_M, bar = 256 + (consumers == 3 ? 768 : 0);
+    const int three = 1024 + m * pad64(d) * 2 + 3 * n * (pad64(d) + pad64(dv)) * 2 + bar;
+    return three <= SMEM_LIMIT ? three : 1024 + m * pad64(d) * 2 + 2 * n * (pad64(d) + pad64(dv)) * 2 + bar;
+}
+
 static int fwd_smem(int d, int dv)
 {
-    const int n = fwd_n(d, dv);
-    const int three = 1024 + FWD_M * pad64(d) * 2 + 3 * n * (pad64(d) + pad64(dv)) * 2 + 256;
-    return three <= SMEM_LIMIT ? three : 1024 + FWD_M * pad64(d) * 2 + 2 * n * (pad64(d) + pad64(dv)) * 2 + 256;
+    return fwd_smem_c(d, dv, 2);
+}
+
+/* FA4JIT_SM90_FWD64_CONSUMERS=3, an A/B switch read at each compile: the forward at padded
+ * D = Dv = 64 is built with three consumer warpgroups and the overlap (config.cuh); the launch
+ * follows the kernel's own thread bound, so builds of either kind launch right. Part of the cache
+ * key where set (compile.c). */
+int fa4__sm90_fwd64_consumers(void)
+{
+    const char *e = getenv("FA4JIT_SM90_FWD64_CONSUMERS");
+    return e && e[0] == '3' && !e[1] ? 3 : 2;
 }
 
 /* The sm90 backward main (src/kernels/sm90/bwd_config.cuh): 128 keys per CTA, 64 query rows per
@@ -170,6 +186,11 @@ static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts
     if (dq >= 0 && n < max && (spec->flags & FA4_COMPILE_BWD) &&
         bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags))
         snprintf(opts[n++], 64, "-DFA4_SM90_BWD256_DQ_TMA=%d", dq);
+    if (n + 2 <= max && fa4__sm90_fwd64_consumers() == 3 && pad64(spec->head_dim) == 64 &&
+        pad64(head_dim_v(spec)) == 64) {
+        snprintf(opts[n++], 64, "-DFA4_SM90_FWD64_CONSUMERS=3");
+        snprintf(opts[n++], 64, "-DFA4_SM90_FWD_THREADS_FROM_KERNEL=1");
+    }
     return n;
 }
 
@@ -310,7 +331,9 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
     void *args[6];
     unsigned *ctr = NULL;
     const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
-    const int n = fwd_n(p->head_dim, p->head_dim_v), smem = fwd_smem(p->head_dim, p->head_dim_v);
+    const int n = fwd_n(p->head_dim, p->head_dim_v);
+    int smem = fwd_smem(p->head_dim, p->head_dim_v), q_box = FWD_M, threads = FWD_THREADS;
+    /* an upper bound with 192-row tiles: the kernel counts its own tiles and spare CTAs exit */
     const int64_t tiles = cdiv(p->seqlen_q, FWD_M) * p->hq * p->batch;
     int64_t ctas;
     fa4_status st = check_problem(k, p);
@@ -323,6 +346,17 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
         return fa4__set_error(ctx, FA4_ERR_WRONG_KERNEL,
                               "sm90: program 'fwd' is not loaded (compile with FA4_COMPILE_FWD, on an "
                               "sm_90a device)");
+    /* three consumer warpgroups (FA4JIT_SM90_FWD64_CONSUMERS=3 builds at D 64): 512 threads,
+     * Q boxes of 64 rows (config.cuh's kQBox), 192-row tiles and the stash in shared memory */
+    if (pad64(p->head_dim) == 64 && pad64(p->head_dim_v) == 64) {
+        if (cu->funcGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) != CUDA_SUCCESS ||
+            (threads != 384 && threads != 512))
+            return fa4__set_error(ctx, FA4_ERR_WRONG_KERNEL, "sm90: a forward of %d threads", threads);
+        if (threads == 512) {
+            smem = fwd_smem_c(p->head_dim, p->head_dim_v, 3);
+            q_box = 64;
+        }
+    }
     if (tiles == 0)
         return FA4_OK;
     ctas = max_ctas > 0 && tiles > max_ctas ? max_ctas : tiles;
@@ -331,7 +365,7 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
         return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: too many tiles");
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
-                  varlen_q ? 1 : p->batch, FWD_M);
+                  varlen_q ? 1 : p->batch, q_box);
     if (st == FA4_OK)
         st = make_map(ctx, &mk, "k", &p->k, p->dtype, p->head_dim, varlen_k ? p->total_k : p->seqlen_k,
                       p->hkv, varlen_k ? 1 : p->batch, n);
@@ -357,7 +391,7 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
     args[3] = &mk;
     args[4] = &mv;
     args[5] = &ctr;
-    r = fa4__cu_launch(cu, f, (unsigned)ctas, 1, 1, FWD_THREADS, (unsigned)smem, p->stream, args,
+    r = fa4__cu_launch(cu, f, (unsigned)ctas, 1, 1, (unsigned)threads, (unsigned)smem, p->stream, args,
                        p->workspace && p->has_block_mask);
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fwd");

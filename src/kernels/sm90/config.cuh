@@ -35,8 +35,18 @@ constexpr int kD = FA4_HEAD_DIM;
 constexpr int kDv = FA4_HEAD_DIM_V;
 constexpr int kDp = (kD + 63) / 64 * 64;   /* padded to whole panels */
 constexpr int kDvp = (kDv + 63) / 64 * 64;
+/* FA4_SM90_FWD64_CONSUMERS=3 (the host's FA4JIT_SM90_FWD64_CONSUMERS=3, an A/B switch): three
+ * consumers with the intra-warpgroup overlap (mainloop.cuh's stash) for the forward at padded
+ * D = Dv = 64, unchecked builds. Not under the spill fallbacks (path_sm90.c: their first level,
+ * -DFA4_SM90_RESCALE_LATE=0, is then the default two-consumer build at D 64). */
 #ifndef FA4_SM90_CONSUMERS
+#if defined(FA4_SM90_FWD_PROGRAM) && defined(FA4_SM90_FWD64_CONSUMERS) && FA4_SM90_FWD64_CONSUMERS == 3 && \
+    FA4_HEAD_DIM <= 64 && FA4_HEAD_DIM_V <= 64 && !FA4_CHECKED && !defined(FA4_SM90_OVERLAP) &&          \
+    !defined(FA4_SM90_RESCALE_LATE)
+#define FA4_SM90_CONSUMERS 3
+#else
 #define FA4_SM90_CONSUMERS 2
+#endif
 #endif
 /* Three need a host that launches with the kernel's own thread bound and says so with
  * FA4_SM90_FWD_THREADS_FROM_KERNEL: a 384-thread launch of a 512-thread kernel would hang. */
@@ -68,10 +78,11 @@ constexpr int kQBytes = kM * kDp * 2;
 constexpr int kKBytes = kN * kDp * 2;
 constexpr int kVBytes = kN * kDvp * 2;
 constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
-constexpr int kBarBytes = 256;
-/* three consumers: 64 bytes per consumer warp after the barriers (mainloop.cuh's stash) */
-constexpr int kStashWarpBytes = 64, kStashBytes = kConsumers == 3 ? 4 * kConsumers * kStashWarpBytes : 0;
-constexpr int kSmemBytes = 1024 + kSmemTiles + kBarBytes + kStashBytes; /* alignment slack, tiles, barriers */
+/* three consumers: 64 bytes per consumer warp after the 256 of the barriers (mainloop.cuh's stash;
+ * macros, not constants: a new namespace-scope constant changes every cubin's symbol table) */
+#define FA4_SM90_STASH_WARP_BYTES 64
+#define FA4_SM90_STASH_BYTES (FA4_SM90_CONSUMERS == 3 ? 4 * 3 * FA4_SM90_STASH_WARP_BYTES : 0)
+constexpr int kSmemBytes = 1024 + kSmemTiles + 256 + FA4_SM90_STASH_BYTES; /* alignment slack, tiles, barriers */
 
 static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
 static_assert(kDp <= 256 && kDvp <= 256, "head dims above 256 are not supported");

@@ -36,6 +36,7 @@
 /* Checked builds report an out-of-range aux read through a flag that the consumers test once at
  * the end (fa4_mod_checked_finish): a trap reachable inside the main loop made ptxas spill. */
 #define FA4_CHECKED_DEFERRED 1
+#define FA4_SM90_FWD_PROGRAM 1 /* config.cuh: FA4_SM90_FWD64_CONSUMERS applies to this program only */
 #include "fa4_mod.cuh"
 #include "common/params.h"
 #include "common/ptx.cuh"
@@ -185,7 +186,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         /* three consumers with the overlap: the first turn opened here, so that no flag rides
          * through the loop, and the tile's state kept in this warp's stash while it runs */
         pp.open();
-        const unsigned stash = s_bar + kBarBytes + (unsigned)((tid >> 5) - 4) * kStashWarpBytes;
+        const unsigned stash = s_bar + 256u + (unsigned)((tid >> 5) - 4) * FA4_SM90_STASH_WARP_BYTES;
 #endif
         int it = 0, nq = 0; /* ring iterations, Q loads so far */
         /* a third consumer idles on 128-row tiles (fa4_sm90_rows) */

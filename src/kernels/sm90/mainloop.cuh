@@ -36,7 +36,7 @@
 #elif FA4_HEAD_DIM_V > 192 && defined(FA4_MASK_MOD_GATHERS) && FA4_MASK_MOD_GATHERS && FA4_HEAD_DIM % 64 == 0
 #define FA4_SM90_OVERLAP 0 /* the early mask (below) */
 #else
-#define FA4_SM90_OVERLAP (FA4_SM90_CONSUMERS == 2)
+#define FA4_SM90_OVERLAP 1 /* three consumers too: FA4_SM90_STASH below */
 #endif
 #endif
 /* The early mask (issue 8): the mask of a key tile computed while its S is on the tensor cores
@@ -57,7 +57,7 @@
 #endif
 /* Three consumers with the overlap hold S(j + 1), P(j) and O (128 of their 160 registers at
  * D 64) through the issues; the tile's outer state waits in shared memory meanwhile (a stash of
- * 16 words per warp after the barriers, config.cuh's kStashBytes). */
+ * 16 words per warp after the barriers, config.cuh's FA4_SM90_STASH_BYTES). */
 #define FA4_SM90_STASH (FA4_SM90_CONSUMERS == 3 && FA4_SM90_OVERLAP)
 __device__ __forceinline__ void fa4_sm90_stash_put(unsigned a, int nt, int nq, int it, int hb, int m_tile,
                                                    unsigned q_base)
