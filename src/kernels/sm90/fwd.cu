@@ -208,6 +208,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             float m[2] = {-FA4_INF, -FA4_INF}, l[2] = {0.f, 0.f};
             if (tiles.count > 0) {
 #if FA4_SM90_STASH
+                /* before the Q wait: what only the epilogue and the next tile need dies here */
+                fa4_sm90_stash_put(stash, nt, nq + 1, it + tiles.count, hb, m_tile, s_q + cw * 64 * kPanelBytes);
                 fa4_sm90_stash_tiles(stash + 32u, tiles);
                 const fa4_sm90_tiles_st ctiles = {p, tiles.count, stash + 32u};
 #else
@@ -223,7 +225,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                 fa4_mbar_wait(bars.q(), (unsigned)nq & 1u);
                 ++nq;
 #if FA4_SM90_STASH
-                fa4_sm90_stash_put(stash, nt, nq, it + tiles.count, hb, m_tile, s_q + cw * 64 * kPanelBytes);
                 c.run(o, m, l, it, pp);
                 fa4_sm90_stash_get(stash, nt, nq, it, hb, m_tile);
                 b = hb / p.hq;
