@@ -13,6 +13,7 @@
 #   sm90_all_mods_resources_d256  the same at D 256: the forward's overlapped loop, whose registers are
 #                      tightest there (its spill fallback levels: path_sm90.c), and the bwd256
 #                      backward (sm90/bwd256.cuh).
+#   sm90_fwd64_consumers3  the FA4JIT_SM90_FWD64_CONSUMERS=3 forward at D 64 (tests/cli/fwd64_consumers3.py).
 # Included from CMakeLists.txt with include(... OPTIONAL).
 if(FA4JIT_BUILD_TESTS)
   add_executable(bwd_compile_check ${CMAKE_SOURCE_DIR}/tests/gpu/sm90/bwd_compile_check.c)
@@ -32,7 +33,10 @@ if(FA4JIT_BUILD_TESTS)
     add_test(NAME sm90_all_mods_resources_d256
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cli/all_mods_resources.py
                      $<TARGET_FILE:fa4jit_cli> sm_90a sm90 --head-dim 256)
-    set_tests_properties(sm90_all_mods_resources sm90_all_mods_resources_d256 PROPERTIES
+    add_test(NAME sm90_fwd64_consumers3
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cli/fwd64_consumers3.py
+                     $<TARGET_FILE:fa4jit_cli>)
+    set_tests_properties(sm90_all_mods_resources sm90_all_mods_resources_d256 sm90_fwd64_consumers3 PROPERTIES
                          SKIP_RETURN_CODE 77 TIMEOUT 900)
   endif()
 endif()

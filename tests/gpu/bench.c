@@ -110,6 +110,8 @@ void bench(const bench_shape *b)
     if (b->block_mask) {
         /* one mask for every batch entry and head (broadcast), made on the GPU and checked */
         c.q_block = c.kv_block = 128;
+        if (b->block_mask == 3)
+            c.q_block = 384; /* a multiple of 192: three-consumer forwards run 192-row tiles */
         c.bm_heads1 = 1;
         c.batch = b->block_mask == 2 ? b->batch : 1;
         c.bm_unchecked = b->block_mask == 2;
@@ -260,6 +262,11 @@ const bench_shape bench_shapes[] = {
     {"plain S=8192", M_NONE, 4, 16, 16, 8192, 128, 0, 0},
     {"causal (block mask)", M_CAUSAL, 4, 16, 16, 4096, 128, 1, 0},
     {"plain D=64 (B=8)", M_NONE, 8, 8, 8, 4096, 64, 0, 0},
+    /* issue 8's D 64 shape, and causal at D 64 with 128- and 384-row query blocks (a
+     * FA4JIT_SM90_FWD64_CONSUMERS=3 forward runs 128-row tiles under the first, 192 under the second) */
+    {"plain D=64 (B=8 H=16)", M_NONE, 8, 16, 16, 4096, 64, 0, 0},
+    {"causal D=64 (bm)", M_CAUSAL, 8, 16, 16, 4096, 64, 1, 0},
+    {"causal D=64 (bm q384)", M_CAUSAL, 8, 16, 16, 4096, 64, 3, 0},
     {"GQA 32:4 causal (bm)", M_CAUSAL, 2, 32, 4, 4096, 128, 1, 0},
     {"ALiBi (score_mod)", M_ALIBI, 4, 16, 16, 4096, 128, 0, 0},
     {"soft-cap tanh (score_mod)", M_SOFTCAP, 4, 16, 16, 4096, 128, 0, 0},

@@ -122,7 +122,7 @@ typedef struct case_out {
 void run_case(tcase *c, case_out *res);
 typedef struct bench_shape {
     const char *label;
-    int mod, batch, hq, hkv, s, d, block_mask, window; /* block_mask: 1 broadcast, 2 one per batch entry */
+    int mod, batch, hq, hkv, s, d, block_mask, window; /* block_mask: 1 broadcast, 2 one per batch entry, 3 broadcast with 384-row query blocks */
 } bench_shape;
 extern const bench_shape bench_shapes[];
 extern const int num_bench_shapes;

@@ -450,6 +450,32 @@ static void make_cases(int quick)
         c.determ = k == 7;
         add_case(c);
     }
+    /* L: D 64 with 384-row query blocks (FA4JIT_SM90_FWD64_CONSUMERS=3 forwards run 192-row tiles
+     * under them, 128-row ones under the suite's 128 and 256), dense and varlen 192-row tiles;
+     * generator of its own */
+    rng r6 = {6464};
+    const int lmods[4] = {M_CAUSAL, M_WINDOW, M_PREFIX_LM, M_NONE};
+    for (int k = 0; k < (quick ? 4 : 8); k++) {
+        tcase c = random_case(&r6, lmods[k % 4], dtypes[k % 2], 64, 64);
+        c.sq = rng_int(&r6, 150, 900);
+        c.skv = rng_int(&r6, 150, 900);
+        if (k % 4 == 3) {
+            c.bm = BM_RANDOM;
+        } else if (k % 4 != 2) { /* prefix_lm: dense (its mask depends on the batch entry) */
+            c.bm = BM_GPU;
+            c.bm_heads1 = k & 1;
+        }
+        if (c.bm) {
+            c.q_block = 384;
+            c.kv_block = k & 4 ? 64 : 128;
+        }
+        if (k == 5 || k == 7) {
+            c.varlen = 1;
+            c.batch = 3;
+            c.bm = 0;
+        }
+        add_case(c);
+    }
 }
 
 /* --------------------------------------------------------------------------- features */
