@@ -200,14 +200,14 @@ struct fa4_sm90_tiles_st {
             *is_full = false;
             return j * kN;
         }
-        int num_partial, per_block, kv_block, unused;
+        int num_partial, per_block, kv_block;
         unsigned long long partial, full;
-        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%6];\n"
-                     "ld.shared.v2.b64 {%4, %5}, [%6+16];\n"
-                     : "=r"(num_partial), "=r"(per_block), "=r"(kv_block), "=r"(unused), "=l"(partial), "=l"(full)
+        asm volatile("ld.shared.v2.b32 {%0, %1}, [%5];\n"
+                     "ld.shared.b32 %2, [%5+8];\n"
+                     "ld.shared.v2.b64 {%3, %4}, [%5+16];\n"
+                     : "=r"(num_partial), "=r"(per_block), "=r"(kv_block), "=l"(partial), "=l"(full)
                      : "r"(at)
                      : "memory");
-        (void)unused;
         const int li = j / per_block, sub = j - li * per_block;
         const bool f = li >= num_partial;
         *is_full = f;
