@@ -1,12 +1,12 @@
 /*
  * config.cuh - tile geometry of the sm90 forward, in one place with the checks that keep it legal.
  * Warpgroup 0 produces (one thread issues TMA); kConsumers warpgroups consume 64 query rows each:
- * 2 (kM = 128, 232 registers each, intra-warpgroup overlap), the default; or, with
- * FA4_SM90_CONSUMERS=3, three (kM = 192, 160 registers each, though ptxas allocates within the
- * 65536 / 512 = 128 of the launch bound) without the overlap, which spilled there. Three fit only
- * plain attention at D <= 64 (D 96 spilled 152 / 156 bytes, D 64 causal 16 / 40, alibi 450 / 324,
- * nvcc 13) and measured slower: 399.4 TFLOP/s against 435.5 (base) and 436.2 (two consumers) at
- * D 64, B 8, H 16, S 4096 bf16 on the H200 (2026-11-29), so they stay off. A kernel with three
+ * 2 (kM = 128, 232 registers each, intra-warpgroup overlap), the default; or three (kM = 192,
+ * 160 registers each: ptxas allocates the consumers' code within setmaxnreg's 160, the kernel's
+ * report says the launch bound's 128). Three without the overlap measured slower (399.4 TFLOP/s
+ * against 435.5 for two, D 64 B 8 H 16 S 4096 bf16, H200, 2026-11-29); with it (mainloop.cuh's
+ * stash) they fit at D 64 for plain attention, the index masks and ALiBi, opt-in through
+ * FA4_SM90_FWD64_CONSUMERS=3 below (notes/issue8-fwd-overlap.md, session 8). A kernel with three
  * runs 128-row tiles with its third consumer idle when a block mask's q_block is not a multiple
  * of 192 (fa4_sm90_rows). The grid is persistent (a CTA walks tiles blockIdx.x, +gridDim.x, ...).
  * K and V tiles of kN keys stream through a kStages ring. Shared-memory tiles

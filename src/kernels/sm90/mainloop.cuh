@@ -27,9 +27,9 @@
  * the trap inside the loop ptxas saved the in-flight registers to the stack; fwd.cu now defers
  * the trap to the end of the kernel (FA4_CHECKED_DEFERRED), which is clean without overlap for
  * most mods but still spilled with it (rel_bias D 128: 618 / 432 bytes and wgmma serialized,
- * C7512). Three consumers do not overlap either: ptxas allocates within the 128 registers that
- * 512 threads leave per thread, and S(j), P(j-1), O and the loop state came to about 20 over
- * that at D 64 (78 / 128 bytes of spills); the third warpgroup fills the tensor cores' gaps. */
+ * C7512). Three consumers (160 registers) overlap with the stash below: without it S(j + 1),
+ * P(j) and O (128 registers at D 64) and the loop state spilled 94 / 152 bytes (plain) to 146 /
+ * 228 (prefix_lm). */
 #ifndef FA4_SM90_OVERLAP
 #if defined(FA4_CHECKED) && FA4_CHECKED && FA4_NUM_AUX > 0
 #define FA4_SM90_OVERLAP 0
