@@ -65,7 +65,7 @@ static int fwd_n(int d, int dv)
 }
 
 /* Alignment slack, Q, the K/V ring (3 stages where they fit, as config.cuh), barriers; with three
- * consumers 192 query rows and the consumer warps' stash (config.cuh's kStashBytes). */
+ * consumers 192 query rows and the consumer warps' stash (config.cuh's FA4_SM90_STASH_BYTES). */
 static int fwd_smem_c(int d, int dv, int consumers)
 {
     const int n = fwd_n(d, dv), m = consumers == 3 ? 192 : FWD_M, bar = 256 + (consumers == 3 ? 768 : 0);
@@ -348,7 +348,7 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
                               "sm_90a device)");
     /* three consumer warpgroups (FA4JIT_SM90_FWD64_CONSUMERS=3 builds at D 64): 512 threads,
      * Q boxes of 64 rows (config.cuh's kQBox), 192-row tiles and the stash in shared memory */
-    if (pad64(p->head_dim) == 64 && pad64(p->head_dim_v) == 64) {
+    if (pad64(p->head_dim) == 64 && pad64(p->head_dim_v) == 64 && cu->funcGetAttribute) {
         if (cu->funcGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) != CUDA_SUCCESS ||
             (threads != 384 && threads != 512))
             return fa4__set_error(ctx, FA4_ERR_WRONG_KERNEL, "sm90: a forward of %d threads", threads);
