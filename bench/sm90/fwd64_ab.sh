@@ -16,15 +16,18 @@ date -u >>"$O/gpu.txt"
 # 1. correctness of the variant: the quick suite's D 64 cases (group L: 384-row query blocks,
 #    dense and varlen 192-row tiles; the others' block masks run the 128-row fallback)
 FA4JIT_SM90_FWD64_CONSUMERS=3 timeout 60 "$D/test_gpu_sm80" --no-bench --quick --filter 'd64' >"$O/suite_c3.log" 2>&1
-echo "suite_c3 rc=$? ($(( $(date +%s) - T0 )) s)" >"$O/summary.txt"
+src=$?
+echo "suite_c3 rc=$src ($(( $(date +%s) - T0 )) s)" >"$O/summary.txt"
 grep -E "FAIL|BAD|COMPILE|note:" "$O/suite_c3.log" | head -20 >>"$O/summary.txt"
 grep -E "^compiled|^TOTAL" "$O/suite_c3.log" >>"$O/summary.txt"
 sed -n '/^SUMMARY/,$p' "$O/suite_c3.log" | grep -v "^TOTAL" | head -24 >>"$O/summary.txt"
 # 2. timings, base and c3 alternated, two rounds
 for r in 1 2; do
     for v in base c3; do
+        # a variant that hung in the suite (timeout: rc 124) is not timed
+        if [ $v = c3 ] && [ $src -eq 124 -o $src -eq 137 ]; then echo "bench c3 skipped" >>"$O/summary.txt"; continue; fi
         if [ $v = c3 ]; then export FA4JIT_SM90_FWD64_CONSUMERS=3; else unset FA4JIT_SM90_FWD64_CONSUMERS; fi
-        timeout 60 "$D/test_gpu_sm80" --bench-only --filter 'D=64' >"$O/bench_${v}_$r.log" 2>&1
+        timeout 45 "$D/test_gpu_sm80" --bench-only --filter 'D=64' >"$O/bench_${v}_$r.log" 2>&1
         echo "bench $v round $r rc=$? ($(( $(date +%s) - T0 )) s) $(grep -E '^compiled' "$O/bench_${v}_$r.log")" >>"$O/summary.txt"
     done
 done
