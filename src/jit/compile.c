@@ -240,8 +240,8 @@ static char *key_inputs(const resolved *r, size_t *len)
     }
     if (fa4__lineinfo())
         fprintf(f, "lineinfo=1\n");
-    if (fa4__sm90_fwd64_consumers() == 3)
-        fprintf(f, "sm90_fwd64_consumers=3\n"); /* path_sm90.c's A/B switch */
+    if (fa4__sm90_fwd64_consumers() != 0) /* path_sm90.c's A/B switch, where set */
+        fprintf(f, "sm90_fwd64_consumers=%d\n", fa4__sm90_fwd64_consumers());
     if (fclose(f) != 0) {
         free(out);
         return NULL;
@@ -634,6 +634,8 @@ static int raw_key(fa4_ctx *ctx, const fa4_kernel_spec *s, uint8_t out[16])
         fa4__hasher_update(h, dq256, strlen(dq256) + 1);
     if (fa4__sm90_fwd64_consumers() == 3)
         fa4__hasher_update(h, "fwd64c3", 8);
+    else if (fa4__sm90_fwd64_consumers() == 2)
+        fa4__hasher_update(h, "fwd64c2", 8);
     for (int i = 0; i < s->num_trainable_aux && s->trainable_aux; i++) {
         const char *t = s->trainable_aux[i] ? s->trainable_aux[i] : "";
         fa4__hasher_update(h, t, strlen(t) + 1);

@@ -54,7 +54,7 @@ fa4_status fa4__cu_error(fa4_ctx *ctx, fa4_status st, CUresult r, const char *wh
 /* Handle checks: a live ctx/kernel, or NULL (destroyed handles are found in a registry). */
 int fa4__ctx_alive(const fa4_ctx *ctx);
 int fa4__kernel_alive(const fa4_kernel *k);
-int fa4__sm90_fwd64_consumers(void); /* path_sm90.c: FA4JIT_SM90_FWD64_CONSUMERS=3 (2 otherwise) */
+int fa4__sm90_fwd64_consumers(void); /* path_sm90.c: FA4JIT_SM90_FWD64_CONSUMERS: 3, 2, 0 unset */
 int fa4__handle_register(const void *p);
 void fa4__handle_unregister(const void *p);
 

@@ -78,14 +78,26 @@ static int fwd_smem(int d, int dv)
     return fwd_smem_c(d, dv, 2);
 }
 
-/* FA4JIT_SM90_FWD64_CONSUMERS=3, an A/B switch read at each compile: the forward at padded
- * D = Dv = 64 is built with three consumer warpgroups and the overlap (config.cuh); the launch
- * follows the kernel's own thread bound, so builds of either kind launch right. Part of the cache
- * key where set (compile.c). */
+/* FA4JIT_SM90_FWD64_CONSUMERS=3 or 2, an A/B switch read at each compile (0 when unset): with 3
+ * the forward at padded D = Dv = 64 is built with three consumer warpgroups and the overlap
+ * (config.cuh), with 2 with two; unset, plain attention (no mod source) takes three and every mod
+ * two (measured on the H200, 2026-12-02: plain +4%, causal with a block mask -11%). The launch
+ * follows the kernel's own thread bound, so builds of either kind launch right. The build's
+ * options are part of the cache key; the switch's value, where set, too (compile.c). */
 int fa4__sm90_fwd64_consumers(void)
 {
     const char *e = getenv("FA4JIT_SM90_FWD64_CONSUMERS");
-    return e && e[0] == '3' && !e[1] ? 3 : 2;
+    if (!e || !e[0])
+        return 0;
+    return e[0] == '3' && !e[1] ? 3 : 2;
+}
+
+static int fwd64_three(const fa4_kernel_spec *spec)
+{
+    const int sw = fa4__sm90_fwd64_consumers();
+    if (pad64(spec->head_dim) != 64 || pad64(head_dim_v(spec)) != 64)
+        return 0;
+    return sw == 3 || (sw == 0 && (!spec->source || !spec->source[0]));
 }
 
 /* The sm90 backward main (src/kernels/sm90/bwd_config.cuh): 128 keys per CTA, 64 query rows per
@@ -186,8 +198,7 @@ static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts
     if (dq >= 0 && n < max && (spec->flags & FA4_COMPILE_BWD) &&
         bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags))
         snprintf(opts[n++], 64, "-DFA4_SM90_BWD256_DQ_TMA=%d", dq);
-    if (n + 2 <= max && fa4__sm90_fwd64_consumers() == 3 && pad64(spec->head_dim) == 64 &&
-        pad64(head_dim_v(spec)) == 64) {
+    if (n + 2 <= max && fwd64_three(spec)) {
         snprintf(opts[n++], 64, "-DFA4_SM90_FWD64_CONSUMERS=3");
         snprintf(opts[n++], 64, "-DFA4_SM90_FWD_THREADS_FROM_KERNEL=1");
     }
