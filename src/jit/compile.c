@@ -632,6 +632,14 @@ static int raw_key(fa4_ctx *ctx, const fa4_kernel_spec *s, uint8_t out[16])
     const char *dq256 = getenv("FA4JIT_SM90_BWD256_DQ");
     if (dq256)
         fa4__hasher_update(h, dq256, strlen(dq256) + 1);
+    static const char *const fwd_knobs[2] = {"FA4JIT_SM90_FWD_STG128", "FA4JIT_SM90_FWD_NEXT_EARLY"};
+    for (int i = 0; i < 2; i++) { /* path_sm90.c's forward switches, likewise only where set */
+        const char *v = getenv(fwd_knobs[i]);
+        if (v) {
+            fa4__hasher_update(h, fwd_knobs[i], strlen(fwd_knobs[i]) + 1);
+            fa4__hasher_update(h, v, strlen(v) + 1);
+        }
+    }
     if (fa4__sm90_fwd64_consumers() == 3)
         fa4__hasher_update(h, "fwd64c3", 8);
     else if (fa4__sm90_fwd64_consumers() == 2)

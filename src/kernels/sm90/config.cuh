@@ -31,6 +31,20 @@
 #define FA4_SW_EXP2_PERCENT 0
 #endif
 
+/* Two knobs of the forward's tile boundary (notes/issue8-fwd-overlap.md, sessions 8 and 9), off by
+ * default until measured on the GPU; the host sets them from FA4JIT_SM90_FWD_STG128 and
+ * FA4JIT_SM90_FWD_NEXT_EARLY (path_sm90.c, A/B switches):
+ *   FA4_SM90_FWD_STG128: the register epilogue writes O in 16-byte stores (epilogue.cuh);
+ *   FA4_SM90_FWD_NEXT_EARLY: the consumers read the next tile's hand-off, sequence bounds and
+ *     block-mask counts under the current tile's last P V (fwd.cu), with a block mask or varlen
+ *     only (a runtime test; dense tiles have no list to read), two consumers only. */
+#ifndef FA4_SM90_FWD_STG128
+#define FA4_SM90_FWD_STG128 0
+#endif
+#ifndef FA4_SM90_FWD_NEXT_EARLY
+#define FA4_SM90_FWD_NEXT_EARLY 0
+#endif
+
 constexpr int kD = FA4_HEAD_DIM;
 constexpr int kDv = FA4_HEAD_DIM_V;
 constexpr int kDp = (kD + 63) / 64 * 64;   /* padded to whole panels */

@@ -7,6 +7,42 @@
 #ifndef FA4_SM90_EPILOGUE_CUH
 #define FA4_SM90_EPILOGUE_CUH
 
+/* FA4_SM90_FWD_STG128 (config.cuh): O in 16-byte stores. A row's words (two 16-bit columns each)
+ * lie across the four lanes of a quad, lane t holding columns 8 ni + 2t, +1 of every 8-column block
+ * ni; two shfl.xor rounds (1, then 2) of two words each transpose every group of four blocks within
+ * the quad, so that lane t holds block 4 grp + t whole (8 consecutive elements of its row), and one
+ * st.global.v4 per group writes it: a warp store then covers 64 contiguous bytes of each of its
+ * 8 rows, whole 32-byte sectors, where the 4-byte stores covered half sectors (session 8's ncu:
+ * 46% of the forward's global sectors excessive, the 32 4-byte STG per thread stalled on
+ * lg_throttle). The transpose was checked in a Python model of the fragment (notes/
+ * issue8-fwd-overlap.md, session 9). The stores are inline PTX: a C-level 16-byte store was split
+ * into 4-byte ones by ptxas (session 8). Rows, strides and O's base are 16-byte aligned (launch.c's
+ * check_tensor), and kDv is a multiple of 32 (config.cuh), so the groups are whole. */
+__device__ __forceinline__ void fa4_sm90_quad_transpose(unsigned (&w)[4], int t)
+{
+    const bool odd = t & 1, hi = t & 2;
+    unsigned a0 = odd ? w[0] : w[1], a1 = odd ? w[2] : w[3];
+    a0 = __shfl_xor_sync(0xffffffffu, a0, 1);
+    a1 = __shfl_xor_sync(0xffffffffu, a1, 1);
+    if (odd) {
+        w[0] = a0;
+        w[2] = a1;
+    } else {
+        w[1] = a0;
+        w[3] = a1;
+    }
+    unsigned b0 = hi ? w[0] : w[2], b1 = hi ? w[1] : w[3];
+    b0 = __shfl_xor_sync(0xffffffffu, b0, 2);
+    b1 = __shfl_xor_sync(0xffffffffu, b1, 2);
+    if (hi) {
+        w[0] = b0;
+        w[1] = b1;
+    } else {
+        w[2] = b0;
+        w[3] = b1;
+    }
+}
+
 template <int NT>
 __device__ __forceinline__ void fa4_sm90_epilogue(const float (&acc)[NT][4], const float (&m)[2],
                                                   const float (&l)[2], fa4_elem *o, long long o_ss,
@@ -19,11 +55,28 @@ __device__ __forceinline__ void fa4_sm90_epilogue(const float (&acc)[NT][4], con
         const int row = row0 + 8 * r;
         const float sum = fa4_quad_sum(l[r]);
         const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#if FA4_SM90_FWD_STG128
+        /* the shuffles outside the row test: a quad's lanes share their row, a warp's do not */
+        fa4_elem *orow = o + (long long)row * o_ss;
+#pragma unroll
+        for (int g = 0; g < kDv / 32; ++g) {
+            unsigned w[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                w[k] = fa4_pack2(acc[4 * g + k][2 * r] * inv, acc[4 * g + k][2 * r + 1] * inv);
+            fa4_sm90_quad_transpose(w, t);
+            if (row < len_q)
+                asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(orow + (4 * g + t) * 8), "r"(w[0]),
+                             "r"(w[1]), "r"(w[2]), "r"(w[3]));
+        }
+        if (row < len_q) {
+#else
         if (row < len_q) {
             fa4_elem *orow = o + (long long)row * o_ss;
 #pragma unroll
             for (int ni = 0; ni < kDv / 8; ++ni)
                 *(unsigned *)(orow + ni * 8 + 2 * t) = fa4_pack2(acc[ni][2 * r] * inv, acc[ni][2 * r + 1] * inv);
+#endif
             if (lse && t == 0) {
                 float lg;
                 asm("lg2.approx.f32 %0, %1;" : "=f"(lg) : "f"(sum));

@@ -50,6 +50,35 @@
 #include "sm90/mainloop.cuh"
 #include "sm90/epilogue.cuh"
 
+/* FA4_SM90_FWD_NEXT_EARLY (config.cuh): the next tile's hand-off, its sequence bounds and its key
+ * tiles (with a block mask: kv_num / full_kv_num of its query block, global loads), read by the
+ * consumers under the current tile's last P V instead of at the next tile's start, where their
+ * latency was exposed once a tile (session 8's ncu of causal with a block mask: 2.5% of the stall
+ * samples; measured then +3.4%, notes/issue8-fwd-overlap.md). The first list entry is prefetched
+ * to L1. Two consumers only: three keep their tile state in the stash (mainloop.cuh). */
+#define FA4_SM90_NEXT_EARLY (FA4_SM90_FWD_NEXT_EARLY && !FA4_SM90_STASH)
+#if FA4_SM90_NEXT_EARLY
+struct fa4_sm90_next {
+    int m_tile, hb, b, h;
+    fa4_seq seq;
+    fa4_sm90_tiles tiles;
+    /* hand-off nt (its barrier phase), then, unless it is the end, where the tile lies */
+    __device__ __forceinline__ void fetch(const fa4_params &p, const fa4_sm90_bars &bars, int nt, int mt)
+    {
+        fa4_mbar_wait(bars.tile(), (unsigned)nt & 1u);
+        fa4_sm90_get_tile(bars.slot(), &m_tile, &hb);
+        if (m_tile < 0)
+            return;
+        b = hb / p.hq;
+        h = hb - b * p.hq;
+        seq = fa4_seq_info(p, b);
+        tiles = fa4_sm90_kv_tiles(p, b, h, m_tile * mt, seq.len_k);
+        if (!tiles.dense && tiles.count > 0)
+            asm volatile("prefetch.global.L1 [%0];\n" ::"l"(tiles.num_partial > 0 ? tiles.partial : tiles.full));
+    }
+};
+#endif
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     fa4_sm90_fwd(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
                  const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
@@ -189,8 +218,32 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         const unsigned stash = s_bar + 256u + (unsigned)((tid >> 5) - 4) * FA4_SM90_STASH_WARP_BYTES;
 #endif
         int it = 0, nq = 0; /* ring iterations, Q loads so far */
+#if FA4_SM90_NEXT_EARLY
+        /* dense tiles without varlen have no global reads to hide: the base order (runtime test) */
+        const bool next_early = p.has_block_mask || p.cu_seqlens_q;
+        fa4_sm90_next nx;
+        bool fetched = false; /* hand-off nt already read, under the previous tile's last P V */
+#endif
         /* a third consumer idles on 128-row tiles (fa4_sm90_rows) */
         for (int nt = 0; kConsumers == 2 || cw < nc; ++nt) {
+#if FA4_SM90_NEXT_EARLY
+            if (!fetched)
+                nx.fetch(p, bars, nt, mt);
+            fetched = false;
+            if (nx.m_tile < 0)
+                break;
+            const int hb = nx.hb, b = nx.b, h = nx.h;
+            const fa4_seq seq = nx.seq;
+            const int m0 = nx.m_tile * mt;
+            const fa4_sm90_tiles tiles = nx.tiles;
+            auto between = [&] {
+                if (next_early) {
+                    nx.fetch(p, bars, nt + 1, mt);
+                    fetched = true;
+                }
+            };
+            (void)hb;
+#else
             int m_tile, hb;
             fa4_mbar_wait(bars.tile(), (unsigned)nt & 1u);
             fa4_sm90_get_tile(bars.slot(), &m_tile, &hb);
@@ -200,6 +253,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             fa4_seq seq = fa4_seq_info(p, b);
             int m0 = m_tile * mt;
             const fa4_sm90_tiles tiles = fa4_sm90_kv_tiles(p, b, h, m0, seq.len_k);
+            auto between = [] {};
+#endif
             int row0 = m0 + cw * 64 + warp * 16 + (lane >> 2);
             float o[kDvp / 8][4];
 #pragma unroll
@@ -225,7 +280,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                 fa4_mbar_wait(bars.q(), (unsigned)nq & 1u);
                 ++nq;
 #if FA4_SM90_STASH
-                c.run(o, m, l, it, pp);
+                c.run(o, m, l, it, pp, between);
                 fa4_sm90_stash_get(stash, nt, nq, it, hb, m_tile);
                 b = hb / p.hq;
                 h = hb - b * p.hq;
@@ -238,7 +293,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                     row0 = m0 + (int)(t >> 7) * 64 - 64 + (int)((t >> 5) & 3u) * 16 + (int)((t & 31u) >> 2);
                 }
 #else
-                c.run(o, m, l, it, pp);
+                c.run(o, m, l, it, pp, between);
                 it += tiles.count;
 #endif
             } else {

@@ -346,9 +346,12 @@ struct fa4_sm90_consumer {
             fa4_mbar_arrive(bar);
     }
 
-    /* One tile: it0 = ring iterations before it (stage and phase of key tile j follow from it0 + j). */
+    /* One tile: it0 = ring iterations before it (stage and phase of key tile j follow from it0 + j).
+     * between() runs once the last P V is issued, before its wait (fwd.cu's next-tile fetch,
+     * FA4_SM90_FWD_NEXT_EARLY); without the overlap after the last wait. */
+    template <class Between>
     __device__ __forceinline__ void run(float (&o)[kDvp / 8][4], float (&m)[2], float (&l)[2], int it0,
-                                        fa4_sm90_pingpong &pp) const
+                                        fa4_sm90_pingpong &pp, const Between &between) const
     {
         const int n_tiles = tiles.count;
         float sc[kN / 8][4];
@@ -386,6 +389,7 @@ struct fa4_sm90_consumer {
             fa4_reg_fence_u(pa);
             release(bars.ev(s));
         }
+        between();
 #elif !FA4_SM90_FWD_ONE_SOFTMAX
         /* key tile 0: S(0) and its softmax, then the loop; softmax is compiled twice */
         fa4_mbar_wait(bars.k(FA4_STAGE(0)), FA4_PHASE(0));
@@ -520,6 +524,7 @@ struct fa4_sm90_consumer {
         fa4_wgmma_fence();
         issue_pv(o, pa, sl);
         fa4_wgmma_commit();
+        between();
         fa4_wgmma_wait<0>();
         fa4_reg_fence(o);
         fa4_reg_fence_u(pa);
