@@ -54,8 +54,8 @@
  * tiles (with a block mask: kv_num / full_kv_num of its query block, global loads), read by the
  * consumers under the current tile's last P V instead of at the next tile's start, where their
  * latency was exposed once a tile (session 8's ncu of causal with a block mask: 2.5% of the stall
- * samples; measured then +3.4%, notes/issue8-fwd-overlap.md). The first list entry is prefetched
- * to L1. Two consumers only: three keep their tile state in the stash (mainloop.cuh). */
+ * samples; measured then +3.4%, notes/issue8-fwd-overlap.md). The lists' first lines are
+ * prefetched to L1. Two consumers only: three keep their tile state in the stash (mainloop.cuh). */
 #define FA4_SM90_NEXT_EARLY (FA4_SM90_FWD_NEXT_EARLY && !FA4_SM90_STASH)
 #if FA4_SM90_NEXT_EARLY
 struct fa4_sm90_next {
@@ -73,8 +73,13 @@ struct fa4_sm90_next {
         h = hb - b * p.hq;
         seq = fa4_seq_info(p, b);
         tiles = fa4_sm90_kv_tiles(p, b, h, m_tile * mt, seq.len_k);
-        if (!tiles.dense && tiles.count > 0)
-            asm volatile("prefetch.global.L1 [%0];\n" ::"l"(tiles.num_partial > 0 ? tiles.partial : tiles.full));
+        /* the lists' addresses, not their counts: a prefetch that waited for the counts' loads
+         * would hold the P V wait behind their latency */
+        if (!tiles.dense) {
+            asm volatile("prefetch.global.L1 [%0];\n" ::"l"(tiles.partial));
+            if (p.full_kv_idx)
+                asm volatile("prefetch.global.L1 [%0];\n" ::"l"(tiles.full));
+        }
     }
 };
 #endif
