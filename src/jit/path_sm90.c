@@ -189,14 +189,15 @@ static int bwd256_dq_variant(void)
 
 /* FA4JIT_SM90_FWD_STG128 and FA4JIT_SM90_FWD_NEXT_EARLY, A/B switches of the forward's tile
  * boundary read at each compile (config.cuh's FA4_SM90_FWD_STG128, FA4_SM90_FWD_NEXT_EARLY;
- * notes/issue8-fwd-overlap.md, session 9): "1" sets the knob, "0" clears it, unset (or anything
- * else) leaves the kernel's default and adds no option, so other builds key as before. A set
+ * notes/issue8-fwd-overlap.md, session 9): "1" sets the knob, "0" clears it (STG128 "2": 8-byte
+ * stores), unset (or anything else) leaves the kernel's default and adds no option, so other
+ * builds key as before. A set
  * value becomes an option of forward builds, and so part of the cache key (compile.c's key
  * inputs; the raw key hashes the variables' values). */
-static int fwd_switch(const char *name)
+static int fwd_switch(const char *name, char top)
 {
     const char *e = getenv(name);
-    if (!e || (e[0] != '0' && e[0] != '1') || e[1])
+    if (!e || e[0] < '0' || e[0] > top || e[1])
         return -1;
     return e[0] - '0';
 }
@@ -219,7 +220,7 @@ static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts
     static const char *const fwd_knobs[2][2] = {{"FA4JIT_SM90_FWD_STG128", "FA4_SM90_FWD_STG128"},
                                                 {"FA4JIT_SM90_FWD_NEXT_EARLY", "FA4_SM90_FWD_NEXT_EARLY"}};
     for (int i = 0; i < 2; i++) {
-        const int v = fwd_switch(fwd_knobs[i][0]);
+        const int v = fwd_switch(fwd_knobs[i][0], i == 0 ? '2' : '1');
         if (v >= 0 && n < max && (spec->flags & FA4_COMPILE_FWD))
             snprintf(opts[n++], 64, "-D%s=%d", fwd_knobs[i][1], v);
     }

@@ -34,7 +34,7 @@
 /* Two knobs of the forward's tile boundary (notes/issue8-fwd-overlap.md, sessions 8 and 9), off by
  * default until measured on the GPU; the host sets them from FA4JIT_SM90_FWD_STG128 and
  * FA4JIT_SM90_FWD_NEXT_EARLY (path_sm90.c, A/B switches):
- *   FA4_SM90_FWD_STG128: the register epilogue writes O in 16-byte stores (epilogue.cuh);
+ *   FA4_SM90_FWD_STG128: the register epilogue writes O in 16-byte stores (epilogue.cuh; 2: 8-byte);
  *   FA4_SM90_FWD_NEXT_EARLY: the consumers read the next tile's hand-off, sequence bounds and
  *     block-mask counts under the current tile's last P V (fwd.cu), with a block mask or varlen
  *     only (a runtime test; dense tiles have no list to read), two consumers only. */

@@ -17,7 +17,8 @@
  * lg_throttle). The transpose was checked in a Python model of the fragment (notes/
  * issue8-fwd-overlap.md, session 9). The stores are inline PTX: a C-level 16-byte store was split
  * into 4-byte ones by ptxas (session 8). Rows, strides and O's base are 16-byte aligned (launch.c's
- * check_tensor), and kDv is a multiple of 32 (config.cuh), so the groups are whole. */
+ * check_tensor), and kDv is a multiple of 32 (config.cuh), so the groups are whole.
+ * FA4_SM90_FWD_STG128 2: 8-byte stores after one shuffle round instead (whole sectors too). */
 __device__ __forceinline__ void fa4_sm90_quad_transpose(unsigned (&w)[4], int t)
 {
     const bool odd = t & 1, hi = t & 2;
@@ -55,7 +56,23 @@ __device__ __forceinline__ void fa4_sm90_epilogue(const float (&acc)[NT][4], con
         const int row = row0 + 8 * r;
         const float sum = fa4_quad_sum(l[r]);
         const float inv = sum > 0.f ? 1.f / sum : 0.f;
-#if FA4_SM90_FWD_STG128
+#if FA4_SM90_FWD_STG128 == 2
+        /* 8-byte stores: one xor-1 shuffle per pair of blocks (2q, 2q + 1); the even lane keeps
+         * block 2q (words t, t + 1), the odd lane block 2q + 1 (words t - 1, t): a quad writes 32
+         * contiguous bytes of its row, one whole sector, with half the shuffles of 16 bytes */
+        fa4_elem *orow = o + (long long)row * o_ss;
+        const bool odd = t & 1;
+#pragma unroll
+        for (int q = 0; q < kDv / 16; ++q) {
+            const unsigned w0 = fa4_pack2(acc[2 * q][2 * r] * inv, acc[2 * q][2 * r + 1] * inv);
+            const unsigned w1 = fa4_pack2(acc[2 * q + 1][2 * r] * inv, acc[2 * q + 1][2 * r + 1] * inv);
+            const unsigned x = __shfl_xor_sync(0xffffffffu, odd ? w0 : w1, 1);
+            if (row < len_q)
+                asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(orow + (2 * q + odd) * 8 + 2 * (t & 2)),
+                             "r"(odd ? x : w0), "r"(odd ? w1 : x));
+        }
+        if (row < len_q) {
+#elif FA4_SM90_FWD_STG128
         /* the shuffles outside the row test: a quad's lanes share their row, a warp's do not */
         fa4_elem *orow = o + (long long)row * o_ss;
 #pragma unroll
