@@ -191,9 +191,9 @@ static int bwd256_dq_variant(void)
  * boundary read at each compile (config.cuh's FA4_SM90_FWD_STG128, FA4_SM90_FWD_NEXT_EARLY;
  * notes/issue8-fwd-overlap.md, session 9): "1" sets the knob, "0" clears it (STG128 "2": 8-byte
  * stores), unset (or anything else) leaves the kernel's default and adds no option, so other
- * builds key as before. A set
- * value becomes an option of forward builds, and so part of the cache key (compile.c's key
- * inputs; the raw key hashes the variables' values). */
+ * builds key as before. A set value becomes an option of specs with a forward (every program of
+ * the spec compiles with it; only fwd.cu reads it), and so part of the cache key (compile.c's
+ * key inputs; the raw key hashes the variables' values). */
 static int fwd_switch(const char *name, char top)
 {
     const char *e = getenv(name);
