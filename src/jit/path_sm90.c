@@ -484,6 +484,17 @@ static void read_bwd_heads_env(void)
         g_bwd_heads_env = 0;
 }
 
+/* FA4JIT_SM90_BWD_DET_ROTATE, read at every call (A/B): 0 the deterministic dense backward walks
+ * every key tile's query tiles from tile 0 up (turn = key tile: CTA n waits for CTA n - 1 at
+ * every tile), 1 (unset) rotated walks where a head's key tiles can all be resident, 2 rotated
+ * walks in the largest groups of key tiles that can (sm90_launch_bwd). */
+static int bwd_det_rotate(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_DET_ROTATE");
+    const int v = e && *e ? atoi(e) : 1;
+    return v >= 0 && v <= 2 ? v : 1;
+}
+
 /* sm80 bwd_pre (dpsum, lse2; dq_accum and the turn counters zeroed) -> [deterministic with a block
  * mask: fa4_sm90_bwd_rank] -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post, each after the first a
  * programmatic dependent launch on the one before (the kernels' fa4_pdl_wait / fa4_pdl_launch:
@@ -627,6 +638,25 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         if (g_bwd_heads_env > 0 && pr.tiles_slowest != 1 && ctas < INT32_MAX)
             pr.tiles_slowest = g_bwd_heads_env >= 2 && (int64_t)p->hkv * p->batch >= g_bwd_heads_env
                                    ? g_bwd_heads_env : 0;
+        /* deterministic dense walks rotated (bwd_schedule.cuh, pr.deterministic = G, the rotation
+         * group in key tiles): rotated CTAs also wait for larger key tiles of their group, so all G
+         * of them must be resident at once: at one CTA an SM and CTAs started in linear order,
+         * the group's linear span (G - 1) stride + 1 (stride: 1 head-major, the interleave, or
+         * the units when key tiles vary slowest) must fit ctx->sm_count. The whole head's key
+         * tiles where they fit, else the ascending walk (G = 1), or with
+         * FA4JIT_SM90_BWD_DET_ROTATE=2 the largest group that fits. */
+        if (p->deterministic && !p->has_block_mask && !d256 && tiles > 1 && ctx->sm_count > 0) {
+            const int rot = bwd_det_rotate();
+            const int64_t units = (int64_t)p->hkv * p->batch;
+            const int64_t stride = pr.tiles_slowest == 1 ? units
+                                   : pr.tiles_slowest > 1 ? (units < pr.tiles_slowest ? units : pr.tiles_slowest)
+                                                          : 1;
+            const int64_t fit = ((int64_t)ctx->sm_count - 1) / stride + 1; /* the largest G that fits */
+            if (rot == 1 && fit >= tiles)
+                pr.deterministic = (int)tiles;
+            else if (rot == 2 && fit >= 2)
+                pr.deterministic = (int)(fit < tiles ? fit : tiles);
+        }
         if (pr.tiles_slowest == 1 ? (p->batch > 65535 || tiles > 65535) : (p->hkv > 65535 || p->batch > 65535))
             return fa4__set_error(ctx, FA4_ERR_SHAPE,
                                   "sm90: %lld key tiles, %d kv heads, %d batch entries: over the grid's 65535",
