@@ -476,8 +476,9 @@ static void make_cases(int quick)
         }
         add_case(c);
     }
-    /* M: deterministic dense backwards on rotated walks (sm90: key tile n starts at query tile n
-     * mod nq, turns in the order of a lock-step run): more query than key tiles and fewer (ties
+    /* M: deterministic dense backwards on rotated walks (sm90, FA4JIT_SM90_BWD_DET_ROTATE=1: key
+     * tile n starts at query tile n mod nq, turns in the order of a lock-step run; the rng draws
+     * as at 3ca366a, where rotation was the default): more query than key tiles and fewer (ties
      * of starts), GQA, varlen, a score_mod and a mask_mod without block mask, sizes not multiples
      * of the tiles; key tiles too many for one wave (134: the ascending walk, and with
      * FA4JIT_SM90_BWD_DET_ROTATE=2 groups of 132 and 2; GQA with key tiles slowest: groups of 66
@@ -502,12 +503,13 @@ static void make_cases(int quick)
         }
         if (k == 3)
             c.skv = c.sq;
+        c.det_rot_env = 2; /* FA4JIT_SM90_BWD_DET_ROTATE=1 (the default is off) */
         if (k >= 5) { /* long keys, one head: 134 key tiles */
             c.batch = 1;
             c.hq = c.hkv = 1;
             c.sq = rng_int(&r7, 100, 300);
             c.skv = 133 * 128 + rng_int(&r7, 1, 127);
-            c.det_rot_env = k == 6 ? 3 : 0;
+            c.det_rot_env = k == 6 ? 3 : 2;
         }
         if (k == 7) { /* GQA, 71 key tiles, key tiles slowest: groups of 66 */
             c.hq = 4;
