@@ -506,6 +506,28 @@ static void read_bwd_heads_env(void)
         g_bwd_heads_env = 0;
 }
 
+/* FA4JIT_SM90_BWD_DET_ROTATE, read at every call (A/B): 0 (unset) the deterministic dense
+ * backward walks every key tile's query tiles from tile 0 up (turn = key tile: CTA n waits for
+ * CTA n - 1 at every tile), 1 rotated walks where a head's key tiles can all be resident, 2
+ * rotated walks in the largest groups of key tiles that can (sm90_launch_bwd). Off by default:
+ * H200 2026-12-02 21:01 UTC, bf16 B4 H16 S4096 D128 deterministic bwd 3.887 / 3.866 ms off, 3.859 /
+ * 3.840 on; S8192 14.22 / 14.27 -> 14.78 / 14.77; D64 B8 H8 2.70 -> 2.81 (notes/sm90-bwd.md). */
+static int bwd_det_rotate(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_DET_ROTATE");
+    const int v = e && *e ? atoi(e) : 0;
+    return v >= 0 && v <= 2 ? v : 0;
+}
+
+/* FA4JIT_SM90_BWD_DET80=1, read at every call: deterministic dense calls also take the 80-query
+ * main (bwd_main80.cu) where non-deterministic ones do (its turn counters sit at 80-row tile
+ * starts, which bwd_pre zeroes since session 9). Off by default: not yet run on a GPU. */
+static int bwd_det80(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_DET80");
+    return e && atoi(e) == 1;
+}
+
 /* sm80 bwd_pre (dpsum, lse2; dq_accum and the turn counters zeroed) -> [deterministic with a block
  * mask: fa4_sm90_bwd_rank] -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post, each after the first a
  * programmatic dependent launch on the one before (the kernels' fa4_pdl_wait / fa4_pdl_launch:
@@ -540,7 +562,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         !fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_main"))
         return fa4__sm80_ops.launch_bwd(k, p);
     pthread_once(&g_bwd_bm_once, read_bwd_bm_env);
-    if (g_bwd_bm80 && !d256 && !p->has_block_mask && !p->deterministic &&
+    if (g_bwd_bm80 && !d256 && !p->has_block_mask && (!p->deterministic || bwd_det80()) &&
         fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main")) {
         main_prog = "bwd_main90m80";
         bm = BWD80_M;
@@ -649,6 +671,26 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         if (g_bwd_heads_env > 0 && pr.tiles_slowest != 1 && ctas < INT32_MAX)
             pr.tiles_slowest = g_bwd_heads_env >= 2 && (int64_t)p->hkv * p->batch >= g_bwd_heads_env
                                    ? g_bwd_heads_env : 0;
+        /* deterministic dense walks rotated (bwd_schedule.cuh, pr.deterministic = G, the rotation
+         * group in key tiles): rotated CTAs also wait for larger key tiles of their group, so all G
+         * of them must be resident at once: at one CTA an SM and CTAs started in linear order,
+         * the group's linear span (G - 1) stride + 1 (stride: 1 head-major, the interleave, or
+         * the units when key tiles vary slowest) must fit ctx->sm_count. Only on request
+         * (FA4JIT_SM90_BWD_DET_ROTATE, bwd_det_rotate: measured no faster): =1 the whole head's
+         * key tiles where they fit, else the ascending walk (G = 1); =2 the largest group that
+         * fits. */
+        if (p->deterministic && !p->has_block_mask && !d256 && tiles > 1 && ctx->sm_count > 0) {
+            const int rot = bwd_det_rotate();
+            const int64_t units = (int64_t)p->hkv * p->batch;
+            const int64_t stride = pr.tiles_slowest == 1 ? units
+                                   : pr.tiles_slowest > 1 ? (units < pr.tiles_slowest ? units : pr.tiles_slowest)
+                                                          : 1;
+            const int64_t fit = ((int64_t)ctx->sm_count - 1) / stride + 1; /* the largest G that fits */
+            if (rot == 1 && fit >= tiles)
+                pr.deterministic = (int)tiles;
+            else if (rot == 2 && fit >= 2)
+                pr.deterministic = (int)(fit < tiles ? fit : tiles);
+        }
         if (pr.tiles_slowest == 1 ? (p->batch > 65535 || tiles > 65535) : (p->hkv > 65535 || p->batch > 65535))
             return fa4__set_error(ctx, FA4_ERR_SHAPE,
                                   "sm90: %lld key tiles, %d kv heads, %d batch entries: over the grid's 65535",

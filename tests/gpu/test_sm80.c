@@ -476,6 +476,49 @@ static void make_cases(int quick)
         }
         add_case(c);
     }
+    /* M: deterministic dense backwards on rotated walks (sm90, FA4JIT_SM90_BWD_DET_ROTATE=1: key
+     * tile n starts at query tile n mod nq, turns in the order of a lock-step run; the rng draws
+     * as at 3ca366a, where rotation was the default): more query than key tiles and fewer (ties
+     * of starts), GQA, varlen, a score_mod and a mask_mod without block mask, sizes not multiples
+     * of the tiles; key tiles too many for one wave (134: the ascending walk, and with
+     * FA4JIT_SM90_BWD_DET_ROTATE=2 groups of 132 and 2; GQA with key tiles slowest: groups of 66
+     * and 5); generator of its own */
+    rng r7 = {7070};
+    static const int mmods[8] = {M_NONE, M_NONE, M_NONE, M_ALIBI, M_CAUSAL, M_NONE, M_NONE, M_NONE};
+    for (int k = 0; k < (quick ? 5 : 8); k++) {
+        tcase c = random_case(&r7, mmods[k], dtypes[k % 2], k % 2 ? 64 : 128, k % 2 ? 64 : 128);
+        c.determ = 1;
+        c.sq = rng_int(&r7, 700, 1300);
+        c.skv = rng_int(&r7, 300, 900);
+        if (k == 1) { /* more key tiles than query tiles */
+            c.sq = rng_int(&r7, 100, 400);
+            c.skv = rng_int(&r7, 1000, 1700);
+            c.hq = 4;
+            c.hkv = 2;
+        }
+        if (k == 2) {
+            c.varlen = 1;
+            c.batch = 4;
+            c.skv = rng_int(&r7, 700, 1300);
+        }
+        if (k == 3)
+            c.skv = c.sq;
+        c.det_rot_env = 2; /* FA4JIT_SM90_BWD_DET_ROTATE=1 (the default is off) */
+        if (k >= 5) { /* long keys, one head: 134 key tiles */
+            c.batch = 1;
+            c.hq = c.hkv = 1;
+            c.sq = rng_int(&r7, 100, 300);
+            c.skv = 133 * 128 + rng_int(&r7, 1, 127);
+            c.det_rot_env = k == 6 ? 3 : 2;
+        }
+        if (k == 7) { /* GQA, 71 key tiles, key tiles slowest: groups of 66 */
+            c.hq = 4;
+            c.hkv = 2;
+            c.skv = 70 * 128 + rng_int(&r7, 1, 127);
+            c.det_rot_env = 3;
+        }
+        add_case(c);
+    }
 }
 
 /* --------------------------------------------------------------------------- features */
@@ -529,6 +572,7 @@ static void case_tags(tcase *c)
     TAG(c->checked, "checked");
     TAG(c->validation, "validation");
     TAG(c->dlse, "dlse");
+    TAG(c->det_rot_env, "det-rotate-env");
 #undef TAG
 }
 
@@ -692,7 +736,14 @@ int main(int argc, char **argv)
             const double t0 = now_ms();
             if (g_verbose)
                 printf("running %d: %s B%d H%d/%d S%d/%d\n", i, c->tags, c->batch, c->hq, c->hkv, c->sq, c->skv);
+            if (c->det_rot_env > 0) {
+                char v[16];
+                snprintf(v, sizeof v, "%d", c->det_rot_env - 1);
+                setenv("FA4JIT_SM90_BWD_DET_ROTATE", v, 1);
+            }
             run_case(c, &res);
+            if (c->det_rot_env > 0)
+                unsetenv("FA4JIT_SM90_BWD_DET_ROTATE");
             const double dt_ms = now_ms() - t0;
             nrun++;
             npass += res.pass;

@@ -41,7 +41,8 @@ typedef struct fa4_params {
     const int *kv_num, *kv_idx, *full_kv_num, *full_kv_idx;
     const int *q_num, *q_idx, *full_q_num, *full_q_idx;
 
-    int deterministic;
+    int deterministic;              /* sm90 backward, dense: G > 1 = walks rotated in groups of G key
+                                       tiles (bwd_schedule.cuh); 1 = ascending */
     int tiles_slowest;              /* sm90 backward grid: 1 = key tiles vary slowest (heaviest first);
                                        G >= 2 = G heads interleaved: (head mod G,
                                        key tile, head / G) */

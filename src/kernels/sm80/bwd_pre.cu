@@ -36,9 +36,11 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
             for (int i = threadIdx.x; i < n4; i += blockDim.x)
                 asm volatile("st.global.v4.f32 [%0], {%1, %1, %1, %1};\n" ::"l"(z + (s * slot4 + i) * 4), "f"(0.f)
                              : "memory");
-        /* the turn counters of this query tile, [(row0 / 4) * 2 + column half] (bwd_consumer.cuh) */
-        if (p.dq_sem && threadIdx.x < 2)
-            p.dq_sem[(row0 >> 2) * 2 + threadIdx.x] = 0;
+        /* the turn counters of the query tiles that start in these rows, [(row / 4) * 2 + column
+         * half] (bwd_consumer.cuh): at every 16th row, so that the 80-row tiles of bwd_main80.cu
+         * find theirs zeroed as the 64-row ones do */
+        if (p.dq_sem && threadIdx.x < 2 * (kBwdM / 16) && m0 + 16 * (int)(threadIdx.x >> 1) < seq.len_q)
+            p.dq_sem[((row0 + 16 * (threadIdx.x >> 1)) >> 2) * 2 + (threadIdx.x & 1)] = 0;
     }
     const fa4_elem *gO = (const fa4_elem *)p.o.data + b * p.o.sb + h * p.o.sh + seq.row_q * p.o.ss;
     const fa4_elem *gdO = (const fa4_elem *)p.dout.data + b * p.dout.sb + h * p.dout.sh + seq.row_q * p.dout.ss;

@@ -104,6 +104,9 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs && kBLaunc
 static_assert(kBM % 16 == 0 && kBN == 2 * kBWgKeys, "tile shape");
 static_assert(kBM == 64 || (kBM == 80 && kDp == 128 && kDvp == 128), "80-query steps: padded D = Dv = 128 only");
 
+/* the rotated walks' turn constants, from bar_kv() (fa4_bwd_smem::dq_rot; bwd_producer.cuh) */
+constexpr unsigned kBDqRotOff = 304;
+
 /* Shared-memory map, from the 1024-byte aligned base. */
 struct fa4_bwd_smem {
     unsigned base;
@@ -141,6 +144,9 @@ struct fa4_bwd_smem {
      * producer, and what a dQ warpgroup's issuer adds to its turn (bwd_consumer.cuh dq_turn) */
     __device__ __forceinline__ unsigned dq_turn(int s) const { return bar_kv() + 280u + 4u * (unsigned)s; }
     __device__ __forceinline__ unsigned dq_turn_add(int wg) const { return bar_kv() + 292u + 4u * (unsigned)wg; }
+    /* deterministic dense walks rotated (p.deterministic > 1): the constants of the CTA's turns
+     * (bwd_schedule.cuh fa4_bwd_rot_turn; 5 ints) */
+    __device__ __forceinline__ unsigned dq_rot() const { return bar_kv() + kBDqRotOff; }
     /* FA4_SM90_BWD_DQ_LAG (bwd_consumer.cuh): mbarriers of dS buffer buf, "both halves stored"
      * (ds_full) and "every dQ that reads it has completed" (ds_empty) */
     __device__ __forceinline__ unsigned bar_ds_full(int buf) const { return bar_kv() + 64u + 8u * (unsigned)buf; }
@@ -155,7 +161,8 @@ struct fa4_bwd_smem {
     }
 #endif
 };
-static_assert(8 * (1 + 2 * 3) <= 64 && 80 + 2 * 8 <= 256 && 280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 512, "barrier space");
+static_assert(8 * (1 + 2 * 3) <= 64 && 80 + 2 * 8 <= 256 && 280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 304 &&
+                  kBDqRotOff == 304 && 304 + 5 * 4 <= 512, "barrier space");
 
 /* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is
  * empty when every consumer warp (8) let go. */

@@ -726,8 +726,18 @@ struct fa4_bwd_consumer {
      * producer reuses the slot only once every consumer warp has released the stage, after this. */
     __device__ __forceinline__ int dq_turn(int s, int h, int m0) const
     {
-        if (!p.has_block_mask)
-            return n_tile;
+        if (!p.has_block_mask) {
+            if (p.deterministic <= 1)
+                return n_tile;
+#if FA4_SM90_BWD_TURN_SLOT
+            /* rotated walks: the producer leaves the step's turn by its stage */
+            int t;
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(t) : "r"(sm.dq_turn(s)) : "memory");
+            return t;
+#else
+            return fa4_bwd_rot_turn(sm.dq_rot(), m0);
+#endif
+        }
 #if FA4_SM90_BWD_TURN_SLOT
         int t, a;
         asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(t) : "r"(sm.dq_turn(s)) : "memory");
@@ -760,7 +770,8 @@ struct fa4_bwd_consumer {
 #endif
         pass_dq_turn<FA4_SM90_BWD_DQ_PEEK>();
 #if FA4_SM90_BWD_DQ_PEEK
-        const unsigned seen = !p.has_block_mask && v == n_tile; /* block masks: the turn is not n_tile */
+        const unsigned seen = /* block masks: not from the window */
+            !p.has_block_mask && v == (p.deterministic > 1 ? fa4_bwd_rot_turn(sm.dq_rot(), m0) : n_tile);
         asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_seen(cw)), "r"(seen) : "memory");
 #endif
     }
@@ -772,9 +783,12 @@ struct fa4_bwd_consumer {
      * Deterministic (p.dq_sem): each (head, query tile, column half) has a turn counter; the
      * issuer adds only when it reads its turn (dq_turn: the number of key tiles before it that add
      * into this query tile, n_tile when dense) and, once its adds are complete, adds 1 to it: the
-     * same additions in the same order on every run. A CTA only ever waits for CTAs of smaller key
-     * tiles of its kv head, which the grid starts first in all its orders, so the waits cannot
-     * deadlock. */
+     * same additions in the same order on every run. In ascending walks a CTA only ever waits for
+     * CTAs of smaller key tiles of its kv head, which the grid starts first in all its orders, so
+     * the waits cannot deadlock; rotated walks (p.deterministic > 1) also wait for larger key
+     * tiles of the rotation group, which the launcher makes small enough to be resident at once
+     * (path_sm90.c), and every wait is for a step of no later walk position (ties: smaller key
+     * tiles), so none closes a cycle. */
     template <bool kTurn>
     __device__ __forceinline__ void write_dq_tma(const float (&dq)[FA4_SM90_BWD_DQ_CHUNKS][4], int h, int m0, int s) const
     {

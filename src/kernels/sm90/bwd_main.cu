@@ -229,6 +229,8 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             fa4_mbar_init(sm.bar_full(s), kBFullArrivals);
             fa4_mbar_init(sm.bar_empty(s), kBEmptyArrivals);
         }
+        /* rotated deterministic walks: the turns' constants (the producer's and the issuers') */
+        fa4_bwd_rot_init(p, sm.dq_rot(), n_tile, seq.len_q, seq.len_k);
 #if FA4_SM90_BWD_DQ_LAG
         for (int i = 0; i < 2; ++i) { /* every consumer warp stores dS; the dQ warps read it */
             fa4_mbar_init(sm.bar_ds_full(i), 8);
@@ -245,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         fa4_regs_dec<kBProducerRegs>();
         if (tid != 0)
             return;
-        fa4_bwd_produce<FA4_SM90_BWD_TURN_SLOT != 0>(p, sm, &tm_q, &tm_k, &tm_v, &tm_do, &tm_lse2, &tm_dpsum, b, hk,
+        fa4_bwd_produce<FA4_SM90_BWD_TURN_SLOT != 0, kBDqRotOff>(p, sm, &tm_q, &tm_k, &tm_v, &tm_do, &tm_lse2, &tm_dpsum, b, hk,
                                                      n_tile, n0, seq);
     } else {
         /* ------------------------------------------------------------------- consumers */

@@ -10,8 +10,11 @@
 
 /* kTurnSlot: with a deterministic walk table, leave each step's walk-table word (turn | full << 31)
  * by its stage for the dQ issuers (made visible by the stage's arrival). Nothing more per step:
- * any arithmetic there spilled the producer's 24 registers (D 128 rel_bias). */
-template <bool kTurnSlot>
+ * any arithmetic there spilled the producer's 24 registers (D 128 rel_bias). kRotOff (bwd_main.cu's
+ * kBDqRotOff; 0: none): with rotated deterministic dense walks (bwd_schedule.cuh), the step's turn
+ * there instead, from the constants at bar_kv() + kRotOff (at the dQ write it spilled alibi's
+ * consumers, D 128). */
+template <bool kTurnSlot, unsigned kRotOff = 0>
 __device__ __forceinline__ void fa4_bwd_produce(const fa4_params &p, const fa4_bwd_smem &sm, const fa4_tmap *tm_q,
                                                 const fa4_tmap *tm_k, const fa4_tmap *tm_v, const fa4_tmap *tm_do,
                                                 const fa4_tmap *tm_lse2, const fa4_tmap *tm_dpsum, int b, int hk,
@@ -46,6 +49,10 @@ __device__ __forceinline__ void fa4_bwd_produce(const fa4_params &p, const fa4_b
         const unsigned bar = sm.bar_full(s);
         if (kTurnSlot && fa4_bwd_walk_table(p))
             asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn(s)), "r"(tw) : "memory");
+        else if (kTurnSlot && kRotOff && fa4_bwd_rotated(p))
+            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn(s)),
+                         "r"(fa4_bwd_rot_turn(sm.bar_kv() + kRotOff, m0))
+                         : "memory");
         const int wrow = h * (int)p.ws_rows + wrow0 + m0;
         fa4_mbar_expect_tx(bar, kBQBytes + kBDoBytes + 2 * kBM * 4); /* the row boxes, not their padding */
         fa4_tma_load_1d(sm.rows(s), tm_lse2, bar, wrow);

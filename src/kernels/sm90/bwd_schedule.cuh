@@ -42,9 +42,62 @@ __device__ __forceinline__ bool fa4_bwd_walk_table(const fa4_params &p)
     return p.dq_sem && p.has_block_mask;
 }
 
+/* Deterministic dense walks, rotated (p.deterministic = G >= 2, set by the launcher only where
+ * every key tile of a rotation group can be resident at once; 1 or 0: from query tile 0 up): in
+ * each head, key tile n starts at query tile (n mod G) mod nq and wraps around, so that in a
+ * lock-step run the key tiles of a group never meet at one query tile, and the turns follow that
+ * order (fa4_bwd_rot_turn). fa4_bwd_q_tiles leaves the start in num_partial (unused when dense);
+ * fa4_bwd_tile reads it. */
+__device__ __forceinline__ bool fa4_bwd_rotated(const fa4_params &p)
+{
+    return !p.has_block_mask && p.deterministic > 1;
+}
+
+/* Rotated walks: the turn of query tile m0 (the number of key tiles that add into it before this
+ * one). The key tiles of this one's group (gs of them) reach query tile q in the order of their
+ * walk step (q - start) mod nq, ties by key tile; with C(x) = f x + min(r, x) the group's key tiles
+ * that start below x (f, r: gs over nq), the turn is the earlier groups' g0 key tiles plus C(q + 1)
+ * - C(start + 1) (+ gs where q < start) plus the group's key tiles of this start below this one.
+ * cst: {start, gs, f, r, base} in shared memory (bwd_main.cu, once per CTA), base the part that
+ * does not depend on q. Checked against a lock-step simulation for every G, nk, nq below 40. */
+__device__ __forceinline__ int fa4_bwd_rot_turn(unsigned cst, int m0)
+{
+    int st, gs, f, r, base;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(st), "=r"(gs), "=r"(f), "=r"(r) : "r"(cst) : "memory");
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(base) : "r"(cst + 16u) : "memory");
+    const int q = m0 / kBM;
+    return f * q + (r < q + 1 ? r : q + 1) + (q < st ? gs : 0) - base;
+}
+
+/* Rotated walks, once per CTA before any walk: fa4_bwd_rot_turn's constants for key tile n_tile. */
+__device__ __forceinline__ void fa4_bwd_rot_init(const fa4_params &p, unsigned cst, int n_tile, int len_q, int len_k)
+{
+    const int nq = (len_q + kBM - 1) / kBM;
+    if (!fa4_bwd_rotated(p) || nq <= 0)
+        return;
+    const int nk = (len_k + kBN - 1) / kBN, nl = n_tile % p.deterministic, g0 = n_tile - nl;
+    const int gs = nk - g0 < p.deterministic ? nk - g0 : p.deterministic, st = nl % nq;
+    const int f = gs / nq, r = gs - f * nq;
+    const int base = f * st + (r < st + 1 ? r : st + 1) - nl / nq - g0;
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(cst), "r"(st), "r"(gs), "r"(f), "r"(r) : "memory");
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(cst + 16u), "r"(base) : "memory");
+}
+
+__device__ __forceinline__ int fa4_bwd_tile(const fa4_tile_list &l, int j, bool *full)
+{
+    if (l.dense) {
+        *full = false;
+        const int t = j + l.num_partial;
+        return t >= l.count ? t - l.count : t;
+    }
+    return l.tile(j, full);
+}
+
 __device__ __forceinline__ fa4_tile_list fa4_bwd_q_tiles(const fa4_params &p, int b, int h, int n_tile, int len_q)
 {
     fa4_tile_list l = fa4_q_tiles(p, b, h, n_tile, kBM, kBN, len_q);
+    if (l.dense && p.deterministic > 1 && l.count > 0)
+        l.num_partial = (n_tile % p.deterministic) % l.count;
     if (fa4_bwd_walk_table(p)) {
         const int *sem;
         asm volatile("mov.b64 %0, %1;\n" : "=l"(sem) : "l"(p.dq_sem));
@@ -70,7 +123,7 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
         const fa4_tile_list tl = fa4_bwd_q_tiles(p, b, h, n_tile, len_q);
         for (int j = 0; j < tl.count; ++j) {
             bool full;
-            const int m0 = tl.tile(j, &full) * kBM;
+            const int m0 = fa4_bwd_tile(tl, j, &full) * kBM;
             if (m0 < len_q)
                 visit(h, m0,
                       FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p) ? tl.partial[p.bm_nq + tl.partial[j / tl.per_block]]
@@ -103,7 +156,7 @@ struct fa4_bwd_cursor {
                 j = 0;
             }
             h = hk * p.group + hh;
-            m0 = tiles.tile(j, &full) * kBM;
+            m0 = fa4_bwd_tile(tiles, j, &full) * kBM;
             if (fa4_bwd_walk_table(p))
                 full = tiles.partial[p.bm_nq + tiles.partial[j / tiles.per_block]] < 0;
             if (m0 < len_q)
