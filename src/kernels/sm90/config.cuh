@@ -31,15 +31,19 @@
 #define FA4_SW_EXP2_PERCENT 0
 #endif
 
-/* Two knobs of the forward's tile boundary (notes/issue8-fwd-overlap.md, sessions 8 and 9), off by
- * default until measured on the GPU; the host sets them from FA4JIT_SM90_FWD_STG128 and
- * FA4JIT_SM90_FWD_NEXT_EARLY (path_sm90.c, A/B switches):
- *   FA4_SM90_FWD_STG128: the register epilogue writes O in 16-byte stores (epilogue.cuh; 2: 8-byte);
+/* Two knobs of the forward's tile boundary (notes/issue8-fwd-overlap.md, sessions 8 and 9); the
+ * host sets them from FA4JIT_SM90_FWD_STG128 and FA4JIT_SM90_FWD_NEXT_EARLY (path_sm90.c, A/B
+ * switches):
+ *   FA4_SM90_FWD_STG128: the register epilogue writes O in 16-byte stores (epilogue.cuh; 2: 8-byte;
+ *     0: 4-byte). Default 1: H200 bf16 B4 H16 S4096 fwd, same call (2026-12-02 21:05 UTC, 3 rounds):
+ *     causal (bm) D128 551.5-552.7 -> 561.6-571.1 TFLOP/s, GQA 32:4 causal 555.0-559.3 ->
+ *     578.3-583.2, causal D64 +1.6%, plain S8192 +0.8%, plain D64 (three consumers) within noise;
  *   FA4_SM90_FWD_NEXT_EARLY: the consumers read the next tile's hand-off, sequence bounds and
  *     block-mask counts under the current tile's last P V (fwd.cu), with a block mask or varlen
- *     only (a runtime test; dense tiles have no list to read), two consumers only. */
+ *     only (a runtime test; dense tiles have no list to read), two consumers only. Default 0: +2%
+ *     on causal alone, nothing on top of STG128 (same call). */
 #ifndef FA4_SM90_FWD_STG128
-#define FA4_SM90_FWD_STG128 0
+#define FA4_SM90_FWD_STG128 1
 #endif
 #ifndef FA4_SM90_FWD_NEXT_EARLY
 #define FA4_SM90_FWD_NEXT_EARLY 0
