@@ -131,7 +131,7 @@ enum { BWD80_M = 80, BWD80_DEFAULT = 1 };
 static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
 {
     return pad64(spec->head_dim) == 128 && pad64(head_dim_v(spec)) == 128 && !(spec->flags & FA4_COMPILE_CHECKED) &&
-           !(mod && (fa4__mod_has_mask(mod) || fa4__mod_has_score(mod)));
+           !(mod && fa4__mod_has_score(mod));
 }
 
 static pthread_once_t g_bwd_bm_once = PTHREAD_ONCE_INIT;

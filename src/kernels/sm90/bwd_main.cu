@@ -81,8 +81,8 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
 #else
 #include "sm90/bwd_wgmma.cuh"
 #include "sm90/bwd_config.cuh"
-#if FA4_SM90_BWD_BM != 64 && (FA4_HAS_MASK_MOD || FA4_HAS_SCORE_MOD)
-#error "80-query steps (bwd_main80.cu): plain attention only (no mask_mod, no score_mod)"
+#if FA4_SM90_BWD_BM != 64 && FA4_HAS_SCORE_MOD
+#error "80-query steps (bwd_main80.cu): no score_mod"
 #endif
 #include "sm90/bwd_schedule.cuh"
 
@@ -201,6 +201,9 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
 }
 
 #include "sm90/bwd_rank.cuh"
+#if FA4_BWD_WALK80
+#include "sm90/bwd_steps80.cuh"
+#endif
 
 #include "sm90/bwd_producer.cuh"
 
