@@ -401,6 +401,8 @@ struct fa4_bwd_consumer {
                  * arithmetic is total, so positions outside the mask compute harmless values) */
                 if (kCheck) {
 #if FA4_BWD_WALK80 /* the step's mask bits (mask_bits80) */
+                    (void)ki;
+                    (void)qi;
                     ok = ((c < 8 ? mb0 : mb1) >> (4 * (c & 7) + e)) & 1u;
 #elif FA4_HAS_MASK_MOD
                     ok = !(qi >= len_q || ki >= len_k) &
@@ -612,6 +614,8 @@ struct fa4_bwd_consumer {
                 bool ok = true;
                 if (kCheck) {
 #if FA4_SM90_BWD_MASK_EARLY
+                    (void)ki;
+                    (void)qi;
                     ok = (mbits >> (4 * c + e)) & 1u;
 #elif FA4_HAS_MASK_MOD
                     ok = !(qi >= len_q || ki >= len_k) &
