@@ -131,6 +131,8 @@ static int bwd_smem(int d, int dv, int trainable)
  * two rounds): S4096 497.7 / 497.2 -> 542.5 / 539.3 TFLOP/s, S8192 478.4 / 469.3 -> 520.9 / 527.0
  * (notes/sm90-bwd.md, session 8). */
 enum { BWD80_M = 80, BWD80_DEFAULT = 1 };
+/* The default with a block mask (FA4JIT_SM90_BWD_BM unset): notes/sm90-bwd.md, session 9. */
+enum { BWD80_BM_DEFAULT = 1 };
 
 static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
 {
@@ -157,12 +159,13 @@ static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, cons
 }
 
 static pthread_once_t g_bwd_bm_once = PTHREAD_ONCE_INIT;
-static int g_bwd_bm80;
+static int g_bwd_bm80, g_bwd_bm80_bm; /* dense calls, block-masked calls */
 
 static void read_bwd_bm_env(void)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_BM");
     g_bwd_bm80 = e && e[0] ? atoi(e) == 80 : BWD80_DEFAULT;
+    g_bwd_bm80_bm = e && e[0] ? atoi(e) == 80 : BWD80_BM_DEFAULT;
 }
 
 /* The padded-D 256 backward main (src/kernels/sm90/bwd256.cuh, compiled as bwd_main90 where D and
@@ -541,7 +544,8 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     /* the workspace (its size and alignment checked by launch.c) as the sm80 backward lays it out */
     fa4__sm80_bwd_layout(p, &w);
     pthread_once(&g_bwd_bm_once, read_bwd_bm_env);
-    if (g_bwd_bm80 && !d256 && !p->deterministic && (!p->has_block_mask || bwd80_table_bytes(k, p, &w) > 0) &&
+    if ((p->has_block_mask ? g_bwd_bm80_bm : g_bwd_bm80) && !d256 && !p->deterministic &&
+        (!p->has_block_mask || bwd80_table_bytes(k, p, &w) > 0) &&
         fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main") &&
         !fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main80_off")) {
         main_prog = "bwd_main90m80";
