@@ -159,13 +159,16 @@ static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, cons
 }
 
 static pthread_once_t g_bwd_bm_once = PTHREAD_ONCE_INIT;
-static int g_bwd_bm80, g_bwd_bm80_bm; /* dense calls, block-masked calls */
+/* dense calls without mask_mod, block-masked calls, dense calls with a mask_mod (every step
+ * checked: never timed on the 80 main, so 64 unless FA4JIT_SM90_BWD_BM=80) */
+static int g_bwd_bm80, g_bwd_bm80_bm, g_bwd_bm80_dense_mask;
 
 static void read_bwd_bm_env(void)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_BM");
     g_bwd_bm80 = e && e[0] ? atoi(e) == 80 : BWD80_DEFAULT;
     g_bwd_bm80_bm = e && e[0] ? atoi(e) == 80 : BWD80_BM_DEFAULT;
+    g_bwd_bm80_dense_mask = e && e[0] ? atoi(e) == 80 : 0;
 }
 
 /* The padded-D 256 backward main (src/kernels/sm90/bwd256.cuh, compiled as bwd_main90 where D and
@@ -544,7 +547,9 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     /* the workspace (its size and alignment checked by launch.c) as the sm80 backward lays it out */
     fa4__sm80_bwd_layout(p, &w);
     pthread_once(&g_bwd_bm_once, read_bwd_bm_env);
-    if ((p->has_block_mask ? g_bwd_bm80_bm : g_bwd_bm80) && !d256 && !p->deterministic &&
+    if ((p->has_block_mask ? g_bwd_bm80_bm
+                           : k->mod && fa4__mod_has_mask(k->mod) ? g_bwd_bm80_dense_mask : g_bwd_bm80) &&
+        !d256 && !p->deterministic &&
         (!p->has_block_mask || bwd80_table_bytes(k, p, &w) > 0) &&
         fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main") &&
         !fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main80_off")) {
