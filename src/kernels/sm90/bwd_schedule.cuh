@@ -168,6 +168,9 @@ struct fa4_bwd_cursor {
             if (st) {
                 int2 e;
                 asm volatile("ld.global.nc.v2.s32 {%0, %1}, [%2];\n" : "=r"(e.x), "=r"(e.y) : "l"(st + 2 * j));
+                /* the steps 8 ahead into L1 (no register held over the step): the entry is read
+                 * before the S^T / dP^T issue (inside, mask_bits80), so a miss there stalls it */
+                asm volatile("prefetch.global.L1 [%0];\n" ::"l"(st + 2 * j + 16));
                 m0 = e.x;
                 full = (unsigned)e.y;
             } else {
