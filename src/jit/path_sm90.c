@@ -122,8 +122,8 @@ static int bwd_smem(int d, int dv, int trainable)
 
 /* The 80-query-step main (bwd_main90m80: src/kernels/sm90/bwd_main80.cu): compiled for padded
  * D = Dv = 128 without score_mod, unchecked (with a mask_mod too, session 9); where a mod's build
- * spills or serializes wgmma, its spill fallback -DFA4_SM90_BWD80_OFF=1 compiles a stub with the
- * marker function fa4_sm90_bwd_main80_off, and the launcher runs bwd_main90 there. Run for
+ * spills or serializes wgmma, its spill fallback -DFA4_SM90_BWD80_OFF=1 compiles a stub (thread
+ * bound 32: bwd80_built), and the launcher runs bwd_main90 there. Run for
  * non-deterministic calls (the deterministic turns count 64-row tiles), dense or with a block
  * mask (then through the step table of bwd_steps80.cuh, bwd80_table_bytes). 2 stages of Q / dO:
  * 232448 bytes. FA4JIT_SM90_BWD_BM=64 or 80 picks the main where both
@@ -156,6 +156,16 @@ static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, cons
     const size_t bytes = (size_t)p->bm.batch * (size_t)p->bm.heads * (size_t)p->bm.num_kv_blocks * stride * 4;
     const size_t dq = (size_t)w->slots * (size_t)p->hq * (size_t)w->rows * (size_t)p->head_dim * 4;
     return bytes <= dq / 8 ? bytes : 0;
+}
+
+/* Whether bwd_main90m80 holds the 80-query main: its spill fallback's stub has a thread bound of 32
+ * (bwd_main.cu FA4_SM90_BWD80_OFF). */
+static int bwd80_built(fa4_kernel *k)
+{
+    CUfunction f = fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main");
+    int n = 0;
+    return f && k->ctx->cu->funcGetAttribute(&n, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) == CUDA_SUCCESS &&
+           n >= BWD_THREADS;
 }
 
 static pthread_once_t g_bwd_bm_once = PTHREAD_ONCE_INIT;
@@ -551,8 +561,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
                            : k->mod && fa4__mod_has_mask(k->mod) ? g_bwd_bm80_dense_mask : g_bwd_bm80) &&
         !d256 && !p->deterministic &&
         (!p->has_block_mask || bwd80_table_bytes(k, p, &w) > 0) &&
-        fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main") &&
-        !fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main80_off")) {
+        bwd80_built(k)) {
         main_prog = "bwd_main90m80";
         bm = BWD80_M;
         smem = bwd_smem_m(p->head_dim, p->head_dim_v, 0, BWD80_M);

@@ -520,6 +520,12 @@ struct fa4_bwd_consumer {
 #endif
 
 #if FA4_BWD_WALK80
+/* 1: an empty asm on the mask bits pins their computation before the S^T / dP^T issue (H200,
+ * session 9: measured with it); 0: ptxas may move the mask's work (a gathering mask_mod's loads)
+ * past the issue. Both compile clean for the shipped mask mods. */
+#ifndef FA4_SM90_BWD80_BITS_FENCE
+#define FA4_SM90_BWD80_BITS_FENCE 1
+#endif
     /* 80-query steps, a checked step's mask (bit 4 (c % 8) + e of word c / 8: whether element e of
      * chunk c may attend), computed right after the S^T / dP^T issue (the one-pass stage then
      * holds no bounds): rows below the step's valid rows (info & 0xff, and the sequence), keys
@@ -554,8 +560,9 @@ struct fa4_bwd_consumer {
                 else
                     mb1 |= (unsigned)ok << (4 * (c - 8) + e);
             }
-        /* computed here, before the wait (not moved next to its use in the score stage) */
+#if FA4_SM90_BWD80_BITS_FENCE /* computed here, not moved next to its use in the score stage */
         asm volatile("" : "+r"(mb0), "+r"(mb1));
+#endif
     }
 #endif
 
