@@ -41,8 +41,8 @@ static const fa4__program_desc programs[] = {
     /* spill fallback levels: bwd_consumer.cuh */
     {"bwd_main90", "sm90/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main",
      {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 1, NULL},
-    /* the same main with 80-query steps (bwd_main80.cu), only where bwd80_wanted; no fallback
-     * levels: where it spilled the launcher would not want it */
+    /* the same main with 80-query steps (bwd_main80.cu), only where bwd80_wanted; where it spills,
+     * the fallback is a stub (bwd80_built: the launcher runs bwd_main90 instead) */
     {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
      bwd80_wanted},
     {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0, NULL},
