@@ -41,9 +41,10 @@ static const fa4__program_desc programs[] = {
     /* spill fallback levels: bwd_consumer.cuh */
     {"bwd_main90", "sm90/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main",
      {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 1, NULL},
-    /* the same main with 80-query steps (bwd_main80.cu), only where bwd80_wanted; no fallback
-     * levels: where it spilled the launcher would not want it */
-    {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {NULL}, 0, bwd80_wanted},
+    /* the same main with 80-query steps (bwd_main80.cu), only where bwd80_wanted; where it spills,
+     * the fallback is a stub (bwd80_built: the launcher runs bwd_main90 instead) */
+    {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
+     bwd80_wanted},
     {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0, NULL},
     {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0, NULL},
 };
@@ -120,27 +121,64 @@ static int bwd_smem(int d, int dv, int trainable)
 }
 
 /* The 80-query-step main (bwd_main90m80: src/kernels/sm90/bwd_main80.cu): compiled for padded
- * D = Dv = 128 without mask_mod or score_mod, unchecked; run for dense, non-deterministic calls
- * (its steps are no block-mask q_block's divisor, and the deterministic turns count 64-row
- * tiles). 2 stages of Q / dO: 232448 bytes. FA4JIT_SM90_BWD_BM=64 or 80 picks the main where both
+ * D = Dv = 128 without score_mod, unchecked (with a mask_mod too, session 9); where a mod's build
+ * spills or serializes wgmma, its spill fallback -DFA4_SM90_BWD80_OFF=1 compiles a stub (thread
+ * bound 32: bwd80_built), and the launcher runs bwd_main90 there. Run for
+ * non-deterministic calls (the deterministic turns count 64-row tiles), dense or with a block
+ * mask (then through the step table of bwd_steps80.cuh, bwd80_table_bytes). 2 stages of Q / dO:
+ * 232448 bytes. FA4JIT_SM90_BWD_BM=64 or 80 picks the main where both
  * apply (A/B); unset: BWD80_DEFAULT. H200 bf16 B4 H16 D128 bwd, same call (2026-12-02 14:49 UTC,
  * two rounds): S4096 497.7 / 497.2 -> 542.5 / 539.3 TFLOP/s, S8192 478.4 / 469.3 -> 520.9 / 527.0
  * (notes/sm90-bwd.md, session 8). */
 enum { BWD80_M = 80, BWD80_DEFAULT = 1 };
+/* The default with a block mask (FA4JIT_SM90_BWD_BM unset): notes/sm90-bwd.md, session 9. */
+enum { BWD80_BM_DEFAULT = 1 };
 
 static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
 {
     return pad64(spec->head_dim) == 128 && pad64(head_dim_v(spec)) == 128 && !(spec->flags & FA4_COMPILE_CHECKED) &&
-           !(mod && (fa4__mod_has_mask(mod) || fa4__mod_has_score(mod)));
+           !(mod && fa4__mod_has_score(mod));
+}
+
+/* The 80-query main's step table with a block mask (bwd_schedule.cuh fa4_bwd_steps_row), after
+ * the workspace's sm80 layout: per (mask batch, mask head, kv block) 2 + 2 nq (q_block / 64 + 1)
+ * ints; 0 where the 80 main cannot run the call (then bwd_main90 does): not a block mask, deterministic,
+ * another head dim, a checked build, block sizes the sm90 backward does not take, or a table over
+ * an eighth of dq_accum (per-head masks of very long sequences) or marks over 48 KB of shared
+ * memory. Independent of FA4JIT_SM90_BWD_BM, so the workspace size does not change with it. */
+static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
+{
+    if (!p->has_block_mask || p->deterministic || pad64(p->head_dim) != 128 || pad64(p->head_dim_v) != 128 ||
+        (k->spec.flags & FA4_COMPILE_CHECKED) || p->bm.q_block <= 0 || p->bm.q_block % BWD_M ||
+        p->bm.kv_block % BWD_N || p->bm.num_q_blocks > 48 * 1024)
+        return 0;
+    const size_t stride = 2 + 2 * (size_t)p->bm.num_q_blocks * (size_t)(p->bm.q_block / 64 + 1);
+    const size_t bytes = (size_t)p->bm.batch * (size_t)p->bm.heads * (size_t)p->bm.num_kv_blocks * stride * 4;
+    const size_t dq = (size_t)w->slots * (size_t)p->hq * (size_t)w->rows * (size_t)p->head_dim * 4;
+    return bytes <= dq / 8 ? bytes : 0;
+}
+
+/* Whether bwd_main90m80 holds the 80-query main: its spill fallback's stub has a thread bound of 32
+ * (bwd_main.cu FA4_SM90_BWD80_OFF). */
+static int bwd80_built(fa4_kernel *k)
+{
+    CUfunction f = fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main");
+    int n = 0;
+    return f && k->ctx->cu->funcGetAttribute(&n, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) == CUDA_SUCCESS &&
+           n >= BWD_THREADS;
 }
 
 static pthread_once_t g_bwd_bm_once = PTHREAD_ONCE_INIT;
-static int g_bwd_bm80;
+/* dense calls without mask_mod, block-masked calls, dense calls with a mask_mod (every step
+ * checked: never timed on the 80 main, so 64 unless FA4JIT_SM90_BWD_BM=80) */
+static int g_bwd_bm80, g_bwd_bm80_bm, g_bwd_bm80_dense_mask;
 
 static void read_bwd_bm_env(void)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_BM");
     g_bwd_bm80 = e && e[0] ? atoi(e) == 80 : BWD80_DEFAULT;
+    g_bwd_bm80_bm = e && e[0] ? atoi(e) == 80 : BWD80_BM_DEFAULT;
+    g_bwd_bm80_dense_mask = e && e[0] ? atoi(e) == 80 : 0;
 }
 
 /* The padded-D 256 backward main (src/kernels/sm90/bwd256.cuh, compiled as bwd_main90 where D and
@@ -457,9 +495,8 @@ static size_t sm90_dq_rank_bytes(const fa4__problem *p)
 static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
 {
     fa4__bwd_ws w;
-    (void)k;
     fa4__sm80_bwd_layout(p, &w);
-    *bytes = w.total + sm90_dq_sem_bytes(p, &w) + sm90_dq_rank_bytes(p);
+    *bytes = w.total + sm90_dq_sem_bytes(p, &w) + sm90_dq_rank_bytes(p) + bwd80_table_bytes(k, p, &w);
     return FA4_OK;
 }
 
@@ -561,9 +598,14 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         (p->deterministic && p->has_block_mask && (int64_t)p->bm.num_q_blocks * 8 > 227 * 1024) ||
         !fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_main"))
         return fa4__sm80_ops.launch_bwd(k, p);
+    /* the workspace (its size and alignment checked by launch.c) as the sm80 backward lays it out */
+    fa4__sm80_bwd_layout(p, &w);
     pthread_once(&g_bwd_bm_once, read_bwd_bm_env);
-    if (g_bwd_bm80 && !d256 && !p->has_block_mask && (!p->deterministic || bwd_det80()) &&
-        fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main")) {
+    if ((p->has_block_mask ? g_bwd_bm80_bm
+                           : k->mod && fa4__mod_has_mask(k->mod) ? g_bwd_bm80_dense_mask : g_bwd_bm80) &&
+        !d256 && (!p->deterministic || (bwd_det80() && !p->has_block_mask)) &&
+        (!p->has_block_mask || bwd80_table_bytes(k, p, &w) > 0) &&
+        bwd80_built(k)) {
         main_prog = "bwd_main90m80";
         bm = BWD80_M;
         smem = bwd_smem_m(p->head_dim, p->head_dim_v, 0, BWD80_M);
@@ -573,8 +615,6 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         return st;
     if (!cu)
         return fa4__set_error(ctx, FA4_ERR_NO_DRIVER, "sm90: no CUDA driver");
-    /* the workspace (its size and alignment checked by launch.c) as the sm80 backward lays it out */
-    fa4__sm80_bwd_layout(p, &w);
     if ((int64_t)p->hq * w.rows > INT32_MAX)
         return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: Hq x query rows over 2^31 (lse2 map coordinates)");
     if (smem > ctx->max_smem_optin && ctx->max_smem_optin > 0)
@@ -631,6 +671,22 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
                                p->stream, rank_args, pdl);
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_rank90");
+    }
+    if (bm == BWD80_M && p->has_block_mask) {
+        /* the 80-query main's step table (bwd_steps80.cuh), one warp per (mask batch, mask head,
+         * kv block), after bwd_pre as the rank kernel */
+        void *steps_args[1] = {&pr};
+        const int64_t rows = (int64_t)p->bm.batch * p->bm.heads * p->bm.num_kv_blocks;
+        f = fa4__kernel_function(k, main_prog, "fa4_sm90_bwd_steps80");
+        if (!f)
+            return fa4__set_error(ctx, FA4_ERR_LAUNCH, "sm90: no fa4_sm90_bwd_steps80 in bwd_main90m80");
+        if (rows > INT32_MAX)
+            return fa4__set_error(ctx, FA4_ERR_SHAPE, "sm90: %lld block-mask rows", (long long)rows);
+        r = rows > 0 ? fa4__cu_launch(cu, f, (unsigned)rows, 1, 1, 32, (unsigned)p->bm.num_q_blocks, p->stream,
+                                      steps_args, pdl)
+                     : CUDA_SUCCESS;
+        if (r != CUDA_SUCCESS)
+            return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_steps80");
     }
     f = fa4__kernel_function(k, main_prog, "fa4_sm90_bwd_main");
     r = cu->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);

@@ -519,6 +519,32 @@ static void make_cases(int quick)
         }
         add_case(c);
     }
+    /* N: the sm90 backward's 80-query-step main (padded D 128, non-deterministic) with block masks:
+     * 80 divides no q block, so it steps over runs of consecutive q blocks, partial and full merged,
+     * the last step of a run cut at its end (bwd_steps80.cuh); q blocks of 128, 256 and 384 rows
+     * (the sm90 launcher's multiples of 128), kv blocks of 1 and 2 key tiles, GPU masks of causal,
+     * window, document and prefix-LM, random lists, GQA, D 96, sizes not multiples of 80 or 128;
+     * generator of its own */
+    rng r8 = {8080};
+    const int nmods[6] = {M_CAUSAL, M_WINDOW, M_DOCUMENT, M_PREFIX_LM, M_NONE, M_CAUSAL};
+    static const int mqb[3] = {128, 256, 384};
+    for (int k = 0; k < (quick ? 6 : 12); k++) {
+        const int d = k % 5 == 4 ? 96 : 128;
+        tcase c = random_case(&r8, nmods[k % 6], dtypes[(k / 6) % 2], d, d);
+        c.bm = k % 6 >= 4 ? BM_RANDOM : BM_GPU;
+        c.q_block = mqb[k % 3];
+        c.kv_block = k & 1 ? 256 : 128;
+        c.bm_heads1 = (k >> 1) & 1;
+        c.sq = rng_int(&r8, 100, 1000);
+        c.skv = rng_int(&r8, 100, 1000);
+        c.determ = 0;
+        c.varlen = 0;
+        if (k % 4 == 3) {
+            c.hq = 4;
+            c.hkv = 2;
+        }
+        add_case(c);
+    }
 }
 
 /* --------------------------------------------------------------------------- features */

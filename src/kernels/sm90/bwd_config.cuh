@@ -17,8 +17,8 @@
 
 constexpr int kBN = 128;        /* keys per CTA (the stationary block) */
 /* FA4_SM90_BWD_BM: query rows per step, 64 (default) or 80 (the bwd_main90m80 program: padded
- * D = Dv = 128 without mask_mod or score_mod, dense, non-deterministic; S^T, dP^T and dQ^T as
- * m64n80 wgmmas, dQ swapped: see bwd_consumer.cuh). */
+ * D = Dv = 128 without score_mod, non-deterministic, dense or block-masked (the step table of
+ * bwd_steps80.cuh); S^T, dP^T and dQ^T as m64n80 wgmmas, dQ swapped: see bwd_consumer.cuh). */
 #ifndef FA4_SM90_BWD_BM
 #define FA4_SM90_BWD_BM 64
 #endif

@@ -180,7 +180,7 @@
 #ifndef FA4_SM90_BWD_MASK_EARLY
 #if defined(FA4_MASK_MOD_GATHERS) && FA4_MASK_MOD_GATHERS && FA4_SM90_BWD_SPLIT && \
     !(defined(FA4_CHECKED) && FA4_CHECKED) && \
-    !FA4_SM90_BWD_FULL_FALLBACK
+    !FA4_SM90_BWD_FULL_FALLBACK && FA4_SM90_BWD_BM == 64 /* 80: mask_bits80 before the issue */
 #define FA4_SM90_BWD_MASK_EARLY 1
 #else
 #define FA4_SM90_BWD_MASK_EARLY 0
@@ -290,6 +290,13 @@ __device__ __forceinline__ unsigned fa4_bwd_opaque(unsigned a)
     return r;
 }
 
+/* a step's block-mask flag: in a full block (64-row walk), or the 80-row step's info word */
+#if FA4_BWD_WALK80
+typedef unsigned fa4_bwd_full_t;
+#else
+typedef bool fa4_bwd_full_t;
+#endif
+
 struct fa4_bwd_consumer {
     const fa4_params &p;
     const fa4_aux &aux;
@@ -366,8 +373,10 @@ struct fa4_bwd_consumer {
     template <bool kCheck>
     __device__ __forceinline__ void grads(const float (&sc)[kBM / 8][4], const float (&dp)[kBM / 8][4],
                                           unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4], int s,
-                                          int h, int m0, bool full) const
+                                          int h, int m0, fa4_bwd_full_t full, unsigned mb0 = 0u, unsigned mb1 = 0u) const
     {
+        (void)mb0;
+        (void)mb1;
         const int g = lane >> 2, t = lane & 3;
         const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
 #if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
@@ -391,7 +400,11 @@ struct fa4_bwd_consumer {
                  * (this program is never a checked build: aux reads are clamped, integer
                  * arithmetic is total, so positions outside the mask compute harmless values) */
                 if (kCheck) {
-#if FA4_HAS_MASK_MOD
+#if FA4_BWD_WALK80 /* the step's mask bits (mask_bits80) */
+                    (void)ki;
+                    (void)qi;
+                    ok = ((c < 8 ? mb0 : mb1) >> (4 * (c & 7) + e)) & 1u;
+#elif FA4_HAS_MASK_MOD
                     ok = !(qi >= len_q || ki >= len_k) &
                          (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
 #else
@@ -506,6 +519,53 @@ struct fa4_bwd_consumer {
     }
 #endif
 
+#if FA4_BWD_WALK80
+/* 1: an empty asm on the mask bits pins their computation before the S^T / dP^T issue (H200,
+ * session 9: measured with it); 0: ptxas may move the mask's work (a gathering mask_mod's loads)
+ * past the issue. Both compile clean for the shipped mask mods. */
+#ifndef FA4_SM90_BWD80_BITS_FENCE
+#define FA4_SM90_BWD80_BITS_FENCE 1
+#endif
+    /* 80-query steps, a checked step's mask (bit 4 (c % 8) + e of word c / 8: whether element e of
+     * chunk c may attend), computed right after the S^T / dP^T issue (the one-pass stage then
+     * holds no bounds): rows below the step's valid rows (info & 0xff, and the sequence), keys
+     * inside the sequence, and mask_mod on the rows of partial blocks ([info >> 8 & 0xff,
+     * info >> 16), see bwd_schedule.cuh). */
+    __device__ __forceinline__ void mask_bits80(int h, int m0, unsigned info, unsigned &mb0, unsigned &mb1) const
+    {
+        (void)h;
+        const int g = lane >> 2, t = lane & 3;
+        const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
+        const int qe = (int)(info & 0xffu) < len_q - m0 ? (int)(info & 0xffu) : len_q - m0;
+        const int qv = qe - 2 * t; /* element rows 8 c + (e & 1) below it are valid */
+#if FA4_HAS_MASK_MOD
+        const int plo = (int)((info >> 8) & 0xffu) - 2 * t;
+        const unsigned span = ((info >> 16) & 0xffu) - ((info >> 8) & 0xffu);
+#endif
+        mb0 = mb1 = 0u;
+#pragma unroll
+        for (int c = 0; c < kBM / 8; ++c)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int r = 8 * c + (e & 1);
+                const int ki = key0 + (e >= 2 ? 8 : 0);
+                bool ok = (r < qv) & (ki < len_k);
+#if FA4_HAS_MASK_MOD
+                const int qi = m0 + 2 * t + r;
+                ok = ok & (((unsigned)(r - plo) >= span) |
+                           fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#endif
+                if (c < 8)
+                    mb0 |= (unsigned)ok << (4 * c + e);
+                else
+                    mb1 |= (unsigned)ok << (4 * (c - 8) + e);
+            }
+#if FA4_SM90_BWD80_BITS_FENCE /* computed here, not moved next to its use in the score stage */
+        asm volatile("" : "+r"(mb0), "+r"(mb1));
+#endif
+    }
+#endif
+
 #if FA4_SM90_BWD_MASK_EARLY
     /* The early mask of a checked tile: bit 4c + e of the result is whether the thread's element e
      * of chunk c may attend (inside the sequence and mask_mod). */
@@ -561,6 +621,8 @@ struct fa4_bwd_consumer {
                 bool ok = true;
                 if (kCheck) {
 #if FA4_SM90_BWD_MASK_EARLY
+                    (void)ki;
+                    (void)qi;
                     ok = (mbits >> (4 * c + e)) & 1u;
 #elif FA4_HAS_MASK_MOD
                     ok = !(qi >= len_q || ki >= len_k) &
@@ -911,7 +973,7 @@ struct fa4_bwd_consumer {
     /* One step: stage s (ring phase ph), the walk's step it (dS buffer it % 2), query tile (h, m0);
      * (hp, m0p): the previous step's (FA4_SM90_BWD_DQ_LAG: its dQ is written here). */
     __device__ __forceinline__ void step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
-                                         int it, int h, int m0, bool full, int hp, int m0p) const
+                                         int it, int h, int m0, fa4_bwd_full_t full, int hp, int m0p) const
     {
         const int buf = it & 1;
         (void)hp;
@@ -924,6 +986,15 @@ struct fa4_bwd_consumer {
 #if FA4_SM90_BWD_TILE_ADD
         fa4_score_tile tl;
         const bool add = tile_add(h, m0, tl);
+#endif
+#if FA4_BWD_WALK80 /* full: the step's info (bwd_schedule.cuh) */
+        const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k &&
+                            (FA4_HAS_MASK_MOD ? full == 80u : (full & 0xffu) == 80u);
+        unsigned mb0 = 0u, mb1 = 0u;
+        /* before the S^T / dP^T issue, while their 80 accumulator registers are free (computed
+         * under them, causal D 128 spilled 72 bytes) */
+        if (!(FA4_SM90_BWD_FAST_TILES && inside))
+            mask_bits80(h, m0, full, mb0, mb1);
 #endif
         {
             float sc[kBM / 8][4], dp[kBM / 8][4];
@@ -942,7 +1013,9 @@ struct fa4_bwd_consumer {
             if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
                 dq_turn_window(h, m0); /* the previous step's turn */
 #endif
+#if !FA4_BWD_WALK80
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
+#endif
 #if FA4_SM90_BWD_SPLIT
             unsigned mbits = ~0u;
 #if FA4_SM90_BWD_MASK_EARLY
@@ -959,7 +1032,11 @@ struct fa4_bwd_consumer {
 #else
                 fa4_wgmma_wait<0>();
                 fa4_reg_fence(dp);
+#if FA4_BWD_WALK80
+                grads<true>(sc, dp, pp, pds, s, h, m0, full, mb0, mb1);
+#else
                 grads<true>(sc, dp, pp, pds, s, h, m0, full);
+#endif
 #endif
             }
 #if FA4_SM90_BWD_DV_EARLY

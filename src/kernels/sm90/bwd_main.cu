@@ -59,12 +59,21 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
     !(defined(FA4_CHECKED) && FA4_CHECKED)
 /* padded D = Dv = 256: its own tile plan (64 keys per CTA, dK / dV split over the head dim) */
 #include "sm90/bwd256.cuh"
-#elif FA4_HEAD_DIM > 128 || FA4_HEAD_DIM_V > 128 || (defined(FA4_CHECKED) && FA4_CHECKED)
+#elif (FA4_HEAD_DIM > 128 || FA4_HEAD_DIM_V > 128 || (defined(FA4_CHECKED) && FA4_CHECKED)) || \
+    (defined(FA4_SM90_BWD80_OFF) && FA4_SM90_BWD80_OFF)
 /* Other heads over 128 (padded D 192) do not fit the register plan, and checked builds (aux reads
  * that trap) spill and serialize wgmma at D 128 (alibi: 108 bytes, rel_bias: 124, C7520 once each): the program is then
  * an empty stub (cheap to compile) so that a program list carrying both backward mains builds for
  * every spec; the launcher runs sm80/bwd_main.cu for these and never launches this one. */
-extern "C" __global__ void fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
+#if defined(FA4_SM90_BWD80_OFF) && FA4_SM90_BWD80_OFF
+/* bwd_main80.cu's spill fallback (path_sm90.c): the 80-query build of this mod spilled, so the
+ * program is this stub, marked by its thread bound (32, under the main's 384): the launcher reads
+ * it (cuFuncGetAttribute) and runs bwd_main90 (64-query steps) */
+#define FA4_SM90_BWD_STUB_BOUNDS __launch_bounds__(32)
+#else
+#define FA4_SM90_BWD_STUB_BOUNDS
+#endif
+extern "C" __global__ void FA4_SM90_BWD_STUB_BOUNDS fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
                                              const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
                                              const __grid_constant__ fa4_tmap tm_do,
                                              const __grid_constant__ fa4_tmap tm_lse2,
@@ -81,8 +90,8 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
 #else
 #include "sm90/bwd_wgmma.cuh"
 #include "sm90/bwd_config.cuh"
-#if FA4_SM90_BWD_BM != 64 && (FA4_HAS_MASK_MOD || FA4_HAS_SCORE_MOD)
-#error "80-query steps (bwd_main80.cu): plain attention only (no mask_mod, no score_mod)"
+#if FA4_SM90_BWD_BM != 64 && FA4_HAS_SCORE_MOD
+#error "80-query steps (bwd_main80.cu): no score_mod"
 #endif
 #include "sm90/bwd_schedule.cuh"
 
@@ -201,6 +210,9 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
 }
 
 #include "sm90/bwd_rank.cuh"
+#if FA4_BWD_WALK80
+#include "sm90/bwd_steps80.cuh"
+#endif
 
 #include "sm90/bwd_producer.cuh"
 

@@ -11,6 +11,13 @@
 #ifndef FA4_SM90_BWD_SCHEDULE_CUH
 #define FA4_SM90_BWD_SCHEDULE_CUH
 
+/* 1 in the 80-query-step program (bwd_main80.cu; bwd256.cuh never defines FA4_SM90_BWD_BM) */
+#if defined(FA4_SM90_BWD_BM) && FA4_SM90_BWD_BM != 64
+#define FA4_BWD_WALK80 1
+#else
+#define FA4_BWD_WALK80 0
+#endif
+
 /* Deterministic with a block mask (p.dq_sem and p.has_block_mask; dQ added in turns, bwd_main.cu):
  * the walk follows the walk table fa4_sm90_bwd_rank builds from the transposed lists, at
  * [mask batch][mask head][kv block] rows of 2 bm_nq ints: the kv block's q blocks (partial and
@@ -115,6 +122,7 @@ __device__ __forceinline__ fa4_tile_list fa4_bwd_q_tiles(const fa4_params &p, in
  * the same tiles one next() at a time (the consumers: their step then sits in a single loop body,
  * which ptxas allocates without spills at 240 registers where the nested loops spilled a few bytes
  * at D 128 with mods). Keep the two in the same order. */
+#if !FA4_BWD_WALK80
 template <typename F>
 __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
 {
@@ -131,7 +139,103 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
         }
     }
 }
+#endif
 
+#if FA4_BWD_WALK80
+/* 80-query steps (bwd_main80.cu): 80 divides no q_block, so with a block mask the walk follows a
+ * step table built before the main program (fa4_sm90_bwd_steps80, bwd_steps80.cuh) from the
+ * transposed lists: per (mask batch, mask head, kv block) a count, then steps {m0, info}: the kv
+ * block's present q blocks in ascending order, each maximal run of consecutive ones (partial and
+ * full merged) cut into 80-row steps from its first row, the last step of a run cut at the run's
+ * end; info = valid rows (1..80) | first partial row << 8 | end of the partial rows << 16 (rows
+ * relative to m0; rows outside [first, end) but valid lie in full blocks: no mask_mod). Dense:
+ * every 80 rows, info fa4_bwd_dense_info. The table sits after the workspace's dq_accum
+ * (fa4_bwd_steps_table; the host sizes it, path_sm90.c bwd80_table_bytes). */
+#if FA4_HAS_MASK_MOD
+#define fa4_bwd_dense_info (80u | (80u << 16)) /* every row evaluates mask_mod */
+#else
+#define fa4_bwd_dense_info 80u
+#endif
+__device__ __forceinline__ int *fa4_bwd_steps_table(const fa4_params &p)
+{
+    const long long dq = 4LL * p.dq_slots * p.hq * p.ws_rows * p.head_dim;
+    return (int *)((char *)p.dq_accum + ((dq + 255) & ~255LL));
+}
+__device__ __forceinline__ long long fa4_bwd_steps_stride(const fa4_params &p)
+{
+    return 2 + 2LL * p.bm_nq * (p.bm_q_block / 64 + 1);
+}
+/* The table row of head h (count at [0], steps from [2]); nullptr when dense. */
+__device__ __forceinline__ const int *fa4_bwd_steps_row(const fa4_params &p, int b, int h, int n_tile, int len_q,
+                                                        int &count)
+{
+    if (!p.has_block_mask) {
+        count = (len_q + kBM - 1) / kBM;
+        return nullptr;
+    }
+    const int bb = p.bm_batch == 1 ? 0 : b, hh = p.bm_heads == 1 ? 0 : h;
+    const long long row = ((long long)bb * p.bm_heads + hh) * p.bm_nkv + n_tile * kBN / p.bm_kv_block;
+    const int *r = fa4_bwd_steps_table(p) + row * fa4_bwd_steps_stride(p);
+    count = r[0];
+    return r + 2;
+}
+
+template <typename F>
+__device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
+{
+    for (int hh = 0; hh < p.group; ++hh) {
+        const int h = hk * p.group + hh;
+        int count;
+        const int *st = fa4_bwd_steps_row(p, b, h, n_tile, len_q, count);
+        for (int j = 0; j < count; ++j) {
+            const int m0 = st ? st[2 * j] : j * kBM;
+            if (m0 < len_q)
+                visit(h, m0, 0);
+        }
+    }
+}
+
+struct fa4_bwd_cursor {
+    int hh, j, h, m0, count;
+    unsigned full; /* the step's info (see above), named as the 64-row walk's flag */
+    const int *st;
+
+    __device__ __forceinline__ void start(const fa4_params &p, int b, int hk, int n_tile, int len_q)
+    {
+        hh = 0;
+        j = -1;
+        st = fa4_bwd_steps_row(p, b, hk * p.group, n_tile, len_q, count);
+    }
+
+    __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
+    {
+        for (;;) {
+            ++j;
+            while (j >= count) {
+                if (++hh >= p.group)
+                    return false;
+                st = fa4_bwd_steps_row(p, b, hk * p.group + hh, n_tile, len_q, count);
+                j = 0;
+            }
+            h = hk * p.group + hh;
+            if (st) {
+                int2 e;
+                asm volatile("ld.global.nc.v2.s32 {%0, %1}, [%2];\n" : "=r"(e.x), "=r"(e.y) : "l"(st + 2 * j));
+                /* the steps 8 ahead into L1 (no register held over the step): the entry is read
+                 * before the S^T / dP^T issue (inside, mask_bits80), so a miss there stalls it */
+                asm volatile("prefetch.global.L1 [%0];\n" ::"l"(st + 2 * j + 16));
+                m0 = e.x;
+                full = (unsigned)e.y;
+            } else {
+                m0 = j * kBM;
+                full = fa4_bwd_dense_info;
+            }
+            if (m0 < len_q)
+                return true;
+        }
+    }
+};
+#else
 struct fa4_bwd_cursor {
     int hh, j, h, m0;
     bool full;
@@ -164,5 +268,6 @@ struct fa4_bwd_cursor {
         }
     }
 };
+#endif /* FA4_BWD_WALK80 */
 
 #endif /* FA4_SM90_BWD_SCHEDULE_CUH */
