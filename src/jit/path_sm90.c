@@ -556,13 +556,16 @@ static int bwd_det_rotate(void)
     return v >= 0 && v <= 2 ? v : 0;
 }
 
-/* FA4JIT_SM90_BWD_DET80=1, read at every call: deterministic dense calls also take the 80-query
- * main (bwd_main80.cu) where non-deterministic ones do (its turn counters sit at 80-row tile
- * starts, which bwd_pre zeroes since session 9). Off by default: not yet run on a GPU. */
+/* Deterministic dense calls take the 80-query main (bwd_main80.cu) where non-deterministic ones do
+ * (its turn counters sit at 80-row tile starts, which bwd_pre zeroes since session 9); block masks
+ * keep the 64 main's walk table. FA4JIT_SM90_BWD_DET80=0, read at every call, keeps them on the 64
+ * main (A/B). H200 bf16 B4 H16 D128 deterministic bwd, same call (2026-12-02 21:50 UTC, two rounds):
+ * S4096 354.2 / 354.4 -> 396.9 / 399.3 TFLOP/s, S8192 386.5 / 384.0 -> 436.0 / 434.3; `--filter
+ * determ` 34 / 34 bitwise repeatable and memcheck clean with it. */
 static int bwd_det80(void)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_DET80");
-    return e && atoi(e) == 1;
+    return !(e && *e && atoi(e) == 0);
 }
 
 /* sm80 bwd_pre (dpsum, lse2; dq_accum and the turn counters zeroed) -> [deterministic with a block
