@@ -15,6 +15,20 @@
  * per (mask batch, mask head), kv blocks in order, shared memory per q block: the mark of kb's
  * lists and the count of earlier key tiles (2 bm_nq ints). Entries of one kv block's lists must
  * name distinct q blocks in [0, bm_nq) (as the backward's walk needs anyway). */
+/* The warp marks the q blocks of the transposed lists' row `row` (a kv block): mark[m] = 1 for a
+ * partial block, 2 for a full one; entries outside [0, bm_nq) are skipped. Shared by the
+ * deterministic walk table (fa4_sm90_bwd_rank) and the 80-query step table (bwd_steps80.cuh). */
+template <typename T>
+__device__ __forceinline__ void fa4_bwd_mark_q_blocks(const fa4_params &p, long long row, T *mark, int lane)
+{
+    const int nq = p.bm_nq, np = p.q_num[row], nf = p.full_q_num ? p.full_q_num[row] : 0;
+    for (int i = lane; i < np + nf; i += 32) {
+        const int m = i < np ? p.q_idx[row * nq + i] : p.full_q_idx[row * nq + i - np];
+        if (m >= 0 && m < nq)
+            mark[m] = i < np ? 1 : 2;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_rank(const fa4_params p)
 {
     extern __shared__ int fa4_rank_smem[];
@@ -30,12 +44,7 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_rank(const fa4_par
     __syncwarp();
     for (int kb = 0; kb < p.bm_nkv; ++kb) {
         const long long row = (long long)blockIdx.x * p.bm_nkv + kb;
-        const int np = p.q_num[row], nf = p.full_q_num ? p.full_q_num[row] : 0;
-        for (int i = lane; i < np + nf; i += 32) {
-            const int m = i < np ? p.q_idx[row * nq + i] : p.full_q_idx[row * nq + i - np];
-            if (m >= 0 && m < nq)
-                mark[m] = i < np ? 1 : 2;
-        }
+        fa4_bwd_mark_q_blocks(p, row, mark, lane);
         __syncwarp();
         int *out = p.dq_sem + (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * nq;
         int at = 0;

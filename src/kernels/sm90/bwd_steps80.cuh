@@ -29,12 +29,7 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
     for (int i = lane; i < nq; i += 32)
         fa4_steps_mark[i] = 0;
     __syncwarp();
-    const int np = p.q_num[row], nf = p.full_q_num ? p.full_q_num[row] : 0;
-    for (int i = lane; i < np + nf; i += 32) {
-        const int m = i < np ? p.q_idx[row * nq + i] : p.full_q_idx[row * nq + i - np];
-        if (m >= 0 && m < nq)
-            fa4_steps_mark[m] = i < np ? 1 : 2;
-    }
+    fa4_bwd_mark_q_blocks(p, row, fa4_steps_mark, lane);
     __syncwarp();
     if (lane != 0)
         return;

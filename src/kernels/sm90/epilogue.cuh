@@ -19,29 +19,24 @@
  * into 4-byte ones by ptxas (session 8). Rows, strides and O's base are 16-byte aligned (launch.c's
  * check_tensor), and kDv is a multiple of 32 (config.cuh), so the groups are whole.
  * FA4_SM90_FWD_STG128 2: 8-byte stores after one shuffle round instead (whole sectors too). */
+/* One shuffle round of the transpose: lanes with send_lo give their lo word to the xor-mask
+ * partner and take the partner's in its place; the others do the same with hi. */
+__device__ __forceinline__ void fa4_sm90_xor_swap(unsigned &lo, unsigned &hi, bool send_lo, int mask)
+{
+    const unsigned a = __shfl_xor_sync(0xffffffffu, send_lo ? lo : hi, mask);
+    if (send_lo)
+        lo = a;
+    else
+        hi = a;
+}
+
 __device__ __forceinline__ void fa4_sm90_quad_transpose(unsigned (&w)[4], int t)
 {
     const bool odd = t & 1, hi = t & 2;
-    unsigned a0 = odd ? w[0] : w[1], a1 = odd ? w[2] : w[3];
-    a0 = __shfl_xor_sync(0xffffffffu, a0, 1);
-    a1 = __shfl_xor_sync(0xffffffffu, a1, 1);
-    if (odd) {
-        w[0] = a0;
-        w[2] = a1;
-    } else {
-        w[1] = a0;
-        w[3] = a1;
-    }
-    unsigned b0 = hi ? w[0] : w[2], b1 = hi ? w[1] : w[3];
-    b0 = __shfl_xor_sync(0xffffffffu, b0, 2);
-    b1 = __shfl_xor_sync(0xffffffffu, b1, 2);
-    if (hi) {
-        w[0] = b0;
-        w[1] = b1;
-    } else {
-        w[2] = b0;
-        w[3] = b1;
-    }
+    fa4_sm90_xor_swap(w[0], w[1], odd, 1);
+    fa4_sm90_xor_swap(w[2], w[3], odd, 1);
+    fa4_sm90_xor_swap(w[0], w[2], hi, 2);
+    fa4_sm90_xor_swap(w[1], w[3], hi, 2);
 }
 
 template <int NT>
