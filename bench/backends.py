@@ -91,6 +91,9 @@ class Inputs:
             elif name == "prefix_lm":
                 aux["prefix_len"] = torch.tensor(c.extra["prefix_len"], dtype=torch.int32,
                                                  device=dev)
+            elif name == "head_scale":
+                t = (0.1 * torch.randn(c.Hq, generator=g, device=dev)).to(torch.float16)
+                aux["log_temp"] = t.requires_grad_("log_temp" in c.trainable)
             elif name == "rel_bias":
                 m = int(c.extra["max_dist"])
                 t = 0.1 * torch.randn(c.Hq * (2 * m + 1), generator=g, device=dev,
@@ -107,7 +110,7 @@ class Inputs:
 
 
 _SCORE_AUX = {"alibi": ("slopes",), "softcap": ("cap",), "softcap_causal": ("cap",),
-              "rel_bias": ("bias", "max_dist")}
+              "rel_bias": ("bias", "max_dist"), "head_scale": ("log_temp",)}
 _MASK_AUX = {"causal_sliding_window": ("window",), "sliding_window": ("window",),
              "document": ("doc_id",), "prefix_lm": ("prefix_len",), "causal": ()}
 

@@ -141,6 +141,8 @@ def build_cases(quick: bool) -> List[Case]:
     mod_peers = ("flex",)
     mods = [
         Case("mods", "ALiBi", B0, HEADS, HEADS, BASE_S, 128, score_mod="alibi", peers=mod_peers),
+        Case("mods", "head scale", B0, HEADS, HEADS, BASE_S, 128, score_mod="head_scale",
+             peers=mod_peers, notes="score * expf(log_temp[h]), fp16 table, not trainable here"),
         Case("mods", "softcap tanh", B0, HEADS, HEADS, BASE_S, 128, score_mod="softcap",
              peers=mod_peers, extra={"cap": SOFTCAP}),
         Case("mods", "softcap fast-math", B0, HEADS, HEADS, BASE_S, 128, score_mod="softcap",

@@ -181,7 +181,15 @@ static void write_driver(FILE *f, const fa4__mod *m, const fa4_aux_value *aux, c
                "            t = fa4_score_mod_t(fa4_s[p], c[0], c[1], c[2], c[3], a, tl);\n"
                "        }\n"
                "#endif\n"
-               "        printf(\"%%a %%d %%a\\n\", u, taken, t);\n"
+               "        int aff = 0;\n        float av = 0.0f;\n"
+               "#if FA4_SCORE_MOD_AFFINE\n"
+               "        fa4_score_aff af;\n"
+               "        if (fa4_score_mod_affine(c[0], c[1], x[0], x[1], x[2], x[3], a, af)) {\n"
+               "            aff = 1;\n"
+               "            av = af.ds * fa4_s[p] + af.c + af.dq * (float)(c[2] - x[0]) + af.dk * (float)(c[3] - x[2]);\n"
+               "        }\n"
+               "#endif\n"
+               "        printf(\"%%a %%d %%a %%d %%a\\n\", u, taken, t, aff, av);\n"
                "    }\n"
                "#endif\n"
                "    return 0;\n}\n",
@@ -238,7 +246,7 @@ static int close_to(double got, double want)
 
 /* One mod: release and checked builds agree bit for bit, and with the evaluator. */
 static int check_mod(const char *dir, const char *name, const char *src, size_t len,
-                     uint64_t seed, int *taken_count)
+                     uint64_t seed, int *taken_count, int *affine_count)
 {
     fa4__mod *m = mt_parse(src, len, name);
     assert_non_null(m);
@@ -320,13 +328,16 @@ static int check_mod(const char *dir, const char *name, const char *src, size_t 
         const float u = strtof(extra, &e2);
         const int taken = (int)strtol(e2, &e2, 10);
         const float tv = strtof(e2, &e2);
+        const int aff = (int)strtol(e2, &e2, 10);
+        const float av = strtof(e2, &e2);
         extra = e2;
         *taken_count += taken;
-        if (!close_to(u, want) || (taken && !close_to(tv, want))) {
+        *affine_count += aff;
+        if (!close_to(u, want) || (taken && !close_to(tv, want)) || (aff && !close_to(av, want))) {
             fprintf(stderr, "%s: point %d (%d %d %d %d, box q %d..%d kv %d..%d): hoisted %a, tile %d %a, "
-                            "want %a\n",
+                            "affine %d %a, want %a\n",
                     name, p, c[0], c[1], c[2], c[3], pts[p].box[0], pts[p].box[1], pts[p].box[2],
-                    pts[p].box[3], (double)u, taken, (double)tv, want);
+                    pts[p].box[3], (double)u, taken, (double)tv, aff, (double)av, want);
             bad = 1;
         }
     }
@@ -348,7 +359,8 @@ static void emitted_matches_evaluator(void **state)
     char dir[512];
     snprintf(dir, sizeof dir, "%s/mod_host_XXXXXX", FA4_TEST_BINARY_DIR);
     assert_non_null(mkdtemp(dir));
-    int bad = 0, count = 0, rel_taken = -1, tiles_taken = -1;
+    int bad = 0, count = 0, rel_taken = -1, tiles_taken = -1, alibi_affine = -1, affine_affine = -1,
+        softcap_affine = -1;
     char *names[MT_MAX_MODS];
     int n = mt_list_mods(names);
     assert_true(n >= 10);
@@ -356,31 +368,37 @@ static void emitted_matches_evaluator(void **state)
         size_t len = 0;
         char *src = mt_read_mod(names[i], &len);
         assert_non_null(src);
-        int taken = 0;
-        bad += check_mod(dir, names[i], src, len, 1000u + (uint64_t)i, &taken);
+        int taken = 0, affine = 0;
+        bad += check_mod(dir, names[i], src, len, 1000u + (uint64_t)i, &taken, &affine);
         if (!strcmp(names[i], "rel_bias")) /* the shipped mod with a tile form */
             rel_taken = taken;
+        if (!strcmp(names[i], "alibi")) /* and the one with an affine form */
+            alibi_affine = affine;
+        if (!strcmp(names[i], "softcap")) /* not affine in the score */
+            softcap_affine = affine;
         count++;
         free(src);
         free(names[i]);
     }
-    static const char *const cases[] = {"branches", "builtins", "dtypes", "tiles"};
+    static const char *const cases[] = {"branches", "builtins", "dtypes", "tiles", "affine"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];
         size_t len = 0;
         snprintf(path, sizeof path, "%s/tests/mod/cases/%s.mod", FA4_TEST_SOURCE_DIR, cases[i]);
         char *src = mt_read_file(path, &len);
         assert_non_null(src);
-        int taken = 0;
-        bad += check_mod(dir, cases[i], src, len, 2000u + (uint64_t)i, &taken);
+        int taken = 0, affine = 0;
+        bad += check_mod(dir, cases[i], src, len, 2000u + (uint64_t)i, &taken, &affine);
         if (!strcmp(cases[i], "tiles"))
             tiles_taken = taken;
+        if (!strcmp(cases[i], "affine"))
+            affine_affine = affine;
         count++;
         free(src);
     }
     printf("%d mods, %d points each, release and checked builds: %d failed; tile forms taken at "
-           "%d points (rel_bias), %d (tiles)\n",
-           count, NPOINTS, bad, rel_taken, tiles_taken);
+           "%d points (rel_bias), %d (tiles); affine forms at %d (alibi), %d (affine), %d (softcap)\n",
+           count, NPOINTS, bad, rel_taken, tiles_taken, alibi_affine, affine_affine, softcap_affine);
     if (!getenv("FA4_MOD_HOST_KEEP")) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -388,6 +406,11 @@ static void emitted_matches_evaluator(void **state)
     }
     assert_int_equal(bad, 0);
     assert_true(rel_taken > 0 && tiles_taken > 0);
+    /* alibi's form is taken in every box (its positions are small); the test mod's where its
+     * scalars keep the int parts in range and the numbers finite; soft-cap has none */
+    assert_int_equal(alibi_affine, NPOINTS);
+    assert_true(affine_affine > 0);
+    assert_int_equal(softcap_affine, 0);
 }
 
 /* fa4_idiv_u / fa4_imod_u (the magic-number forms for divisors the same at every position) give

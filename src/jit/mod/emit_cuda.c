@@ -643,6 +643,10 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
     fa4__collect_uniform(&E, m->score);
     emit_uniform_forms(&E);
     fa4__emit_tile_forms(&E);
+    if (m->score)
+        fa4__emit_affine_form(&E);
+    else
+        fa4__out(&E, "#define FA4_SCORE_MOD_AFFINE 0\n");
     if (m->mask) {
         fa4__out(&E, "\n");
         emit_function_forms(&E, m->mask, 0);

@@ -82,6 +82,8 @@ int fa4__hoisted(const fa4__emitter *E, const fa4__expr *e, int rcp);
 int fa4__needs_dual(const fa4__func *f);
 /* emit_tile.c: FA4_SCORE_MOD_TILE, and where nonzero fa4_score_mod_tile and fa4_score_mod_t */
 void fa4__emit_tile_forms(fa4__emitter *E);
+/* emit_affine.c: FA4_SCORE_MOD_AFFINE, and where 1 fa4_score_mod_affine (ds, c, dq, dk over a box) */
+void fa4__emit_affine_form(fa4__emitter *E);
 /* one case of fa4_aux_grad_site_range: site x's (trainable site k's) index interval over a box */
 void fa4__emit_site_range(fa4__emitter *E, const fa4__expr *x, int k);
 /* fa4_tmin, fa4_tmax, fa4_tnorm, fa4_tmul, fa4_tdiv, once per header */

@@ -172,6 +172,21 @@
 #endif
 #endif
 
+/* 1: where score_mod has an affine form over a step's box (emit_affine.c: alibi, head_scale), the
+ * first pass takes P from ds * scale * s + c + dq * (q - q_lo) + dk * (kv - k_lo) (two FMAs a
+ * score) and d score_mod / d score = ds, instead of score_mod's forward and derivative at every
+ * position. Unchecked steps of the split 64-query stage only; not with trainable aux (the
+ * gradient terms need the mod's own form). FA4_SM90_AFFINE 0 turns it off (A/B runs). */
+#ifndef FA4_SM90_AFFINE
+#define FA4_SM90_AFFINE 1
+#endif
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_AFFINE && !FA4_SCORE_MOD_AFFINE_TRAIN && FA4_SM90_AFFINE && \
+    FA4_SM90_BWD_SPLIT && FA4_SM90_BWD_BM == 64 && !(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0)
+#define FA4_SM90_BWD_AFFINE 1
+#else
+#define FA4_SM90_BWD_AFFINE 0
+#endif
+
 /* 1: where mask_mod gathers (FA4_MASK_MOD_GATHERS: document's doc_id[q_idx] == doc_id[kv_idx]), a
  * checked tile's mask (bounds and mask_mod, 32 bits per thread) is computed right after the issue
  * of S^T / dP^T, so its aux reads overlap the tensor cores instead of following the wait (the
@@ -592,6 +607,50 @@ struct fa4_bwd_consumer {
      * sc[c][e] becomes P in place (0 outside the mask) and the second pass packs it; with one,
      * P^T is packed into pp here and sc[c][e] becomes P d score_mod / d score, dS^T's factor (16
      * registers more over the second pass). */
+#if FA4_SM90_BWD_AFFINE
+    /* Whether score_mod is affine over this warp's 16 keys and query tile m0's kBM queries (the
+     * tile-add form's box): the same for every lane of the warp. */
+    __device__ __forceinline__ bool step_affine(int h, int m0, fa4_score_aff &af) const
+    {
+        const long long ql = (long long)m0 + p.q_offset;
+        const long long kl = (long long)(n0 + cw * kBWgKeys + warp * 16) + p.kv_offset;
+        return ql >= -2147483647LL - 1 && ql + kBM - 1 <= 2147483647LL && kl >= -2147483647LL - 1 &&
+               kl + 15 <= 2147483647LL &&
+               fa4_score_mod_affine(b, h, (int)ql, (int)(ql + kBM - 1), (int)kl, (int)(kl + 15), aux, af);
+    }
+
+    /* probs<false> where step_affine holds: element (c, e) is query m0 + 8 c + 2 t + (e & 1), key
+     * key0 + 8 (e >= 2), so its bias is r[e] + dq * 8 c with r[e] the lane's offsets */
+    __device__ __forceinline__ void probs_affine(float (&sc)[kBM / 8][4], unsigned (&pp)[kBM / 16][4], int s,
+                                                 const fa4_score_aff &af) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const float ks = af.ds * p.scale;
+        float r[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            r[e] = fmaf(af.dq, (float)(2 * t + (e & 1)), fmaf(af.dk, (float)(g + (e >= 2 ? 8 : 0)), af.c));
+#pragma unroll
+        for (int c = 0; c < kBM / 8; ++c) {
+            float l2[2];
+            fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
+            float pr[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float x = fmaf(sc[c][e], ks, fmaf(af.dq, (float)(8 * c), r[e]));
+                const float pv = fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1]));
+                sc[c][e] = pv * af.ds;
+                pr[e] = pv;
+            }
+            const int kk = c / 2, hi = (c & 1) * 2;
+            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
+            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
+            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+f"(sc[c][0]), "+f"(sc[c][1]),
+                         "+f"(sc[c][2]), "+f"(sc[c][3])::"memory");
+        }
+    }
+#endif
+
     template <bool kCheck>
     __device__ __forceinline__ void probs(float (&sc)[kBM / 8][4], unsigned (&pp)[kBM / 16][4], int s, int h,
                                           int m0, bool full, unsigned mbits) const
@@ -732,6 +791,17 @@ struct fa4_bwd_consumer {
         fa4_reg_fence(dp);
         dsgrads<kCheck>(sc, dp, pp, pds, s, m0);
     }
+#if FA4_SM90_BWD_AFFINE
+    __device__ __forceinline__ void grads_split_affine(float (&sc)[kBM / 8][4], float (&dp)[kBM / 8][4],
+                                                       unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4],
+                                                       int s, int m0, const fa4_score_aff &af) const
+    {
+        probs_affine(sc, pp, s, af);
+        fa4_wgmma_wait<0>();
+        fa4_reg_fence(dp);
+        dsgrads<false>(sc, dp, pp, pds, s, m0);
+    }
+#endif
 
     /* dS^T fragment -> dS[query][key] in buffer buf (128-byte swizzle, panel = key / 64). */
     __device__ __forceinline__ void store_ds(const unsigned (&pds)[kBM / 16][4], int buf) const
@@ -987,6 +1057,10 @@ struct fa4_bwd_consumer {
         fa4_score_tile tl;
         const bool add = tile_add(h, m0, tl);
 #endif
+#if FA4_SM90_BWD_AFFINE
+        fa4_score_aff af;
+        const bool aff = step_affine(h, m0, af);
+#endif
 #if FA4_BWD_WALK80 /* full: the step's info (bwd_schedule.cuh) */
         const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k &&
                             (FA4_HAS_MASK_MOD ? full == 80u : (full & 0xffu) == 80u);
@@ -1024,6 +1098,11 @@ struct fa4_bwd_consumer {
 #endif
             fa4_wgmma_wait<1>();
             fa4_reg_fence(sc);
+#if FA4_SM90_BWD_AFFINE
+            if (FA4_SM90_BWD_FAST_TILES && inside && aff)
+                grads_split_affine(sc, dp, pp, pds, s, m0, af);
+            else
+#endif
             if (FA4_SM90_BWD_FAST_TILES && inside)
                 grads_split<false>(sc, dp, pp, pds, s, h, m0, full, mbits);
             else {

@@ -17,6 +17,11 @@
 #ifndef FA4_SM90_SOFTMAX_CUH
 #define FA4_SM90_SOFTMAX_CUH
 
+/* FA4_SM90_AFFINE 0 keeps score_mod's own form where it has an affine one (for A/B runs) */
+#ifndef FA4_SM90_AFFINE
+#define FA4_SM90_AFFINE 1
+#endif
+
 /* FA4_SM90_MASK_ROLL N (unchecked builds with a mask_mod; not defined by default): the mask of a
  * fragment is evaluated as bits (bit 4 * (ni % 8) + e of word ni / 8) in a loop over its positions
  * unrolled N times instead of fully, so mask_mod is inlined N times per call instead of 4 NT = 64:
@@ -65,6 +70,31 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
     unsigned bits[(NT + 7) / 8];
     if (kCheck)
         fa4_sm90_mask_rolled<NT>(bits, p, aux, b, h, row0, col0, len_q, len_k, full);
+#endif
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_AFFINE && FA4_SM90_AFFINE
+    /* score_mod affine over the warp's 16 rows and this tile's keys (alibi: ds 1, slopes[h] on
+     * kv - q): ds * scale * s + c + dq * (q - q_lo) + dk * (kv - k_lo), two FMAs a score instead of
+     * the mod's scale multiply, kv - q, I2F and FMA (emit_affine.c; notes/issue8-mod-cost.md). The
+     * box is the tile form's; the test is the same for every lane of the warp. */
+    if (kMod && !kCheck) {
+        const int lane = threadIdx.x & 31;
+        const long long q_lo = (long long)row0 - (lane >> 2) + p.q_offset, q_hi = q_lo + 15;
+        const long long k_lo = (long long)col0 - 2 * (lane & 3) + p.kv_offset, k_hi = k_lo + NT * 8 - 1;
+        fa4_score_aff af;
+        if (q_lo >= -2147483647LL - 1 && q_hi <= 2147483647LL && k_lo >= -2147483647LL - 1 &&
+            k_hi <= 2147483647LL &&
+            fa4_score_mod_affine(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, af)) {
+            const float ks = af.ds * p.scale;
+            const float r0 = fmaf(af.dq, (float)(lane >> 2), fmaf(af.dk, (float)(2 * (lane & 3)), af.c));
+            const float r1 = fmaf(af.dq, 8.0f, r0);
+#pragma unroll
+            for (int ni = 0; ni < NT; ++ni)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    s[ni][e] = fmaf(s[ni][e], ks, fmaf(af.dk, (float)(ni * 8 + (e & 1)), e >= 2 ? r1 : r0));
+            return;
+        }
+    }
 #endif
 #if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_TILE
     /* score_mod's index-dependent parts one value over the warp's 16 rows and this tile's keys

@@ -327,6 +327,67 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 #define FA4_SCORE_MOD_TILE_ADD 0
 #define FA4_SCORE_MOD_TILE_GRAD 0
 
+// ---- score_mod as ds * score + c + dq * (q_idx - q_lo) + dk * (kv_idx - kv_lo) over a box
+#if FA4_CHECKED
+#define FA4_SCORE_MOD_AFFINE 0
+#else
+#define FA4_SCORE_MOD_AFFINE 1
+// a trainable aux tensor: the backward keeps the mod's own form for its gradient
+#define FA4_SCORE_MOD_AFFINE_TRAIN 0
+struct fa4_score_aff {
+    float ds, c, dq, dk;
+};
+// an int part over the box: within +-2^24 with its coefficients, else not taken (and zeroed)
+__device__ __forceinline__ bool fa4_aff_fit(bool ok, long long &c, long long &q, long long &k, long long wq, long long wk)
+{
+    const long long lim = 16777216LL;
+    const long long lo = c + (q < 0 ? q * wq : 0) + (k < 0 ? k * wk : 0);
+    const long long hi = c + (q > 0 ? q * wq : 0) + (k > 0 ? k * wk : 0);
+    const bool fit = c >= -lim && c <= lim && q >= -lim && q <= lim && k >= -lim && k <= lim &&
+                     lo >= -lim && hi <= lim;
+    if (!fit)
+        c = q = k = 0;
+    return ok && fit;
+}
+__device__ __forceinline__ bool fa4_aff_finite(float x)
+{
+    return (__float_as_int(x) & 0x7f800000) != 0x7f800000;
+}
+__device__ __forceinline__ bool fa4_score_mod_affine(int b, int h, int fa4_q_lo, int fa4_q_hi, int fa4_kv_lo, int fa4_kv_hi, const fa4_aux &fa4_a, fa4_score_aff &fa4_r)
+{
+    const int q_idx = fa4_q_lo, kv_idx = fa4_kv_lo;
+    (void)b, (void)h, (void)q_idx, (void)kv_idx;
+    const long long fa4_wq = (long long)fa4_q_hi - fa4_q_lo, fa4_wk = (long long)fa4_kv_hi - fa4_kv_lo;
+    bool fa4_ok = fa4_wq >= 0 && fa4_wk >= 0;
+    const float fa4_as0 = 1.0f, fa4_ac0 = 0.0f, fa4_aq0 = 0.0f, fa4_ak0 = 0.0f;
+    const float fa4_au1 = fa4_aux_slopes(fa4_a, h);
+    long long fa4_ac2 = (long long)fa4_kv_lo, fa4_aq2 = 0LL, fa4_ak2 = 1LL;
+    fa4_ok = fa4_aff_fit(fa4_ok, fa4_ac2, fa4_aq2, fa4_ak2, fa4_wq, fa4_wk);
+    long long fa4_ac3 = (long long)fa4_q_lo, fa4_aq3 = 1LL, fa4_ak3 = 0LL;
+    fa4_ok = fa4_aff_fit(fa4_ok, fa4_ac3, fa4_aq3, fa4_ak3, fa4_wq, fa4_wk);
+    long long fa4_ac4 = fa4_ac2 - fa4_ac3, fa4_aq4 = fa4_aq2 - fa4_aq3, fa4_ak4 = fa4_ak2 - fa4_ak3;
+    fa4_ok = fa4_aff_fit(fa4_ok, fa4_ac4, fa4_aq4, fa4_ak4, fa4_wq, fa4_wk);
+    const float fa4_as5 = 0.0f, fa4_ac5 = (float)fa4_ac4, fa4_aq5 = (float)fa4_aq4, fa4_ak5 = (float)fa4_ak4;
+    const float fa4_as6 = fa4_as5 * fa4_au1, fa4_ac6 = fa4_ac5 * fa4_au1, fa4_aq6 = fa4_aq5 * fa4_au1, fa4_ak6 = fa4_ak5 * fa4_au1;
+    const float fa4_as7 = fa4_as0 + fa4_as6, fa4_ac7 = fa4_ac0 + fa4_ac6, fa4_aq7 = fa4_aq0 + fa4_aq6, fa4_ak7 = fa4_ak0 + fa4_ak6;
+    (void)fa4_as0, (void)fa4_ac0, (void)fa4_aq0, (void)fa4_ak0;
+    (void)fa4_au1;
+    (void)fa4_ac2, (void)fa4_aq2, (void)fa4_ak2;
+    (void)fa4_ac3, (void)fa4_aq3, (void)fa4_ak3;
+    (void)fa4_ac4, (void)fa4_aq4, (void)fa4_ak4;
+    (void)fa4_as5, (void)fa4_ac5, (void)fa4_aq5, (void)fa4_ak5;
+    (void)fa4_as6, (void)fa4_ac6, (void)fa4_aq6, (void)fa4_ak6;
+    (void)fa4_as7, (void)fa4_ac7, (void)fa4_aq7, (void)fa4_ak7;
+    fa4_r.ds = fa4_as7;
+    fa4_r.c = fa4_ac7;
+    fa4_r.dq = fa4_aq7;
+    fa4_r.dk = fa4_ak7;
+    return fa4_ok && fa4_aff_finite(fa4_r.ds) && fa4_aff_finite(fa4_r.c) && fa4_aff_finite(fa4_r.dq) &&
+           fa4_aff_finite(fa4_r.dk);
+}
+#endif
+#line 390 "fa4_mod.cuh"
+
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
@@ -356,7 +417,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 5 "alibi.mod"
     return fa4_dadd(score, fa4_dmul(fa4_daux_slopes(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr), fa4_dconst((float)fa4_isub(kv_idx, q_idx))));
 }
-#line 360 "fa4_mod.cuh"
+#line 421 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

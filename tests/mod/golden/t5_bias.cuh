@@ -390,6 +390,9 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 #define FA4_SCORE_MOD_TILE_ADD 0
 #define FA4_SCORE_MOD_TILE_GRAD 0
 
+// ---- score_mod as ds * score + c + dq * (q_idx - q_lo) + dk * (kv_idx - kv_lo) over a box
+#define FA4_SCORE_MOD_AFFINE 0
+
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
@@ -421,7 +424,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
     return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr));
 }
-#line 425 "fa4_mod.cuh"
+#line 428 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

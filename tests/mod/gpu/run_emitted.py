@@ -11,6 +11,8 @@ CuPy, lays out struct fa4_aux by hand (natural C layout, as mod.h describes it),
   mask                 against the twin's mask, exactly
   tile form            where fa4_score_mod_tile finds a box's index-dependent parts one value,
                        fa4_score_mod_t inside the box against fa4_score_mod
+  affine form          where fa4_score_mod_affine takes a box, ds * s + c + dq (q - q_lo) +
+                       dk (kv - kv_lo) inside it against fa4_score_mod
   aux gradients        (atomicAdd of g * d mod / d aux[i] over all points) against autograd's
 
 the test mods of tests/mod/cases against the CPU evaluator's values (`<case>.expect.json`, written by
@@ -83,6 +85,29 @@ extern "C" __global__ void fa4_mod_tile_check(const float *scores, const int *bo
     if (fa4_score_mod_tile(x[0], x[1], x[2], x[3], x[4], x[5], aux, tile)) {
         out[3 * t] = 1.0f;
         out[3 * t + 2] = fa4_score_mod_t(s, x[0], x[1], x[6], x[7], aux, tile);
+    }
+#endif
+}
+"""
+
+AFFINE_KERNEL = r"""
+extern "C" __global__ void fa4_mod_affine_check(const float *scores, const int *boxes,
+                                                const unsigned char *aux_bytes, float *out, int n)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n)
+        return;
+    const fa4_aux aux = *reinterpret_cast<const fa4_aux *>(aux_bytes);
+    const int *x = boxes + 8 * t; /* b, h, q_lo, q_hi, kv_lo, kv_hi, q, kv */
+    const float s = scores[t];
+    out[3 * t] = 0.0f;
+    out[3 * t + 1] = fa4_score_mod(s, x[0], x[1], x[6], x[7], aux);
+    out[3 * t + 2] = 0.0f;
+#if FA4_SCORE_MOD_AFFINE
+    fa4_score_aff a;
+    if (fa4_score_mod_affine(x[0], x[1], x[2], x[3], x[4], x[5], aux, a)) {
+        out[3 * t] = 1.0f;
+        out[3 * t + 2] = fmaf(s, a.ds, fmaf(a.dk, (float)(x[7] - x[4]), fmaf(a.dq, (float)(x[6] - x[2]), a.c)));
     }
 #endif
 }
@@ -306,6 +331,51 @@ def check_tile(dump, name, seed, need_taken=False):
     return ok
 
 
+def check_affine(dump, name, seed, need_taken=False):
+    """The affine form (emit_affine.c) where the header has one: over random boxes (the forward's
+    16 x 128 and the backward's 64 x 16 among them) at positions up to 2^20, where
+    fa4_score_mod_affine takes the box, its value at a random position inside must agree with
+    fa4_score_mod there within a few ulps of the largest term (relative 2e-6 of |value| + |s| +
+    the bias's magnitude over the box)."""
+    import re
+    import numpy as np
+    header = open(os.path.join(dump, name + ".cuh")).read()
+    if not re.search(r"#define FA4_SCORE_MOD_AFFINE 1", header):
+        return True
+    ST = 1 << 20
+    aux = twins.example_aux(name, B, H, 1024, device="cuda", seed=seed)
+    grads = {k: torch.zeros(aux[k].numel(), dtype=torch.float32, device="cuda")
+             for k in twins.TWINS[name].trainable}
+    rng = np.random.default_rng(seed)
+    n = N
+    hq = rng.choice([16, 64, 1, 200], n)
+    hk = rng.choice([128, 16, 1, 1000], n)
+    near = rng.random(n) < 0.5 # half the boxes near the diagonal, half anywhere
+    qlo = rng.integers(0, ST - hq + 1)
+    klo = np.where(near, np.clip(qlo + rng.integers(-300, 300, n), 0, ST - hk), rng.integers(0, ST - hk + 1))
+    q = qlo + rng.integers(0, hq)
+    kv = klo + rng.integers(0, hk)
+    boxes = np.stack([rng.integers(0, B, n), rng.integers(0, H, n), qlo, qlo + hq - 1, klo,
+                      klo + hk - 1, q, kv], axis=1).astype(np.int32).reshape(-1)
+    scores = (rng.standard_normal(n) * 4).astype(np.float32)
+    mod = cupy.RawModule(code=header + AFFINE_KERNEL, options=("-std=c++17",))
+    fn = mod.get_function("fa4_mod_affine_check")
+    out = cupy.zeros(3 * n, dtype=cupy.float32)
+    fn(((n + 127) // 128,), (128,), (cupy.asarray(scores), cupy.asarray(boxes),
+                                     pack_aux(header, aux, grads), out, cupy.int32(n)))
+    cupy.cuda.runtime.deviceSynchronize()
+    o = cupy.asnumpy(out).reshape(n, 3)
+    taken = o[:, 0] != 0
+    # the bias's magnitude over the box bounds the rounding: |value - s| at the corner plus spans
+    span = np.abs(o[:, 1] - scores) + np.abs(scores) + (hq + hk).astype(np.float64)
+    err = np.abs(o[:, 2].astype(np.float64) - o[:, 1])
+    bad = int((taken & ~(err <= 2e-6 * span + 1e-6)).sum())
+    ok = bad == 0 and (int(taken.sum()) > 0 or not need_taken)
+    print(f"{name + ' (affine form)':24s} boxes {n:5d}  taken {int(taken.sum()):5d}  wrong {bad:4d}  max err {float(err[taken].max()) if taken.any() else 0.0:.3g}  -> "
+          f"{'ok' if ok else 'FAIL'}", flush=True)
+    return ok
+
+
 def trap_child(dump):
     """alibi with 1 slope and heads up to 3: checked traps (at the read, or deferred to
     fa4_mod_checked_finish), release clamps to slopes[0]."""
@@ -336,6 +406,7 @@ def main():
     for i, name in enumerate(twins.names()):
         ok &= check_mod(dump, name, 100 + i)
         ok &= check_tile(dump, name, 500 + i, need_taken=name == "rel_bias")
+        ok &= check_affine(dump, name, 700 + i, need_taken=name in ("alibi", "head_scale"))
     for name in ("branches", "dtypes", "builtins", "tiles"):
         if os.path.exists(os.path.join(dump, name + ".expect.json")):
             ok &= check_case(dump, name)
