@@ -289,11 +289,12 @@ struct fa4_sm90_consumer {
 
     /* Scores of tile j and the online softmax; sc becomes P. Returns whether O needs corr. */
     __device__ __forceinline__ bool softmax(float (&sc)[kN / 8][4], int j, const fa4_sm90_early &e,
-                                            float (&m)[2], float (&l)[2], float (&corr)[2]) const
+                                            float (&m)[2], float (&l)[2], float (&corr)[2],
+                                            fa4_sm90_affw<kN / 8> &aw) const
     {
 #if FA4_SM90_MASK_EARLY
         const int col0 = e.n0 + 2 * (lane & 3);
-        fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, e.lim_k, e.full);
+        fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, e.lim_k, e.full, aw);
         if (e.check)
             fa4_sm90_apply_mask<kN / 8>(sc, e.bits);
 #else
@@ -305,17 +306,17 @@ struct fa4_sm90_consumer {
 #if FA4_HAS_SCORE_MOD && !FA4_CHECKED
         /* score_mod on the whole fragment, then the mask where needed: one inlined copy of score_mod
          * per call instead of one in each branch (half the code, and compile time, of a score_mod) */
-        fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full);
+        fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw);
         if (!mask_free)
-            fa4_sm90_scores<kN / 8, false, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full);
+            fa4_sm90_scores<kN / 8, false, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw);
 #else
         if (mask_free)
-            fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full);
+            fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw);
         else
-            fa4_sm90_scores<kN / 8, true, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full);
+            fa4_sm90_scores<kN / 8, true, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw);
 #endif
 #endif
-        return fa4_sm90_softmax<kN / 8>(sc, m, l, corr, k2);
+        return fa4_sm90_softmax<kN / 8>(sc, m, l, corr, k2, aw);
     }
 
     static __device__ __forceinline__ void rescale(float (&o)[kDvp / 8][4], const float (&corr)[2])
@@ -358,6 +359,8 @@ struct fa4_sm90_consumer {
         unsigned pa[kN / 16][4];
         float corr[2];
         fa4_sm90_early e;
+        fa4_sm90_affw<kN / 8> aw;
+        fa4_sm90_affw_init<kN / 8>(aw, p, aux, b, h, row0);
 #define FA4_STAGE(j) ((it0 + (j)) % kStages)
 #define FA4_PHASE(j) ((unsigned)((it0 + (j)) / kStages) & 1u)
 #if !FA4_SM90_OVERLAP
@@ -375,7 +378,7 @@ struct fa4_sm90_consumer {
             release(bars.ek(s));
             if (j == n_tiles - 1)
                 release(bars.eq());
-            if (softmax(sc, j, e, m, l, corr))
+            if (softmax(sc, j, e, m, l, corr, aw))
                 rescale(o, corr);
             pack(pa, sc);
             fa4_mbar_wait(bars.v(s), FA4_PHASE(j));
@@ -404,7 +407,7 @@ struct fa4_sm90_consumer {
         release(bars.ek(FA4_STAGE(0)));
         if (n_tiles == 1)
             release(bars.eq());
-        softmax(sc, 0, e, m, l, corr); /* O is still zero: nothing to rescale */
+        softmax(sc, 0, e, m, l, corr, aw); /* O is still zero: nothing to rescale */
         pack(pa, sc);
         for (int j = 1; j < n_tiles; ++j) {
             const int s = FA4_STAGE(j), sp = FA4_STAGE(j - 1);
@@ -438,7 +441,7 @@ struct fa4_sm90_consumer {
             release(bars.ek(s));
             if (j == n_tiles - 1)
                 release(bars.eq());
-            const bool need = softmax(sc, j, e, m, l, corr);
+            const bool need = softmax(sc, j, e, m, l, corr, aw);
             fa4_wgmma_wait<0>();
             fa4_reg_fence(o);
             fa4_reg_fence_u(pa);
@@ -472,7 +475,7 @@ struct fa4_sm90_consumer {
             release(bars.ek(s));
             if (j == n_tiles - 1)
                 release(bars.eq());
-            const bool need = softmax(sc, j, e, m, l, corr);
+            const bool need = softmax(sc, j, e, m, l, corr, aw);
             /* ptxas schedules this wait (WARPGROUP.DEPBAR) near the softmax's start, so the softmax
              * of S(j) runs after P(j-1) V(j-1), not beside it; forcing the overlap (a shared store
              * of l here, which the wait stays behind) measured 3-5% slower on causal, D 64, GQA,

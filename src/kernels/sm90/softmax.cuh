@@ -21,6 +21,54 @@
 #ifndef FA4_SM90_AFFINE
 #define FA4_SM90_AFFINE 1
 #endif
+/* FA4_SM90_AFFINE_FOLD 1: the affine form in one FMA a score. Of the bias c + dq (q - q_lo) +
+ * dk (kv - k_lo), the part dk (8 ni + e) that differs between a lane's columns is the same in
+ * every key tile of a work item (dk does not depend on the box: emit_affine.c), so it is made
+ * once per work item (fa4_sm90_affw, 32 registers); the rest is one number per row and tile
+ * (roff), which the softmax adds to the row max and folds into its exponent's FMA. 0: two FMAs
+ * a score, nothing kept across tiles. */
+#ifndef FA4_SM90_AFFINE_FOLD
+#define FA4_SM90_AFFINE_FOLD 1
+#endif
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_AFFINE && FA4_SM90_AFFINE && FA4_SM90_AFFINE_FOLD
+#define FA4_SM90_AFFW 1
+#else
+#define FA4_SM90_AFFW 0
+#endif
+
+template <int NT>
+struct fa4_sm90_affw {
+#if FA4_SM90_AFFW
+    float dk;       /* the dk that w was made with (NaN: none) */
+    float w[NT][2]; /* dk * (8 ni + e) */
+    float roff[2];  /* this tile's rest per row (natural units); 0 where the form was not taken */
+#else
+    int unused;
+#endif
+};
+
+/* Once per work item: dk of score_mod's affine form (any box will do; a tiny one at the start) */
+template <int NT>
+__device__ __forceinline__ void fa4_sm90_affw_init(fa4_sm90_affw<NT> &aw, const fa4_params &p, const fa4_aux &aux,
+                                                   int b, int h, int row0)
+{
+#if FA4_SM90_AFFW
+    const long long q_lo = (long long)row0 - ((threadIdx.x & 31) >> 2) + p.q_offset, k_lo = p.kv_offset;
+    fa4_score_aff af;
+    const bool ok = q_lo >= -2147483647LL - 1 && q_lo <= 2147483647LL && k_lo >= -2147483647LL - 1 &&
+                    k_lo <= 2147483647LL &&
+                    fa4_score_mod_affine(b, h, (int)q_lo, (int)q_lo, (int)k_lo, (int)k_lo, aux, af);
+    aw.dk = ok ? af.dk : __int_as_float(0x7fffffff);
+#pragma unroll
+    for (int ni = 0; ni < NT; ++ni) {
+        aw.w[ni][0] = aw.dk * (float)(8 * ni);
+        aw.w[ni][1] = aw.dk * (float)(8 * ni + 1);
+    }
+    aw.roff[0] = aw.roff[1] = 0.f;
+#else
+    (void)aw, (void)p, (void)aux, (void)b, (void)h, (void)row0;
+#endif
+}
 
 /* FA4_SM90_MASK_ROLL N (unchecked builds with a mask_mod; not defined by default): the mask of a
  * fragment is evaluated as bits (bit 4 * (ni % 8) + e of word ni / 8) in a loop over its positions
@@ -64,8 +112,13 @@ __device__ __forceinline__ void fa4_sm90_mask_rolled(unsigned (&bits)[(NT + 7) /
 template <int NT, bool kMod, bool kCheck>
 __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_params &p,
                                                 const fa4_aux &aux, int b, int h, int row0, int col0,
-                                                int len_q, int len_k, bool full)
+                                                int len_q, int len_k, bool full, fa4_sm90_affw<NT> &aw)
 {
+    (void)aw;
+#if FA4_SM90_AFFW
+    if (kMod)
+        aw.roff[0] = aw.roff[1] = 0.f;
+#endif
 #if FA4_SM90_MASK_ROLLED
     unsigned bits[(NT + 7) / 8];
     if (kCheck)
@@ -83,8 +136,22 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
         fa4_score_aff af;
         if (q_lo >= -2147483647LL - 1 && q_hi <= 2147483647LL && k_lo >= -2147483647LL - 1 &&
             k_hi <= 2147483647LL &&
-            fa4_score_mod_affine(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, af)) {
+            fa4_score_mod_affine(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, af)
+#if FA4_SM90_AFFW
+            && af.dk == aw.dk
+#endif
+        ) {
             const float ks = af.ds * p.scale;
+#if FA4_SM90_AFFW
+            aw.roff[0] = fmaf(af.dq, (float)(lane >> 2), fmaf(af.dk, (float)(2 * (lane & 3)), af.c));
+            aw.roff[1] = fmaf(af.dq, 8.0f, aw.roff[0]);
+#pragma unroll
+            for (int ni = 0; ni < NT; ++ni)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    s[ni][e] = fmaf(s[ni][e], ks, aw.w[ni][e & 1]);
+            return;
+#endif
             const float r0 = fmaf(af.dq, (float)(lane >> 2), fmaf(af.dk, (float)(2 * (lane & 3)), af.c));
             const float r1 = fmaf(af.dq, 8.0f, r0);
 #pragma unroll
@@ -241,8 +308,9 @@ __device__ __forceinline__ float fa4_exp2_sw(float x)
  * the warp changed its reference (corr == 1: the rescale of O may be skipped). */
 template <int NT>
 __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2], float (&l)[2],
-                                                 float (&corr)[2], float k2)
+                                                 float (&corr)[2], float k2, const fa4_sm90_affw<NT> &aw)
 {
+    (void)aw;
     float mnew[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -250,6 +318,9 @@ __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2
 #pragma unroll
         for (int ni = 0; ni < NT; ++ni)
             mx = fmaxf(mx, fmaxf(s[ni][2 * r], s[ni][2 * r + 1]));
+#if FA4_SM90_AFFW
+        mx += aw.roff[r]; /* the scores of row r are s + roff[r] (fa4_sm90_affw) */
+#endif
         mx = fa4_quad_max(mx) * k2;
         mnew[r] = fmaxf(m[r], mx);
     }
@@ -267,12 +338,17 @@ __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2
         const float ref = mnew[r] == -FA4_INF ? 0.f : mnew[r];
         corr[r] = rescale ? fa4_exp2(m[r] - ref) : 1.f;
         m[r] = mnew[r];
+#if FA4_SM90_AFFW
+        const float nref = fmaf(aw.roff[r], k2, -ref);
+#else
+        const float nref = -ref;
+#endif
         float sum = 0.f;
 #pragma unroll
         for (int ni = 0; ni < NT; ++ni) {
 #pragma unroll
             for (int e = 2 * r; e < 2 * r + 2; ++e) {
-                const float x = fmaf(s[ni][e], k2, -ref);
+                const float x = fmaf(s[ni][e], k2, nref);
 #if FA4_SW_EXP2_PERCENT > 0
                 const bool sw = ni < (NT * FA4_SW_EXP2_PERCENT + 50) / 100;
                 s[ni][e] = sw ? fa4_exp2_sw(x) : fa4_exp2(x);
