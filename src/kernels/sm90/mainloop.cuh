@@ -360,7 +360,7 @@ struct fa4_sm90_consumer {
         float corr[2];
         fa4_sm90_early e;
         fa4_sm90_affw<kN / 8> aw;
-        fa4_sm90_affw_init<kN / 8>(aw, p, aux, b, h, row0);
+        fa4_sm90_affw_init<kN / 8>(aw, p, aux, b, h, row0, len_k);
 #define FA4_STAGE(j) ((it0 + (j)) % kStages)
 #define FA4_PHASE(j) ((unsigned)((it0 + (j)) / kStages) & 1u)
 #if !FA4_SM90_OVERLAP

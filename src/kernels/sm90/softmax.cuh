@@ -21,12 +21,13 @@
 #ifndef FA4_SM90_AFFINE
 #define FA4_SM90_AFFINE 1
 #endif
-/* FA4_SM90_AFFINE_FOLD 1: the affine form in one FMA a score. Of the bias c + dq (q - q_lo) +
- * dk (kv - k_lo), the part dk (8 ni + e) that differs between a lane's columns is the same in
- * every key tile of a work item (dk does not depend on the box: emit_affine.c), so it is made
- * once per work item (fa4_sm90_affw, 32 registers); the rest is one number per row and tile
- * (roff), which the softmax adds to the row max and folds into its exponent's FMA. 0: two FMAs
- * a score, nothing kept across tiles. */
+/* FA4_SM90_AFFINE_FOLD 1: the affine form asked once per work item, in one FMA a score. Over the
+ * warp's 16 rows and all the sequence's keys the mod is ds * s + c + dq (q - q_lo) + dk (kv - k_lo)
+ * (one box: every tile's box lies inside it, so the form holds there with the same ds, dq, dk);
+ * of the bias, the part dk (8 ni + e) that differs between a lane's columns is the same in every
+ * key tile, so it is made once (fa4_sm90_affw, 32 registers), and the rest is one number per row
+ * and tile (roff), which the softmax adds to the row max and folds into its exponent's FMA.
+ * 0: asked per tile, two FMAs a score. */
 #ifndef FA4_SM90_AFFINE_FOLD
 #define FA4_SM90_AFFINE_FOLD 1
 #endif
@@ -39,7 +40,8 @@
 template <int NT>
 struct fa4_sm90_affw {
 #if FA4_SM90_AFFW
-    float dk;       /* the dk that w was made with (NaN: none) */
+    bool ok;        /* the form holds over the work item's rows of this warp and every key */
+    float ks, c, dq, dk; /* ds * scale; c at (the warp's first row, key 0) */
     float w[NT][2]; /* dk * (8 ni + e) */
     float roff[2];  /* this tile's rest per row (natural units); 0 where the form was not taken */
 #else
@@ -47,61 +49,32 @@ struct fa4_sm90_affw {
 #endif
 };
 
-/* Once per work item: dk of score_mod's affine form (any box will do; a tiny one at the start) */
+/* Once per work item: the affine form over the warp's rows and keys [0, len_k) */
 template <int NT>
 __device__ __forceinline__ void fa4_sm90_affw_init(fa4_sm90_affw<NT> &aw, const fa4_params &p, const fa4_aux &aux,
-                                                   int b, int h, int row0)
+                                                   int b, int h, int row0, int len_k)
 {
 #if FA4_SM90_AFFW
     const long long q_lo = (long long)row0 - ((threadIdx.x & 31) >> 2) + p.q_offset, k_lo = p.kv_offset;
+    const long long k_hi = k_lo + (len_k > 0 ? len_k - 1 : 0);
     fa4_score_aff af;
-    const bool ok = q_lo >= -2147483647LL - 1 && q_lo <= 2147483647LL && k_lo >= -2147483647LL - 1 &&
-                    k_lo <= 2147483647LL &&
-                    fa4_score_mod_affine(b, h, (int)q_lo, (int)q_lo, (int)k_lo, (int)k_lo, aux, af);
-    aw.dk = ok ? af.dk : __int_as_float(0x7fffffff);
+    aw.ok = q_lo >= -2147483647LL - 1 && q_lo + 15 <= 2147483647LL && k_lo >= -2147483647LL - 1 &&
+            k_hi <= 2147483647LL && len_k < (1 << 24) &&
+            fa4_score_mod_affine(b, h, (int)q_lo, (int)(q_lo + 15), (int)k_lo, (int)k_hi, aux, af);
+    aw.ks = af.ds * p.scale;
+    aw.c = af.c;
+    aw.dq = af.dq;
+    aw.dk = af.dk;
 #pragma unroll
     for (int ni = 0; ni < NT; ++ni) {
-        aw.w[ni][0] = aw.dk * (float)(8 * ni);
-        aw.w[ni][1] = aw.dk * (float)(8 * ni + 1);
+        aw.w[ni][0] = af.dk * (float)(8 * ni);
+        aw.w[ni][1] = af.dk * (float)(8 * ni + 1);
     }
     aw.roff[0] = aw.roff[1] = 0.f;
 #else
-    (void)aw, (void)p, (void)aux, (void)b, (void)h, (void)row0;
+    (void)aw, (void)p, (void)aux, (void)b, (void)h, (void)row0, (void)len_k;
 #endif
 }
-
-/* FA4_SM90_MASK_ROLL N (unchecked builds with a mask_mod; not defined by default): the mask of a
- * fragment is evaluated as bits (bit 4 * (ni % 8) + e of word ni / 8) in a loop over its positions
- * unrolled N times instead of fully, so mask_mod is inlined N times per call instead of 4 NT = 64:
- * N = 4 takes the sm_90a forward of causal from 3344 SASS instructions to 2712 (plain: 2616),
- * document 5176 -> 3040, dilated_window 9280 -> 4832, block_diagonal 7128 -> 3376, and its cold
- * compile near plain attention's (issue 8). Fewer positions in flight at once on partial tiles:
- * not yet measured on a GPU, hence off. */
-#if defined(FA4_SM90_MASK_ROLL) && FA4_HAS_MASK_MOD && !FA4_CHECKED
-#define FA4_SM90_MASK_ROLLED 1
-template <int NT>
-__device__ __forceinline__ void fa4_sm90_mask_rolled(unsigned (&bits)[(NT + 7) / 8], const fa4_params &p,
-                                                     const fa4_aux &aux, int b, int h, int row0, int col0,
-                                                     int len_q, int len_k, bool full)
-{
-#pragma unroll
-    for (int w = 0; w < (NT + 7) / 8; ++w) {
-        unsigned m = 0u;
-#pragma unroll FA4_SM90_MASK_ROLL
-        for (int c = 0; c < 32 && 8 * w + c / 4 < NT; ++c) {
-            const int ni = 8 * w + c / 4, e = c & 3;
-            const int qi = row0 + (e >= 2 ? 8 : 0);
-            const int ki = col0 + ni * 8 + (e & 1);
-            const bool ok = !(qi >= len_q || ki >= len_k) &
-                            (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
-            m |= (unsigned)ok << c;
-        }
-        bits[w] = m;
-    }
-}
-#else
-#define FA4_SM90_MASK_ROLLED 0
-#endif
 
 /* The scores of one S fragment: kMod applies score_mod (to the scaled score), kCheck the sequence
  * bounds and mask_mod (-inf where a pair may not attend). Unchecked builds evaluate mask_mod at
@@ -124,11 +97,24 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
     if (kCheck)
         fa4_sm90_mask_rolled<NT>(bits, p, aux, b, h, row0, col0, len_q, len_k, full);
 #endif
-#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_AFFINE && FA4_SM90_AFFINE
-    /* score_mod affine over the warp's 16 rows and this tile's keys (alibi: ds 1, slopes[h] on
-     * kv - q): ds * scale * s + c + dq * (q - q_lo) + dk * (kv - k_lo), two FMAs a score instead of
-     * the mod's scale multiply, kv - q, I2F and FMA (emit_affine.c; notes/issue8-mod-cost.md). The
-     * box is the tile form's; the test is the same for every lane of the warp. */
+#if FA4_SM90_AFFW
+    /* score_mod affine (alibi: ds 1, slopes[h] on kv - q; fa4_sm90_affw): one FMA a score instead
+     * of the mod's scale multiply, kv - q, I2F and FMA (emit_affine.c; notes/issue8-mod-cost.md) */
+    if (kMod && !kCheck && aw.ok) {
+        const int lane = threadIdx.x & 31;
+        const float ct = fmaf(aw.dk, (float)(col0 - 2 * (lane & 3)), aw.c); /* at the tile's key 0 */
+        aw.roff[0] = fmaf(aw.dq, (float)(lane >> 2), fmaf(aw.dk, (float)(2 * (lane & 3)), ct));
+        aw.roff[1] = fmaf(aw.dq, 8.0f, aw.roff[0]);
+#pragma unroll
+        for (int ni = 0; ni < NT; ++ni)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                s[ni][e] = fmaf(s[ni][e], aw.ks, aw.w[ni][e & 1]);
+        return;
+    }
+#elif FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_AFFINE && FA4_SM90_AFFINE
+    /* score_mod affine over the warp's 16 rows and this tile's keys: two FMAs a score. The box is
+     * the tile form's; the test is the same for every lane of the warp. */
     if (kMod && !kCheck) {
         const int lane = threadIdx.x & 31;
         const long long q_lo = (long long)row0 - (lane >> 2) + p.q_offset, q_hi = q_lo + 15;
@@ -136,22 +122,8 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
         fa4_score_aff af;
         if (q_lo >= -2147483647LL - 1 && q_hi <= 2147483647LL && k_lo >= -2147483647LL - 1 &&
             k_hi <= 2147483647LL &&
-            fa4_score_mod_affine(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, af)
-#if FA4_SM90_AFFW
-            && af.dk == aw.dk
-#endif
-        ) {
+            fa4_score_mod_affine(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, af)) {
             const float ks = af.ds * p.scale;
-#if FA4_SM90_AFFW
-            aw.roff[0] = fmaf(af.dq, (float)(lane >> 2), fmaf(af.dk, (float)(2 * (lane & 3)), af.c));
-            aw.roff[1] = fmaf(af.dq, 8.0f, aw.roff[0]);
-#pragma unroll
-            for (int ni = 0; ni < NT; ++ni)
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    s[ni][e] = fmaf(s[ni][e], ks, aw.w[ni][e & 1]);
-            return;
-#endif
             const float r0 = fmaf(af.dq, (float)(lane >> 2), fmaf(af.dk, (float)(2 * (lane & 3)), af.c));
             const float r1 = fmaf(af.dq, 8.0f, r0);
 #pragma unroll
