@@ -255,6 +255,36 @@
 #if FA4_SM90_BWD_DQ_PEEK && FA4_SM90_BWD_DQ_PASS != 1
 #error "FA4_SM90_BWD_DQ_PEEK needs FA4_SM90_BWD_DQ_PASS 1"
 #endif
+/* FA4_SM90_BWD_TURN_AGENT 1 (with FA4_SM90_BWD_DQ_PASS 1, no peek): the gpu-scope half of the
+ * turns leaves the consumer warpgroups. Per dQ warpgroup one thread of the producer's warpgroup
+ * (warp 1 + cw, lane 0: otherwise idle), the agent (fa4_bwd_turn_agent), does the release
+ * (red.release.gpu: MEMBAR.ALL.GPU, ERRBAR, RED) and the poll of the step's turn
+ * (ld.acquire.gpu); the issuer only hands it each step in the S/dP window (after its previous
+ * reduce-adds are complete) and waits for its "go" at the dQ write, both shared-memory
+ * mbarriers. Why it is correct (PTX memory model, causality order is transitive): key tile n's
+ * adds (async proxy) are complete for its issuer I(n) (cp.async.bulk.wait_group 0), which then
+ * orders them before its generic accesses (fence.proxy.async.global) and arrives on "post"
+ * (mbarrier.arrive: release, cta scope); its agent A(n) waits on it (try_wait: acquire, cta) and
+ * adds 1 to the counter with release at gpu scope; A(n + 1)'s ld.acquire.gpu that reads that
+ * value (or a later add of the release sequence: every write to a counter is an atomic add)
+ * synchronizes with it; A(n + 1) arrives on its "go" (release, cta), I(n + 1) waits on it
+ * (acquire, cta), then fence.proxy.async.global and its reduce-adds: so n's adds happen before
+ * n + 1's in every run. 0: the issuer releases (pass_dq_turn) and polls (fa4_bwd_wait_turn)
+ * itself. */
+#ifndef FA4_SM90_BWD_TURN_AGENT
+#define FA4_SM90_BWD_TURN_AGENT 0
+#endif
+#if FA4_SM90_BWD_TURN_AGENT && (FA4_SM90_BWD_DQ_PASS != 1 || FA4_SM90_BWD_DQ_PEEK)
+#undef FA4_SM90_BWD_TURN_AGENT
+#define FA4_SM90_BWD_TURN_AGENT 0 /* the spill fallback, padded D 64 (turns at the step's end) */
+#endif
+/* FA4_SM90_BWD_TURN_RELEASE 1 (FA4_SM90_BWD_DQ_PASS 1, no agent, no peek): the issuer's pass is
+ * red.release.gpu after fence.proxy.async.global, without fence.acq_rel.gpu (the acquire half,
+ * CCTL.IVALL and MEMBAR.ALL.CTA in SASS, is only needed for the peek's relaxed read; the waiter
+ * acquires by its ld.acquire.gpu). 0: fence.acq_rel.gpu, red.relaxed.gpu. */
+#ifndef FA4_SM90_BWD_TURN_RELEASE
+#define FA4_SM90_BWD_TURN_RELEASE 0
+#endif
 
 template <int R> __device__ __forceinline__ void fa4_bwd_fence_u(unsigned (&a)[R][4])
 {
@@ -828,10 +858,14 @@ struct fa4_bwd_consumer {
             fa4_bulk_wait<0>(); /* the adds are complete, not only read */
             asm volatile("fence.proxy.async.global;\n" ::: "memory");
         }
-        if (kFence || ctr)
+        if (FA4_SM90_BWD_TURN_RELEASE && !kFence) {
+            if (ctr) /* the waiter's ld.acquire.gpu is the acquire */
+                asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(ctr) : "memory");
+        } else if (kFence || ctr)
             asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
         if (ctr) {
-            asm volatile("red.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(ctr) : "memory");
+            if (!(FA4_SM90_BWD_TURN_RELEASE && !kFence))
+                asm volatile("red.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(ctr) : "memory");
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
         }
     }
@@ -891,11 +925,33 @@ struct fa4_bwd_consumer {
         return p.dq_sem + (row0 >> 2) * 2 + cw; /* 2 per query tile for any kBDqWgs: bwd_pre zeroes them */
     }
 
+    /* Deterministic, issuer only, FA4_SM90_BWD_TURN_AGENT: hand the agent the turn still held
+     * (once its adds are complete) and the next step's counter and turn (next 0: the walk is
+     * over). Every step posts once, and a post follows the agent's "go" of the step before (the
+     * dQ write waited for it), so the words are free and "post" and "go" run in lock step. */
+    __device__ __forceinline__ void post_dq_turn(unsigned long long next, int turn) const
+    {
+        unsigned long long prev;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(prev) : "r"(sm.dq_pending(cw)) : "memory");
+        if (prev) {
+            fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        }
+        asm volatile("st.shared.v2.u64 [%0], {%1, %2};\n" ::"r"(sm.turn_post(cw)), "l"(prev), "l"(next) : "memory");
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.turn_post(cw) + 16u), "r"(turn) : "memory");
+        fa4_mbar_arrive(sm.bar_turn_post(cw));
+    }
+
     /* Deterministic, issuer only, while the step's S/dP wgmmas run (FA4_SM90_BWD_DQ_PASS 1): pass
      * on the previous step's turn and, with FA4_SM90_BWD_DQ_PEEK, note whether this step's turn
-     * has already come. */
-    __device__ __forceinline__ void dq_turn_window(int h, int m0) const
+     * has already come; with the agent, post both to it. */
+    __device__ __forceinline__ void dq_turn_window(int h, int m0, int s) const
     {
+        (void)s;
+#if FA4_SM90_BWD_TURN_AGENT
+        post_dq_turn((unsigned long long)dq_turn_ctr(h, m0), dq_turn(s, h, m0));
+        return;
+#endif
 #if FA4_SM90_BWD_DQ_PEEK
         int v;
         asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(dq_turn_ctr(h, m0)) : "memory");
@@ -922,8 +978,10 @@ struct fa4_bwd_consumer {
      * (path_sm90.c), and every wait is for a step of no later walk position (ties: smaller key
      * tiles), so none closes a cycle. */
     template <bool kTurn>
-    __device__ __forceinline__ void write_dq_tma(const float (&dq)[FA4_SM90_BWD_DQ_CHUNKS][4], int h, int m0, int s) const
+    __device__ __forceinline__ void write_dq_tma(const float (&dq)[FA4_SM90_BWD_DQ_CHUNKS][4], int h, int m0, int s,
+                                                 int it) const
     {
+        (void)it;
         const int g = lane >> 2, t = lane & 3;
         const unsigned buf = sm.dqs(cw);
         const bool issuer = warp == 0 && lane == 0;
@@ -969,7 +1027,9 @@ struct fa4_bwd_consumer {
             const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
             int *ctr = kTurn && p.dq_sem ? p.dq_sem + (row0 >> 2) * 2 + cw : nullptr;
             if (ctr) {
-#if FA4_SM90_BWD_DQ_PEEK
+#if FA4_SM90_BWD_TURN_AGENT
+                fa4_mbar_wait(sm.bar_turn_go(cw), (unsigned)it & 1u); /* the agent saw the turn */
+#elif FA4_SM90_BWD_DQ_PEEK
                 unsigned seen;
                 asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(seen) : "r"(sm.dq_seen(cw)) : "memory");
                 if (!seen)
@@ -992,9 +1052,10 @@ struct fa4_bwd_consumer {
     /* dQ partial of this step into the workspace: the TMA reduce-add (in turn when p.dq_sem and
      * kTurn; kTurn false only where p.dq_sem is known to be null). */
     template <bool kTurn = true>
-    __device__ __forceinline__ void write_dq(const float (&dq)[FA4_SM90_BWD_DQ_CHUNKS][4], int h, int m0, int s) const
+    __device__ __forceinline__ void write_dq(const float (&dq)[FA4_SM90_BWD_DQ_CHUNKS][4], int h, int m0, int s,
+                                             int it) const
     {
-        write_dq_tma<kTurn>(dq, h, m0, s);
+        write_dq_tma<kTurn>(dq, h, m0, s, it);
     }
 
     /* FA4_SM90_BWD_DQ_LAG, not deterministic: the dQ of the walk's last step it (its dS in buffer
@@ -1014,7 +1075,7 @@ struct fa4_bwd_consumer {
             issue_dq_at(dq, lb, kbase);
             fa4_wgmma_wait<0>();
             fa4_reg_fence(dq);
-            write_dq<false>(dq, h, m0, 0);
+            write_dq<false>(dq, h, m0, 0, 0);
         }
     }
 
@@ -1085,7 +1146,7 @@ struct fa4_bwd_consumer {
 #endif
 #if FA4_SM90_BWD_DQ_PASS == 1
             if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
-                dq_turn_window(h, m0); /* the previous step's turn */
+                dq_turn_window(h, m0, s); /* the previous step's turn */
 #endif
 #if !FA4_BWD_WALK80
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
@@ -1189,7 +1250,7 @@ struct fa4_bwd_consumer {
                 __syncwarp();
                 if (lane == 0)
                     fa4_mbar_arrive(sm.bar_ds_empty(qb));
-                write_dq(dq, lag ? hp : h, lag ? m0p : m0, s);
+                write_dq(dq, lag ? hp : h, lag ? m0p : m0, s, it);
             }
         } else {
             fa4_wgmma_fence();
@@ -1226,7 +1287,7 @@ struct fa4_bwd_consumer {
             fa4_wgmma_wait<1>();
 #endif
             fa4_reg_fence(dq);
-            write_dq(dq, h, m0, s);
+            write_dq(dq, h, m0, s, it);
         } else {
             fa4_wgmma_fence();
             issue_dk(dk, pds, s);
@@ -1239,7 +1300,7 @@ struct fa4_bwd_consumer {
             issue_dkv(dk, dv, pp, pds, s);
             fa4_wgmma_wait<1>();
             fa4_reg_fence(dq);
-            write_dq(dq, h, m0, s);
+            write_dq(dq, h, m0, s, it);
         } else {
             fa4_wgmma_fence();
             issue_dkv(dk, dv, pp, pds, s);
@@ -1263,7 +1324,7 @@ struct fa4_bwd_consumer {
                 fa4_mbar_arrive(sm.bar_empty(s));
             fa4_wgmma_wait<0>();
             fa4_reg_fence(dq);
-            write_dq(dq, h, m0, s);
+            write_dq(dq, h, m0, s, it);
             if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0)
                 release_dq_turn();
         } else {
@@ -1278,5 +1339,32 @@ struct fa4_bwd_consumer {
 #endif
     }
 };
+
+#if FA4_SM90_BWD_TURN_AGENT
+/* The turn agent of dQ warpgroup wg (FA4_SM90_BWD_TURN_AGENT; one thread of the producer's
+ * warpgroup, 24 registers): per step, once its issuer has posted, pass on the turn it held and
+ * wait for the step's own turn, then say "go". Ends at the post without a next counter (after the
+ * walk). */
+/* Not inlined: inlined into the producer's warpgroup (24 registers), any second role there made
+ * ptxas spill the producer's walk (28 bytes at plain D 128, 44 at 80 queries; session 3 saw the
+ * same); as a call it takes 16 registers (R0-R15) and nothing of the producer's. */
+__device__ __noinline__ void fa4_bwd_turn_agent(const fa4_bwd_smem sm, int wg)
+{
+#pragma unroll 1
+    for (unsigned j = 0;; ++j) {
+        fa4_mbar_wait(sm.bar_turn_post(wg), j & 1u);
+        unsigned long long prev, next;
+        int turn;
+        asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n" : "=l"(prev), "=l"(next) : "r"(sm.turn_post(wg)) : "memory");
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(turn) : "r"(sm.turn_post(wg) + 16u) : "memory");
+        if (prev)
+            asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(prev) : "memory");
+        if (!next)
+            break;
+        fa4_bwd_wait_turn((const int *)next, turn);
+        fa4_mbar_arrive(sm.bar_turn_go(wg));
+    }
+}
+#endif
 
 #endif /* FA4_SM90_BWD_CONSUMER_CUH */

@@ -243,6 +243,12 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         }
         /* rotated deterministic walks: the turns' constants (the producer's and the issuers') */
         fa4_bwd_rot_init(p, sm.dq_rot(), n_tile, seq.len_q, seq.len_k);
+#if FA4_SM90_BWD_TURN_AGENT
+        for (int i = 0; i < kBDqWgs; ++i) { /* deterministic dQ: the issuer's posts, the agent's go */
+            fa4_mbar_init(sm.bar_turn_post(i), 1);
+            fa4_mbar_init(sm.bar_turn_go(i), 1);
+        }
+#endif
 #if FA4_SM90_BWD_DQ_LAG
         for (int i = 0; i < 2; ++i) { /* every consumer warp stores dS; the dQ warps read it */
             fa4_mbar_init(sm.bar_ds_full(i), 8);
@@ -257,6 +263,13 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     if (wg == 0) {
         /* ------------------------------------------------------------------- producer */
         fa4_regs_dec<kBProducerRegs>();
+#if FA4_SM90_BWD_TURN_AGENT
+        if (p.dq_sem && (tid == 32 || (kBDqWgs == 2 && tid == 64))) {
+            fa4_pdl_wait(); /* the turn counters are zeroed by bwd_pre */
+            fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
+            return;
+        }
+#endif
         if (tid != 0)
             return;
         fa4_bwd_produce<FA4_SM90_BWD_TURN_SLOT != 0, kBDqRotOff>(p, sm, &tm_q, &tm_k, &tm_v, &tm_do, &tm_lse2, &tm_dpsum, b, hk,
@@ -333,7 +346,10 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             c.drain_dq(it - 1, hp, m0p); /* the last step's dQ */
 #endif
         if (warp == 0 && lane == 0 && cw < kBDqWgs) {
-#if FA4_SM90_BWD_DQ_PASS == 1
+#if FA4_SM90_BWD_TURN_AGENT
+            if (p.dq_sem)
+                c.post_dq_turn(0ull, 0); /* the last step's, and the agent's end */
+#elif FA4_SM90_BWD_DQ_PASS == 1
             if (p.dq_sem)
                 c.pass_dq_turn<false>(); /* the last step's */
 #else
