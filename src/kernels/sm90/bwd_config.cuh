@@ -153,10 +153,12 @@ struct fa4_bwd_smem {
     __device__ __forceinline__ unsigned bar_ds_empty(int buf) const { return bar_kv() + 80u + 8u * (unsigned)buf; }
     /* deterministic dQ with FA4_SM90_BWD_TURN_AGENT (bwd_consumer.cuh): per dQ warpgroup, the
      * mbarriers "post" (its issuer handed a step over) and "go" (the agent saw the step's turn), and
-     * the post's words {turn counter to pass on (u64), the step's counter (u64), the step's turn} */
+     * the post's words {turn counter to pass on (u64), the step's counter (u64), the step's turn}
+     * at a 16-byte boundary (one v2.u64 store and load: 24-byte strides raised
+     * CUDA_ERROR_MISALIGNED_ADDRESS) */
     __device__ __forceinline__ unsigned bar_turn_post(int wg) const { return bar_kv() + 96u + 8u * (unsigned)wg; }
     __device__ __forceinline__ unsigned bar_turn_go(int wg) const { return bar_kv() + 112u + 8u * (unsigned)wg; }
-    __device__ __forceinline__ unsigned turn_post(int wg) const { return bar_kv() + 128u + 24u * (unsigned)wg; }
+    __device__ __forceinline__ unsigned turn_post(int wg) const { return bar_kv() + 128u + 32u * (unsigned)wg; }
 #if FA4_SM90_BWD_AUX_WIN
     /* trainable read site k: {first index, entries n, copies - 1, window address} in the header,
      * then its fp32 entries (copy c of entry j at c n + j) */
@@ -167,7 +169,8 @@ struct fa4_bwd_smem {
     }
 #endif
 };
-static_assert(8 * (1 + 2 * 3) <= 64 && 80 + 2 * 8 <= 96 && 112 + 2 * 8 <= 128 && 128 + 2 * 24 <= 256 && 280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 304 &&
+static_assert(8 * (1 + 2 * 3) <= 64 && 80 + 2 * 8 <= 96 && 112 + 2 * 8 <= 128 && 128 + 2 * 32 <= 256 &&
+                  280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 304 &&
                   kBDqRotOff == 304 && 304 + 5 * 4 <= 512, "barrier space");
 
 /* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is
