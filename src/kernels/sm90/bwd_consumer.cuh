@@ -234,16 +234,15 @@
  * their next wgmma, so that wait must not come right before one):
  *   1: in the next step's S/dP window, while those wgmmas run (H200, plain B4 H16 S4096 D128:
  *      4.17 ms against 4.56); one more register over the walk (rel_bias D 128 spilled with it);
- *   0: at the step's own end, after dV/dK (the spill fallback, and padded D 64).
+ *   0: at the step's own end, after dV/dK (the spill fallback).
  * Measured and dropped (same run): two steps later (wait_group 1, no completion wait) 5.04 ms,
  * and at the next step's dQ write 4.30 ms: the turn's lag along the chain of key tiles costs more
- * than the issuer's wait (notes/sm90-bwd.md). */
+ * than the issuer's wait (notes/sm90-bwd.md). Padded D 64 (one dQ warpgroup) kept 0 until session
+ * 11 (window alone: deterministic D64 B8 H8 3.11 -> 3.05 ms, non-deterministic 1.94 -> 2.01, one
+ * run each); with the turn agent (below) it takes the window too: deterministic D64 B8 H8 2.70 ->
+ * 2.00 ms, B8 H16 5.27 -> 3.91 (H200, 2026-12-03). */
 #ifndef FA4_SM90_BWD_DQ_PASS
-#if FA4_HEAD_DIM > 64
 #define FA4_SM90_BWD_DQ_PASS 1
-#else /* one dQ warpgroup: deterministic D64 B8 H8 3.11 -> 3.05 ms, but non-deterministic 1.94 -> 2.01 */
-#define FA4_SM90_BWD_DQ_PASS 0
-#endif
 #endif
 /* 1 (with FA4_SM90_BWD_DQ_PASS 1): in the S/dP window the issuer also reads this step's turn
  * counter once (no wait; the fence that passes the previous turn on makes it an acquire); when the
@@ -255,7 +254,7 @@
 #if FA4_SM90_BWD_DQ_PEEK && FA4_SM90_BWD_DQ_PASS != 1
 #error "FA4_SM90_BWD_DQ_PEEK needs FA4_SM90_BWD_DQ_PASS 1"
 #endif
-/* FA4_SM90_BWD_TURN_AGENT 1 (with FA4_SM90_BWD_DQ_PASS 1, no peek): the gpu-scope half of the
+/* FA4_SM90_BWD_TURN_AGENT 1 (default; with FA4_SM90_BWD_DQ_PASS 1, no peek): the gpu-scope half of the
  * turns leaves the consumer warpgroups. Per dQ warpgroup one thread of the producer's warpgroup
  * (warp 1 + cw, lane 0: otherwise idle), the agent (fa4_bwd_turn_agent), does the release
  * (red.release.gpu: MEMBAR.ALL.GPU, ERRBAR, RED) and the poll of the step's turn
@@ -269,19 +268,28 @@
  * value (or a later add of the release sequence: every write to a counter is an atomic add)
  * synchronizes with it; A(n + 1) arrives on its "go" (release, cta), I(n + 1) waits on it
  * (acquire, cta), then fence.proxy.async.global and its reduce-adds: so n's adds happen before
- * n + 1's in every run. 0: the issuer releases (pass_dq_turn) and polls (fa4_bwd_wait_turn)
- * itself. */
+ * n + 1's in every run. Why it is faster: the release's MEMBAR.ALL.GPU and the poll's L2 round
+ * trip stalled the issuer's warp, and with it its warpgroup at the next wgmma, at every step.
+ * H200 bf16 B4 H16 S4096 D128 deterministic bwd, same call (2026-12-03 05:55 UTC, 3 rounds):
+ * plain 3.438 / 3.447 / 3.459 -> 2.692 / 2.695 / 2.697 ms (default mode 2.54-2.59), S8192 12.62 -
+ * 13.07 -> 10.90 - 11.01 (default 10.57-10.71), causal (block mask) 2.256 - 2.260 -> 1.995 -
+ * 2.013, GQA 32:4 causal B2 3.02 -> 2.54 - 2.56, ALiBi 4.03 - 4.49 -> 3.19 - 3.20
+ * (notes/sm90-bwd.md, session 11). 0: the issuer releases (pass_dq_turn) and polls
+ * (fa4_bwd_wait_turn) itself. */
 #ifndef FA4_SM90_BWD_TURN_AGENT
-#define FA4_SM90_BWD_TURN_AGENT 0
+#define FA4_SM90_BWD_TURN_AGENT 1
 #endif
 #if FA4_SM90_BWD_TURN_AGENT && (FA4_SM90_BWD_DQ_PASS != 1 || FA4_SM90_BWD_DQ_PEEK)
 #undef FA4_SM90_BWD_TURN_AGENT
-#define FA4_SM90_BWD_TURN_AGENT 0 /* the spill fallback, padded D 64 (turns at the step's end) */
+#define FA4_SM90_BWD_TURN_AGENT 0 /* the full fallback (turns at the step's end) */
 #endif
 /* FA4_SM90_BWD_TURN_RELEASE 1 (FA4_SM90_BWD_DQ_PASS 1, no agent, no peek): the issuer's pass is
  * red.release.gpu after fence.proxy.async.global, without fence.acq_rel.gpu (the acquire half,
  * CCTL.IVALL and MEMBAR.ALL.CTA in SASS, is only needed for the peek's relaxed read; the waiter
- * acquires by its ld.acquire.gpu). 0: fence.acq_rel.gpu, red.relaxed.gpu. */
+ * acquires by its ld.acquire.gpu; the release keeps MEMBAR.ALL.GPU + ERRBAR, as any gpu-scope
+ * release does). Measured no gain (H200, same call, 2026-12-03 05:48 UTC, deterministic plain
+ * 3.445 / 3.435 -> 3.427 / 3.424 ms, S8192 12.72 / 12.49 -> 12.44 / 12.67, causal and GQA equal):
+ * off. 0: fence.acq_rel.gpu, red.relaxed.gpu. */
 #ifndef FA4_SM90_BWD_TURN_RELEASE
 #define FA4_SM90_BWD_TURN_RELEASE 0
 #endif
