@@ -4,7 +4,8 @@
  * and register split come from sm90/config.cuh (the forward's), the rest is the backward's own:
  *   a CTA holds kBN = 128 keys of one (batch, kv head): K and V resident (loaded once by TMA);
  *   3 warpgroups: warpgroup 0 the producer (one warp streams Q, dO, lse2 and dpsum of kBM = 64
- *   query rows per step, 80 in the bwd_main90m80 program, through a kBStages ring), warpgroups 1 and 2 the consumers, 64 keys each
+ *   query rows per step, 80 in the bwd_main90m80 program, through a kBStages ring; in deterministic
+ *   calls lane 0 of warps 1 and 2 are the dQ turn agents, bwd_consumer.cuh), warpgroups 1 and 2 the consumers, 64 keys each
  *   (their dK and dV rows live in their registers for the whole walk);
  *   dS goes through shared memory (double-buffered, [query][key] in the 128-byte swizzle) for dQ.
  * Every shared tile is a set of 64-column panels of 128-byte rows in TMA's 128-byte swizzle, the

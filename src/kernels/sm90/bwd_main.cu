@@ -20,7 +20,9 @@
  *     bwd_consumer.cuh, then the epilogue: dK (times the softmax scale) and dV from registers.
  * dQ goes into the workspace by TMA bulk reduce-adds of each consumer's staged fp32 tile; in
  * deterministic mode (p.dq_sem) in key-tile order per query tile, on turn counters in the workspace
- * (bwd_consumer.cuh write_dq_tma): one accumulator, so bwd_post has one slot to convert. With a
+ * (bwd_consumer.cuh write_dq_tma; the release and the wait at gpu scope are done by one thread
+ * of warpgroup 0 per dQ warpgroup, the turn agent, FA4_SM90_BWD_TURN_AGENT): one accumulator, so
+ * bwd_post has one slot to convert. With a
  * block mask the turn of a (key tile, query tile) is the key tile's rank among the key tiles whose
  * lists hold the query tile, from a table fa4_sm90_bwd_rank builds before this program runs; the
  * producer leaves each step's entry next to its stage for the dQ issuer (FA4_SM90_BWD_TURN_SLOT;
