@@ -186,6 +186,16 @@
 #else
 #define FA4_SM90_BWD_AFFINE 0
 #endif
+/* The affine form over every query of the sequence and a warp's 16 keys (one box: each step's
+ * box lies inside it, with the same ds, dq, dk), asked when the walk reaches a new head (a CTA
+ * walks every query head of its kv head's group), not at every step. */
+struct fa4_bwd_aff {
+    int h; /* the head it was asked for (-1: none yet) */
+#if FA4_SM90_BWD_AFFINE
+    bool ok;
+    float ks, c, dq, dk, ds; /* ks = ds * scale; c at (query 0, the warp's first key) */
+#endif
+};
 
 /* 1: where mask_mod gathers (FA4_MASK_MOD_GATHERS: document's doc_id[q_idx] == doc_id[kv_idx]), a
  * checked tile's mask (bounds and mask_mod, 32 bits per thread) is computed right after the issue
@@ -646,28 +656,34 @@ struct fa4_bwd_consumer {
      * P^T is packed into pp here and sc[c][e] becomes P d score_mod / d score, dS^T's factor (16
      * registers more over the second pass). */
 #if FA4_SM90_BWD_AFFINE
-    /* Whether score_mod is affine over this warp's 16 keys and query tile m0's kBM queries (the
-     * tile-add form's box): the same for every lane of the warp. */
-    __device__ __forceinline__ bool step_affine(int h, int m0, fa4_score_aff &af) const
+    /* fa4_bwd_aff for head h: the form over queries [0, len_q) and this warp's 16 keys, the same for
+     * every lane of the warp */
+    __device__ __forceinline__ void affine_for(int h, fa4_bwd_aff &a) const
     {
-        const long long ql = (long long)m0 + p.q_offset;
+        const long long ql = p.q_offset, qh = ql + (len_q > 0 ? len_q - 1 : 0);
         const long long kl = (long long)(n0 + cw * kBWgKeys + warp * 16) + p.kv_offset;
-        return ql >= -2147483647LL - 1 && ql + kBM - 1 <= 2147483647LL && kl >= -2147483647LL - 1 &&
-               kl + 15 <= 2147483647LL &&
-               fa4_score_mod_affine(b, h, (int)ql, (int)(ql + kBM - 1), (int)kl, (int)(kl + 15), aux, af);
+        fa4_score_aff af;
+        a.h = h;
+        a.ok = ql >= -2147483647LL - 1 && qh <= 2147483647LL && kl >= -2147483647LL - 1 && kl + 15 <= 2147483647LL &&
+               len_q < (1 << 24) && fa4_score_mod_affine(b, h, (int)ql, (int)qh, (int)kl, (int)(kl + 15), aux, af);
+        a.ks = af.ds * p.scale;
+        a.c = af.c;
+        a.dq = af.dq;
+        a.dk = af.dk;
+        a.ds = af.ds;
     }
 
-    /* probs<false> where step_affine holds: element (c, e) is query m0 + 8 c + 2 t + (e & 1), key
+    /* probs<false> where the form holds: element (c, e) is query m0 + 8 c + 2 t + (e & 1), key
      * key0 + 8 (e >= 2), so its bias is r[e] + dq * 8 c with r[e] the lane's offsets */
-    __device__ __forceinline__ void probs_affine(float (&sc)[kBM / 8][4], unsigned (&pp)[kBM / 16][4], int s,
-                                                 const fa4_score_aff &af) const
+    __device__ __forceinline__ void probs_affine(float (&sc)[kBM / 8][4], unsigned (&pp)[kBM / 16][4], int s, int m0,
+                                                 const fa4_bwd_aff &af) const
     {
         const int g = lane >> 2, t = lane & 3;
-        const float ks = af.ds * p.scale;
+        const float cm = fmaf(af.dq, (float)m0, af.c);
         float r[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-            r[e] = fmaf(af.dq, (float)(2 * t + (e & 1)), fmaf(af.dk, (float)(g + (e >= 2 ? 8 : 0)), af.c));
+            r[e] = fmaf(af.dq, (float)(2 * t + (e & 1)), fmaf(af.dk, (float)(g + (e >= 2 ? 8 : 0)), cm));
 #pragma unroll
         for (int c = 0; c < kBM / 8; ++c) {
             float l2[2];
@@ -675,7 +691,7 @@ struct fa4_bwd_consumer {
             float pr[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const float x = fmaf(sc[c][e], ks, fmaf(af.dq, (float)(8 * c), r[e]));
+                const float x = fmaf(sc[c][e], af.ks, fmaf(af.dq, (float)(8 * c), r[e]));
                 const float pv = fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1]));
                 sc[c][e] = pv * af.ds;
                 pr[e] = pv;
@@ -832,9 +848,9 @@ struct fa4_bwd_consumer {
 #if FA4_SM90_BWD_AFFINE
     __device__ __forceinline__ void grads_split_affine(float (&sc)[kBM / 8][4], float (&dp)[kBM / 8][4],
                                                        unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4],
-                                                       int s, int m0, const fa4_score_aff &af) const
+                                                       int s, int m0, const fa4_bwd_aff &af) const
     {
-        probs_affine(sc, pp, s, af);
+        probs_affine(sc, pp, s, m0, af);
         fa4_wgmma_wait<0>();
         fa4_reg_fence(dp);
         dsgrads<false>(sc, dp, pp, pds, s, m0);
@@ -1112,8 +1128,10 @@ struct fa4_bwd_consumer {
     /* One step: stage s (ring phase ph), the walk's step it (dS buffer it % 2), query tile (h, m0);
      * (hp, m0p): the previous step's (FA4_SM90_BWD_DQ_LAG: its dQ is written here). */
     __device__ __forceinline__ void step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
-                                         int it, int h, int m0, fa4_bwd_full_t full, int hp, int m0p) const
+                                         int it, int h, int m0, fa4_bwd_full_t full, int hp, int m0p,
+                                         fa4_bwd_aff &af) const
     {
+        (void)af;
         const int buf = it & 1;
         (void)hp;
         (void)m0p;
@@ -1127,8 +1145,9 @@ struct fa4_bwd_consumer {
         const bool add = tile_add(h, m0, tl);
 #endif
 #if FA4_SM90_BWD_AFFINE
-        fa4_score_aff af;
-        const bool aff = step_affine(h, m0, af);
+        if (h != af.h)
+            affine_for(h, af);
+        const bool aff = af.ok;
 #endif
 #if FA4_BWD_WALK80 /* full: the step's info (bwd_schedule.cuh) */
         const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k &&

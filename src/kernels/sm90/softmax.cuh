@@ -27,11 +27,14 @@
  * of the bias, the part dk (8 ni + e) that differs between a lane's columns is the same in every
  * key tile, so it is made once (fa4_sm90_affw, 32 registers), and the rest is one number per row
  * and tile (roff), which the softmax adds to the row max and folds into its exponent's FMA.
- * 0: asked per tile, two FMAs a score. */
+ * 0: the mod as written. (The first form, asked per tile with two FMAs a score, measured 1-2%
+ * slower than the mod as written on the H200: ALiBi fwd 559-567 against 571-572 TFLOP/s, B4
+ * H16 S4096 D128 bf16, 2026-12-03; the per-tile ask costs about what the FMAs save.) */
 #ifndef FA4_SM90_AFFINE_FOLD
 #define FA4_SM90_AFFINE_FOLD 1
 #endif
-#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_AFFINE && FA4_SM90_AFFINE && FA4_SM90_AFFINE_FOLD
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_AFFINE && FA4_SM90_AFFINE && FA4_SM90_AFFINE_FOLD && FA4_SM90_CONSUMERS != 3
+/* (not with three consumer warpgroups: their 160 registers have no room for the 32) */
 #define FA4_SM90_AFFW 1
 #else
 #define FA4_SM90_AFFW 0
@@ -111,28 +114,6 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
             for (int e = 0; e < 4; ++e)
                 s[ni][e] = fmaf(s[ni][e], aw.ks, aw.w[ni][e & 1]);
         return;
-    }
-#elif FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_AFFINE && FA4_SM90_AFFINE
-    /* score_mod affine over the warp's 16 rows and this tile's keys: two FMAs a score. The box is
-     * the tile form's; the test is the same for every lane of the warp. */
-    if (kMod && !kCheck) {
-        const int lane = threadIdx.x & 31;
-        const long long q_lo = (long long)row0 - (lane >> 2) + p.q_offset, q_hi = q_lo + 15;
-        const long long k_lo = (long long)col0 - 2 * (lane & 3) + p.kv_offset, k_hi = k_lo + NT * 8 - 1;
-        fa4_score_aff af;
-        if (q_lo >= -2147483647LL - 1 && q_hi <= 2147483647LL && k_lo >= -2147483647LL - 1 &&
-            k_hi <= 2147483647LL &&
-            fa4_score_mod_affine(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, af)) {
-            const float ks = af.ds * p.scale;
-            const float r0 = fmaf(af.dq, (float)(lane >> 2), fmaf(af.dk, (float)(2 * (lane & 3)), af.c));
-            const float r1 = fmaf(af.dq, 8.0f, r0);
-#pragma unroll
-            for (int ni = 0; ni < NT; ++ni)
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    s[ni][e] = fmaf(s[ni][e], ks, fmaf(af.dk, (float)(ni * 8 + (e & 1)), e >= 2 ? r1 : r0));
-            return;
-        }
     }
 #endif
 #if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_TILE
