@@ -175,6 +175,12 @@ static void print_summary(const char *path, const fa4__mod *m)
                              "over a tile; the backward's too)"
                            : "a tile form (where its index-dependent parts are one value over a tile)")
                     : "no tile form (every position evaluates score_mod)");
+    const int affine = fa4__mod_has_score(m) ? fa4__mod_affine_form(m) : 0;
+    if (affine == 1)
+        printf("  sm90: score_mod is affine (ds * score + c + dq * q_idx + dk * kv_idx, the numbers the same "
+               "at every position of a head): one FMA a score in the forward, two in the backward (with no trainable aux)\n");
+    else if (affine == 0 && fa4__mod_has_score(m))
+        printf("  sm90: score_mod is not affine in the score and the positions\n");
 }
 
 /* Build aux values from the --aux arguments; returns 0 or prints why not and returns -1. */

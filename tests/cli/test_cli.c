@@ -129,12 +129,14 @@ static void test_check_points_at_the_error(void **state)
     if (!strstr(out, "sm90 forward: 1 position-independent part of score_mod computed once per "
                      "fragment; no tile form"))
         fail_msg("check good.mod: no forward summary:\n%s", out);
+    if (!strstr(out, "sm90: score_mod is affine"))
+        fail_msg("check good.mod: no affine form:\n%s", out);
     free(out);
     write_text("relpos.mod", "float score_mod(float score, int b, int h, int q_idx, int kv_idx,\n"
                              "                const float *bias) {\n"
                              "    return score + bias[clamp(kv_idx - q_idx, -8, 8) + 8];\n}\n");
     rc = run("check relpos.mod", &out);
-    if (rc != 0 || !strstr(out, "a tile form (score + c"))
+    if (rc != 0 || !strstr(out, "a tile form (score + c") || !strstr(out, "score_mod is not affine"))
         fail_msg("check relpos.mod: %d: %s", rc, out);
     free(out);
     rc = run("check bad.mod", &out);

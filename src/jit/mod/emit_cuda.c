@@ -695,3 +695,13 @@ int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int
     free(text);
     return 0;
 }
+
+int fa4__mod_affine_form(const fa4__mod *m)
+{
+    char *text = fa4__mod_emit_cuda(m, m ? m->name : "mod", 0);
+    if (!text)
+        return -1;
+    const int affine = strstr(text, "#else\n#define FA4_SCORE_MOD_AFFINE 1\n") != NULL;
+    free(text);
+    return affine;
+}
