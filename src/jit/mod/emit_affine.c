@@ -46,6 +46,7 @@ typedef struct aff_ctx {
 typedef struct aval {
     int kind; /* AK_* */
     int n;    /* node: fa4_au<n> (uniform) or fa4_as/ac/aq/ak<n> */
+    int ds;   /* the score's coefficient, statically: 0 zero, 1 exactly one, 2 anything */
 } aval;
 
 /* printf into a temporary's text (the names are short: nothing is cut at these sizes) */
@@ -121,7 +122,7 @@ static void float_parts(const aff_ctx *t, aval v, char (*p)[40])
 
 static aval mk(int kind, int n)
 {
-    aval v = {kind, n};
+    aval v = {kind, n, 0};
     return v;
 }
 
@@ -136,6 +137,12 @@ static aval emit_int(aff_ctx *t, const char *c, const char *q, const char *k)
         fa4__out(t->E, "    fa4_ok = fa4_aff_fit(fa4_ok, fa4_ac%d, fa4_aq%d, fa4_ak%d, fa4_wq, fa4_wk);\n", n, n, n);
     }
     return mk(AK_INT, n);
+}
+
+static aval with_ds(aval v, int ds)
+{
+    v.ds = ds;
+    return v;
 }
 
 static aval emit_float(aff_ctx *t, const char *s, const char *c, const char *q, const char *k)
@@ -199,7 +206,9 @@ static aval node_bin(aff_ctx *t, const fa4__expr *e)
         const char op = e->op == TK_PLUS ? '+' : '-';
         for (int i = 0; i < 4; i++)
             fmt(s[i], sizeof s[i], "%s %c %s", pa[i], op, pb[i]);
-        return emit_float(t, s[0], s[1], s[2], s[3]);
+        /* 1 + 0 * u is exactly 1 wherever the numbers are finite (the form declines elsewhere) */
+        const int ds = b.ds == 0 ? a.ds : a.ds == 0 && e->op == TK_PLUS ? b.ds : 2;
+        return with_ds(emit_float(t, s[0], s[1], s[2], s[3]), ds);
     }
     case TK_STAR:
     case TK_SLASH: {
@@ -210,7 +219,8 @@ static aval node_bin(aff_ctx *t, const fa4__expr *e)
         const char op = e->op == TK_STAR ? '*' : '/';
         for (int i = 0; i < 4; i++)
             fmt(s[i], sizeof s[i], "%s %c fa4_au%d", pv[i], op, u.n);
-        return emit_float(t, s[0], s[1], s[2], s[3]);
+        const int ds = (b.kind == AK_UNIFORM ? a.ds : b.ds) == 0 ? 0 : 2;
+        return with_ds(emit_float(t, s[0], s[1], s[2], s[3]), ds);
     }
     default: return mk(AK_FAIL, 0);
     }
@@ -237,7 +247,7 @@ static aval node(aff_ctx *t, const fa4__expr *e)
     switch (e->kind) {
     case EX_VAR:
         if (is_param(t, e, 0))
-            return emit_float(t, "1.0f", "0.0f", "0.0f", "0.0f");
+            return with_ds(emit_float(t, "1.0f", "0.0f", "0.0f", "0.0f"), 1);
         if (is_param(t, e, 3))
             return emit_int(t, "(long long)fa4_q_lo", "1LL", "0LL");
         if (is_param(t, e, 4))
@@ -283,7 +293,7 @@ static aval node(aff_ctx *t, const fa4__expr *e)
             fmt(s[1], sizeof s[1], "-fa4_ac%d", a.n);
             fmt(s[2], sizeof s[2], "-fa4_aq%d", a.n);
             fmt(s[3], sizeof s[3], "-fa4_ak%d", a.n);
-            return emit_float(t, s[0], s[1], s[2], s[3]);
+            return with_ds(emit_float(t, s[0], s[1], s[2], s[3]), a.ds == 0 ? 0 : 2);
         }
         return mk(AK_FAIL, 0);
     }
@@ -357,6 +367,10 @@ void fa4__emit_affine_form(fa4__emitter *E)
     fa4__out(E, "// a trainable aux tensor: the backward keeps the mod's own form for its gradient\n"
                 "#define FA4_SCORE_MOD_AFFINE_TRAIN %d\n",
              train);
+    /* the analysis pass's value: whether ds is exactly 1 wherever the form is taken */
+    fa4__out(E, "// ds is exactly 1 wherever fa4_score_mod_affine returns true (score + ...)\n"
+                "#define FA4_SCORE_MOD_AFFINE_DS1 %d\n",
+             v.ds == 1);
     fa4__out(E, "struct fa4_score_aff {\n    float ds, c, dq, dk;\n};\n");
     fa4__out(E, "// an int part over the box: within +-2^24 with its coefficients, else not taken (and zeroed)\n"
                 "__device__ __forceinline__ bool fa4_aff_fit(bool ok, long long &c, long long &q, long long &k, "

@@ -341,6 +341,8 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 #define FA4_SCORE_MOD_AFFINE 1
 // a trainable aux tensor: the backward keeps the mod's own form for its gradient
 #define FA4_SCORE_MOD_AFFINE_TRAIN 1
+// ds is exactly 1 wherever fa4_score_mod_affine returns true (score + ...)
+#define FA4_SCORE_MOD_AFFINE_DS1 0
 struct fa4_score_aff {
     float ds, c, dq, dk;
 };
@@ -380,7 +382,7 @@ __device__ __forceinline__ bool fa4_score_mod_affine(int b, int h, int fa4_q_lo,
            fa4_aff_finite(fa4_r.dk);
 }
 #endif
-#line 384 "fa4_mod.cuh"
+#line 386 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -412,7 +414,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr)));
 }
-#line 416 "fa4_mod.cuh"
+#line 418 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
