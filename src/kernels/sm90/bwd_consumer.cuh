@@ -674,37 +674,26 @@ struct fa4_bwd_consumer {
     }
 
     /* probs<false> where the form holds: element (c, e) is query m0 + 8 c + 2 t + (e & 1), key
-     * key0 + 8 (e >= 2). In log2 units its exponent is s ks2 + kt[e >> 1] + qt[e & 1]: the keys'
-     * part kt (2 numbers a step, with c at the step's first query) and the queries' part with
-     * the row's -lse2 (2 FMAs a chunk), so a score costs an add and an FMA; with ds exactly 1
-     * (FA4_SCORE_MOD_AFFINE_DS1: score + ..., alibi) P needs no multiply for dS's factor. */
+     * key0 + 8 (e >= 2), so its bias is r[e] + dq * 8 c with r[e] the lane's offsets */
     __device__ __forceinline__ void probs_affine(float (&sc)[kBM / 8][4], unsigned (&pp)[kBM / 16][4], int s, int m0,
                                                  const fa4_bwd_aff &af) const
     {
         const int g = lane >> 2, t = lane & 3;
-        const float ks2 = af.ks * FA4_LOG2E, dq2 = af.dq * FA4_LOG2E;
         const float cm = fmaf(af.dq, (float)m0, af.c);
-        float kt[2];
+        float r[4];
 #pragma unroll
-        for (int j = 0; j < 2; ++j)
-            kt[j] = fmaf(af.dk, (float)(g + 8 * j), cm) * FA4_LOG2E;
+        for (int e = 0; e < 4; ++e)
+            r[e] = fmaf(af.dq, (float)(2 * t + (e & 1)), fmaf(af.dk, (float)(g + (e >= 2 ? 8 : 0)), cm));
 #pragma unroll
         for (int c = 0; c < kBM / 8; ++c) {
             float l2[2];
             fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
-            float qt[2];
-#pragma unroll
-            for (int i = 0; i < 2; ++i)
-                qt[i] = fmaf(dq2, (float)(8 * c + 2 * t + i), -l2[i]);
             float pr[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const float pv = fa4_exp2(fmaf(sc[c][e], ks2, kt[e >> 1] + qt[e & 1]));
-#if FA4_SCORE_MOD_AFFINE_DS1
-                sc[c][e] = pv;
-#else
+                const float x = fmaf(sc[c][e], af.ks, fmaf(af.dq, (float)(8 * c), r[e]));
+                const float pv = fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1]));
                 sc[c][e] = pv * af.ds;
-#endif
                 pr[e] = pv;
             }
             const int kk = c / 2, hi = (c & 1) * 2;
