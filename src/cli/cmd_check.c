@@ -166,20 +166,20 @@ static void print_summary(const char *path, const fa4__mod *m)
                    a->name);
     }
     printf("\n");
-    int hoisted = 0, tile = 0, add = 0;
-    if (fa4__mod_has_score(m) && fa4__mod_forward_forms(m, &hoisted, &tile, &add) == 0)
-        printf("  sm90 forward: %d position-independent part%s of score_mod computed once per "
-               "fragment; %s\n",
-               hoisted, hoisted == 1 ? "" : "s",
-               tile ? (add ? "a tile form (score + c where its index-dependent parts are one value "
-                             "over a tile; the backward's too)"
-                           : "a tile form (where its index-dependent parts are one value over a tile)")
-                    : "no tile form (every position evaluates score_mod)");
-    const int affine = fa4__mod_has_score(m) ? fa4__mod_affine_form(m) : 0;
-    if (affine == 1)
+    int hoisted = 0, tile = 0, add = 0, affine = 0;
+    if (!fa4__mod_has_score(m) || fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine) != 0)
+        return;
+    printf("  sm90 forward: %d position-independent part%s of score_mod computed once per "
+           "fragment; %s\n",
+           hoisted, hoisted == 1 ? "" : "s",
+           tile ? (add ? "a tile form (score + c where its index-dependent parts are one value "
+                         "over a tile; the backward's too)"
+                       : "a tile form (where its index-dependent parts are one value over a tile)")
+                : "no tile form (every position evaluates score_mod)");
+    if (affine)
         printf("  sm90: score_mod is affine (ds * score + c + dq * q_idx + dk * kv_idx, the numbers the same "
                "at every position of a head): one FMA a score in the forward, two in the backward (with no trainable aux)\n");
-    else if (affine == 0 && fa4__mod_has_score(m))
+    else
         printf("  sm90: score_mod is not affine in the score and the positions\n");
 }
 

@@ -302,22 +302,6 @@ static aval node(aff_ctx *t, const fa4__expr *e)
     }
 }
 
-static int affine_supported(const fa4__func *f)
-{
-    if (!f || f->role != FR_SCORE || f->nparams < 5)
-        return 0;
-    const fa4__stmt *body = f->body;
-    for (int i = 0; i < body->nitems; i++) {
-        const fa4__stmt *s = body->items[i];
-        if (s->kind == ST_EMPTY || s->kind == ST_DECL)
-            continue;
-        if (s->kind == ST_RETURN && i == body->nitems - 1)
-            continue;
-        return 0;
-    }
-    return body->nitems > 0 && body->items[body->nitems - 1]->kind == ST_RETURN;
-}
-
 static void emit_none(fa4__emitter *E)
 {
     fa4__out(E, "#define FA4_SCORE_MOD_AFFINE 0\n");
@@ -327,7 +311,7 @@ void fa4__emit_affine_form(fa4__emitter *E)
 {
     const fa4__func *f = E->m->score;
     fa4__out(E, "\n// ---- score_mod as ds * score + c + dq * (q_idx - q_lo) + dk * (kv_idx - kv_lo) over a box\n");
-    if (!affine_supported(f)) {
+    if (!fa4__score_mod_is_straight(f)) {
         emit_none(E);
         return;
     }

@@ -681,7 +681,7 @@ static int define_after(const char *text, const char *anchor, const char *name)
     return d ? atoi(d + strlen(name)) : 0;
 }
 
-int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add)
+int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add, int *affine)
 {
     char *text = fa4__mod_emit_cuda(m, m ? m->name : "mod", 0);
     if (!text)
@@ -692,16 +692,7 @@ int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int
     *tile_add = *tile_parts ? define_after(text, "#else\n#define FA4_SCORE_MOD_TILE ",
                                            "#define FA4_SCORE_MOD_TILE_ADD ")
                             : 0;
+    *affine = strstr(text, "#else\n#define FA4_SCORE_MOD_AFFINE 1\n") != NULL;
     free(text);
     return 0;
-}
-
-int fa4__mod_affine_form(const fa4__mod *m)
-{
-    char *text = fa4__mod_emit_cuda(m, m ? m->name : "mod", 0);
-    if (!text)
-        return -1;
-    const int affine = strstr(text, "#else\n#define FA4_SCORE_MOD_AFFINE 1\n") != NULL;
-    free(text);
-    return affine;
 }

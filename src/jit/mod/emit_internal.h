@@ -80,6 +80,9 @@ void fa4__collect_uniform(fa4__emitter *E, const fa4__func *f);
 int fa4__hoisted(const fa4__emitter *E, const fa4__expr *e, int rcp);
 /* A helper whose dual form differs from its forward form (it takes or returns float). */
 int fa4__needs_dual(const fa4__func *f);
+/* emit_tile.c: score_mod is declarations and one return at its end (the shape the tile and
+ * affine forms analyse) */
+int fa4__score_mod_is_straight(const fa4__func *f);
 /* emit_tile.c: FA4_SCORE_MOD_TILE, and where nonzero fa4_score_mod_tile and fa4_score_mod_t */
 void fa4__emit_tile_forms(fa4__emitter *E);
 /* emit_affine.c: FA4_SCORE_MOD_AFFINE, and where 1 fa4_score_mod_affine (ds, c, dq, dk over a box) */

@@ -447,7 +447,7 @@ void fa4__emit_ival_helpers(fa4__emitter *E)
 }
 
 /* --------------------------------------------------------------------------------- emission */
-static int tile_supported(const fa4__func *f)
+int fa4__score_mod_is_straight(const fa4__func *f)
 {
     if (!f || f->role != FR_SCORE || f->nparams < 5)
         return 0;
@@ -491,7 +491,7 @@ void fa4__emit_tile_forms(fa4__emitter *E)
 {
     const fa4__func *f = E->m->score;
     fa4__out(E, "\n// ---- score_mod over a tile whose index-dependent parts are one value there\n");
-    if (!tile_supported(f)) {
+    if (!fa4__score_mod_is_straight(f)) {
         emit_none(E);
         return;
     }
@@ -675,7 +675,7 @@ void fa4__emit_site_range(fa4__emitter *E, const fa4__expr *x, int k)
     int done = 0;
     tile_ctx t;
     memset(&t, 0, sizeof t);
-    if (tile_supported(f)) {
+    if (fa4__score_mod_is_straight(f)) {
         t.E = E;
         t.f = f;
         t.ok = 1;
