@@ -100,6 +100,12 @@ class Inputs:
                                       dtype=torch.float32)
                 aux["bias"] = t.requires_grad_("bias" in c.trainable)
                 aux["max_dist"] = m
+            elif name == "t5_bias":
+                nb = int(c.extra["num_buckets"])
+                t = 0.1 * torch.randn(c.Hq * nb, generator=g, device=dev, dtype=torch.float32)
+                aux["bias"] = t.requires_grad_("bias" in c.trainable)
+                aux["num_buckets"] = nb
+                aux["max_distance"] = int(c.extra["max_distance"])
         return aux
 
     def score_aux(self):
@@ -110,7 +116,8 @@ class Inputs:
 
 
 _SCORE_AUX = {"alibi": ("slopes",), "softcap": ("cap",), "softcap_causal": ("cap",),
-              "rel_bias": ("bias", "max_dist"), "head_scale": ("log_temp",)}
+              "rel_bias": ("bias", "max_dist"), "head_scale": ("log_temp",),
+              "t5_bias": ("bias", "num_buckets", "max_distance")}
 _MASK_AUX = {"causal_sliding_window": ("window",), "sliding_window": ("window",),
              "document": ("doc_id",), "prefix_lm": ("prefix_len",), "causal": ()}
 

@@ -17,6 +17,8 @@ SEQ_SWEEP = (1024, 2048, 4096, 8192, 16384)
 BASE_S = 4096
 WINDOW = 1024
 REL_MAX_DIST = 64
+T5_BUCKETS = 32
+T5_MAX_DISTANCE = 128
 SOFTCAP = 30.0
 VARLEN_SEED = 7
 
@@ -123,8 +125,9 @@ def finish(case: Case) -> Case:
 
 
 # ------------------------------------------------------------------------------------ the list
-def build_cases(quick: bool) -> List[Case]:
-    """Cases in priority order (a run out of time drops the tail)."""
+def build_cases(quick: bool, optional: bool = False) -> List[Case]:
+    """Cases in priority order (a run out of time drops the tail); optional: also the cases that run
+    only when asked for by id (run.py --cases)."""
     cs: List[Case] = []
     B0 = TOKENS // BASE_S
 
@@ -163,6 +166,13 @@ def build_cases(quick: bool) -> List[Case]:
              extra={"max_dist": REL_MAX_DIST},
              notes=f"table H x {2 * REL_MAX_DIST + 1}, fp32, gradient in the backward"),
     ]
+    # optional: only where --cases names them (the full run's time plan has no room left)
+    opt = [Case("mods", "T5 bias (trainable)", B0, HEADS, HEADS, BASE_S, 128,
+                score_mod="t5_bias", trainable=("bias",), peers=mod_peers,
+                extra={"num_buckets": T5_BUCKETS, "max_distance": T5_MAX_DISTANCE},
+                notes=f"T5's log-spaced buckets of kv - q ({T5_BUCKETS}, max distance "
+                      f"{T5_MAX_DISTANCE}), table H x {T5_BUCKETS}, fp32, gradient in the "
+                      "backward")] if optional else []
     # quick mode: Flex (a compile per shape, seconds each) only where it is the only peer or at
     # the headline shapes; the SDPA backends cover the rest
     flex_all = not quick
@@ -196,6 +206,7 @@ def build_cases(quick: bool) -> List[Case]:
         order = head + gqa + hdim + sweep + mods + varlen
     else:
         order = head + mods + gqa + hdim + varlen + sweep + extra
+    order += opt
     for c in order:
         add(c)
     for c in cs:

@@ -960,7 +960,7 @@ def main(argv=None):
     env["nvidia_smi_before"] = nvidia_smi()
     stem = args.stem or f"{now:%Y-%m-%d}-{gpu_slug(env['gpu'])}" + ("-quick" if args.quick else "")
     out_dir = args.out or os.path.join(HERE, "results")
-    all_cases = cs.build_cases(args.quick)
+    all_cases = cs.build_cases(args.quick, optional=bool(args.cases))
     if args.only:
         all_cases = [c for c in all_cases if args.only in c.id]
     if args.cases:

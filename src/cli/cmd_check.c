@@ -166,8 +166,8 @@ static void print_summary(const char *path, const fa4__mod *m)
                    a->name);
     }
     printf("\n");
-    int hoisted = 0, tile = 0, add = 0, affine = 0;
-    if (!fa4__mod_has_score(m) || fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine) != 0)
+    int hoisted = 0, tile = 0, add = 0, affine = 0, rel = 0;
+    if (!fa4__mod_has_score(m) || fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine, &rel) != 0)
         return;
     printf("  sm90 forward: %d position-independent part%s of score_mod computed once per "
            "fragment; %s\n",
@@ -181,6 +181,10 @@ static void print_summary(const char *path, const fa4__mod *m)
                "at every position of a head): one FMA a score in the forward, two in the backward (with no trainable aux)\n");
     else
         printf("  sm90: score_mod is not affine in the score and the positions\n");
+    if (rel)
+        printf("  sm90 forward: score_mod is score + g(kv_idx - q_idx): g evaluated at 34 of a fragment's 64 "
+               "positions (the second row reuses the first's)%s\n",
+               affine ? "; the affine form comes first where it is used" : "");
 }
 
 /* Build aux values from the --aux arguments; returns 0 or prints why not and returns -1. */

@@ -136,7 +136,8 @@ static void test_check_points_at_the_error(void **state)
                              "                const float *bias) {\n"
                              "    return score + bias[clamp(kv_idx - q_idx, -8, 8) + 8];\n}\n");
     rc = run("check relpos.mod", &out);
-    if (rc != 0 || !strstr(out, "a tile form (score + c") || !strstr(out, "score_mod is not affine"))
+    if (rc != 0 || !strstr(out, "a tile form (score + c") || !strstr(out, "score_mod is not affine") ||
+        !strstr(out, "score_mod is score + g(kv_idx - q_idx)"))
         fail_msg("check relpos.mod: %d: %s", rc, out);
     free(out);
     rc = run("check bad.mod", &out);

@@ -637,6 +637,70 @@ static void uniform_int_divisors(void **state)
     }
 }
 
+/* The relative form (emit_rel.c): score + g with q_idx and kv_idx read only as their difference;
+ * everything else keeps FA4_SCORE_MOD_REL 0. */
+static void rel_forms(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src;
+        int rel;
+        const char *body; /* in fa4_score_mod_rel */
+    } cases[] = {
+        {"float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias, int d) "
+         "{ const int span = 2 * d + 1; int rel = clamp(kv_idx - q_idx, -d, d); return score + "
+         "bias[h * span + rel + d]; }",
+         1, "return fa4_aux_bias(fa4_a, fa4_iadd(fa4_iadd(fa4_imul(h, span), rel), fa4_a.d));"},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return t[h] * (float)(q - kv) + s; }",
+         1, "return fa4_u.u0 * ((float)fa4_isub(q, kv));"},
+        {"int f(int r) { return r > 0 ? 1 : 0; }\n"
+         "float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[f(kv - q)]; }",
+         1, "return fa4_aux_t(fa4_a, fa4_h_f(fa4_isub(kv, q)));"},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[h]; }", 1,
+         "return fa4_u.u0;"},
+        /* positions read apart from their difference */
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[q]; }", 0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[kv - q + q]; }", 0,
+         NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s + (float)(kv - 2 * q); }", 0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { int x = kv; return s + (float)(x - q); }", 0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s + (float)((kv + 1) - q); }", 0, NULL},
+        /* the score not simply added */
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s * 0.5f + (float)(kv - q); }", 0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s + s * (float)(kv - q); }", 0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { float t = s; return t + (float)(kv - q); }", 0,
+         NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s - (float)(kv - q); }", 0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { if (kv > q) { return s; } return s + 1.0f; }", 0,
+         NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s; }", 0, NULL},
+        {"bool mask_mod(int b, int h, int q, int kv) { return q >= kv; }", 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fa4__mod *m = mt_parse(cases[i].src, strlen(cases[i].src), "t");
+        assert_non_null(m);
+        char *out = fa4__mod_emit_cuda(m, "t", 0);
+        assert_non_null(out);
+        const char *sec = strstr(out, "// ---- score_mod as score + g(b, h, kv_idx - q_idx)");
+        assert_non_null(sec);
+        const char *fn = strstr(sec, "fa4_score_mod_rel(");
+        if (cases[i].rel) {
+            if (!strstr(sec, "#if FA4_CHECKED\n#define FA4_SCORE_MOD_REL 0\n#else\n#define FA4_SCORE_MOD_REL 1\n") || !fn)
+                fail_msg("case %zu: expected the relative form", i);
+            if (!strstr(fn, cases[i].body))
+                fail_msg("case %zu: expected '%s' in fa4_score_mod_rel:\n%s", i, cases[i].body, fn);
+        } else if (strncmp(strstr(sec, "#define FA4_SCORE_MOD_REL "), "#define FA4_SCORE_MOD_REL 0\n", 28) != 0 ||
+                   (fn && fn < sec + 200)) {
+            fail_msg("case %zu: expected no relative form", i);
+        }
+        int hoisted, tile, add, affine, rel = -1;
+        assert_int_equal(fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine, &rel), 0);
+        assert_int_equal(rel, cases[i].rel);
+        free(out);
+        fa4__mod_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -650,6 +714,7 @@ int main(void)
         cmocka_unit_test(uniform_hoist),
         cmocka_unit_test(tile_forms),
         cmocka_unit_test(uniform_int_divisors),
+        cmocka_unit_test(rel_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

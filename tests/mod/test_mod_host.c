@@ -193,7 +193,21 @@ static void write_driver(FILE *f, const fa4__mod *m, const fa4_aux_value *aux, c
                "#endif\n"
                "        }\n"
                "#endif\n"
-               "        printf(\"%%a %%d %%a %%d %%a\\n\", u, taken, t, aff, av);\n"
+               /* the relative form: score + g is the hoisted form bit for bit, and g is the
+                * same where both positions shift (by 8: the forward's reuse; and by -37) */
+               "        int rl = 0, shift_ok = 1;\n        float rv = 0.0f;\n"
+               "#if FA4_SCORE_MOD_REL\n"
+               "        {\n"
+               "            const fa4_score_uniform su = fa4_score_mod_uniform(c[0], c[1], a);\n"
+               "            const float g = fa4_score_mod_rel(c[0], c[1], c[2], c[3], a, su);\n"
+               "            const float g8 = fa4_score_mod_rel(c[0], c[1], c[2] + 8, c[3] + 8, a, su);\n"
+               "            const float gm = fa4_score_mod_rel(c[0], c[1], c[2] - 37, c[3] - 37, a, su);\n"
+               "            rl = 1;\n"
+               "            rv = fa4_s[p] + g;\n"
+               "            shift_ok = __float_as_int(g) == __float_as_int(g8) && __float_as_int(g) == __float_as_int(gm);\n"
+               "        }\n"
+               "#endif\n"
+               "        printf(\"%%a %%d %%a %%d %%a %%d %%a %%d\\n\", u, taken, t, aff, av, rl, rv, shift_ok);\n"
                "    }\n"
                "#endif\n"
                "    return 0;\n}\n",
@@ -250,7 +264,7 @@ static int close_to(double got, double want)
 
 /* One mod: release and checked builds agree bit for bit, and with the evaluator. */
 static int check_mod(const char *dir, const char *name, const char *src, size_t len,
-                     uint64_t seed, int *taken_count, int *affine_count)
+                     uint64_t seed, int *taken_count, int *affine_count, int *rel_count)
 {
     fa4__mod *m = mt_parse(src, len, name);
     assert_non_null(m);
@@ -334,7 +348,17 @@ static int check_mod(const char *dir, const char *name, const char *src, size_t 
         const float tv = strtof(e2, &e2);
         const int aff = (int)strtol(e2, &e2, 10);
         const float av = strtof(e2, &e2);
+        const int rl = (int)strtol(e2, &e2, 10);
+        const float rv = strtof(e2, &e2);
+        const int shift_ok = (int)strtol(e2, &e2, 10);
         extra = e2;
+        *rel_count += rl;
+        if (rl && (memcmp(&rv, &u, sizeof rv) != 0 || !shift_ok)) {
+            fprintf(stderr, "%s: point %d (%d %d %d %d): relative form score + g = %a, hoisted %a; "
+                            "g unchanged under a shift of both positions: %d\n",
+                    name, p, c[0], c[1], c[2], c[3], (double)rv, (double)u, shift_ok);
+            bad = 1;
+        }
         *taken_count += taken;
         *affine_count += aff;
         if (!close_to(u, want) || (taken && !close_to(tv, want)) || (aff && !close_to(av, want))) {
@@ -364,7 +388,7 @@ static void emitted_matches_evaluator(void **state)
     snprintf(dir, sizeof dir, "%s/mod_host_XXXXXX", FA4_TEST_BINARY_DIR);
     assert_non_null(mkdtemp(dir));
     int bad = 0, count = 0, rel_taken = -1, tiles_taken = -1, alibi_affine = -1, affine_affine = -1,
-        softcap_affine = -1;
+        softcap_affine = -1, relative_mods = 0, relative_want = 0;
     char *names[MT_MAX_MODS];
     int n = mt_list_mods(names);
     assert_true(n >= 10);
@@ -372,8 +396,19 @@ static void emitted_matches_evaluator(void **state)
         size_t len = 0;
         char *src = mt_read_mod(names[i], &len);
         assert_non_null(src);
-        int taken = 0, affine = 0;
-        bad += check_mod(dir, names[i], src, len, 1000u + (uint64_t)i, &taken, &affine);
+        int taken = 0, affine = 0, relative = 0;
+        bad += check_mod(dir, names[i], src, len, 1000u + (uint64_t)i, &taken, &affine, &relative);
+        /* the shipped mods that are score + g(kv_idx - q_idx) take the relative form everywhere,
+         * the others nowhere */
+        const int want_rel = !strcmp(names[i], "rel_bias") || !strcmp(names[i], "t5_bias") ||
+                             !strcmp(names[i], "alibi");
+        relative_want += want_rel;
+        if (relative != (want_rel ? NPOINTS : 0)) {
+            fprintf(stderr, "%s: the relative form at %d points, want %d\n", names[i], relative,
+                    want_rel ? NPOINTS : 0);
+            bad++;
+        }
+        relative_mods += relative == NPOINTS;
         if (!strcmp(names[i], "rel_bias")) /* the shipped mod with a tile form */
             rel_taken = taken;
         if (!strcmp(names[i], "alibi")) /* and the one with an affine form */
@@ -391,8 +426,8 @@ static void emitted_matches_evaluator(void **state)
         snprintf(path, sizeof path, "%s/tests/mod/cases/%s.mod", FA4_TEST_SOURCE_DIR, cases[i]);
         char *src = mt_read_file(path, &len);
         assert_non_null(src);
-        int taken = 0, affine = 0;
-        bad += check_mod(dir, cases[i], src, len, 2000u + (uint64_t)i, &taken, &affine);
+        int taken = 0, affine = 0, relative = 0;
+        bad += check_mod(dir, cases[i], src, len, 2000u + (uint64_t)i, &taken, &affine, &relative);
         if (!strcmp(cases[i], "tiles"))
             tiles_taken = taken;
         if (!strcmp(cases[i], "affine"))
@@ -401,8 +436,10 @@ static void emitted_matches_evaluator(void **state)
         free(src);
     }
     printf("%d mods, %d points each, release and checked builds: %d failed; tile forms taken at "
-           "%d points (rel_bias), %d (tiles); affine forms at %d (alibi), %d (affine), %d (softcap)\n",
-           count, NPOINTS, bad, rel_taken, tiles_taken, alibi_affine, affine_affine, softcap_affine);
+           "%d points (rel_bias), %d (tiles); affine forms at %d (alibi), %d (affine), %d (softcap); "
+           "relative forms in %d shipped mods (want %d)\n",
+           count, NPOINTS, bad, rel_taken, tiles_taken, alibi_affine, affine_affine, softcap_affine,
+           relative_mods, relative_want);
     if (!getenv("FA4_MOD_HOST_KEEP")) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -415,6 +452,7 @@ static void emitted_matches_evaluator(void **state)
     assert_int_equal(alibi_affine, NPOINTS);
     assert_true(affine_affine > 0);
     assert_int_equal(softcap_affine, 0);
+    assert_int_equal(relative_mods, 3);
 }
 
 /* fa4_idiv_u / fa4_imod_u (the magic-number forms for divisors the same at every position) give

@@ -647,6 +647,7 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
         fa4__emit_affine_form(&E);
     else
         fa4__out(&E, "#define FA4_SCORE_MOD_AFFINE 0\n");
+    fa4__emit_rel_form(&E);
     if (m->mask) {
         fa4__out(&E, "\n");
         emit_function_forms(&E, m->mask, 0);
@@ -681,7 +682,8 @@ static int define_after(const char *text, const char *anchor, const char *name)
     return d ? atoi(d + strlen(name)) : 0;
 }
 
-int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add, int *affine)
+int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add, int *affine,
+                           int *rel)
 {
     char *text = fa4__mod_emit_cuda(m, m ? m->name : "mod", 0);
     if (!text)
@@ -693,6 +695,7 @@ int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int
                                            "#define FA4_SCORE_MOD_TILE_ADD ")
                             : 0;
     *affine = strstr(text, "#else\n#define FA4_SCORE_MOD_AFFINE 1\n") != NULL;
+    *rel = strstr(text, "#else\n#define FA4_SCORE_MOD_REL 1\n") != NULL;
     free(text);
     return 0;
 }

@@ -87,6 +87,9 @@ int fa4__score_mod_is_straight(const fa4__func *f);
 void fa4__emit_tile_forms(fa4__emitter *E);
 /* emit_affine.c: FA4_SCORE_MOD_AFFINE, and where 1 fa4_score_mod_affine (ds, c, dq, dk over a box) */
 void fa4__emit_affine_form(fa4__emitter *E);
+/* emit_rel.c: FA4_SCORE_MOD_REL, and where 1 fa4_score_mod_rel (score_mod = score + g, g reading
+ * the positions only as kv_idx - q_idx) */
+void fa4__emit_rel_form(fa4__emitter *E);
 /* one case of fa4_aux_grad_site_range: site x's (trainable site k's) index interval over a box */
 void fa4__emit_site_range(fa4__emitter *E, const fa4__expr *x, int k);
 /* fa4_tmin, fa4_tmax, fa4_tnorm, fa4_tmul, fa4_tdiv, once per header */

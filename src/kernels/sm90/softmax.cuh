@@ -33,6 +33,15 @@
 #ifndef FA4_SM90_AFFINE_FOLD
 #define FA4_SM90_AFFINE_FOLD 1
 #endif
+/* FA4_SM90_REL 1: where score_mod is score + g(kv_idx - q_idx) (FA4_SCORE_MOD_REL, emit_rel.c), g
+ * is evaluated at 34 of a fragment's 64 positions (fa4_sm90_scores); 0: the mod at every position
+ * (for A/B runs). The affine and tile forms come first where they apply. */
+#ifndef FA4_SM90_REL
+#define FA4_SM90_REL 1
+#endif
+#ifndef FA4_SCORE_MOD_REL
+#define FA4_SCORE_MOD_REL 0
+#endif
 #if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_AFFINE && FA4_SM90_AFFINE && FA4_SM90_AFFINE_FOLD && FA4_SM90_CONSUMERS != 3
 /* (not with three consumer warpgroups: their 160 registers have no room for the 32) */
 #define FA4_SM90_AFFW 1
@@ -139,6 +148,33 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
                 }
             return;
         }
+    }
+#endif
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_REL
+    /* score_mod = score + g(kv_idx - q_idx) (emit_rel.c: rel_bias, t5_bias): the second row (q + 8)
+     * at key k has the first row's g at key k - 8, i.e. the previous chunk's, so g runs at 34 of the
+     * 64 positions. The score is formed as the mod forms it (scaled score + g), bit for bit. */
+    if (kMod && !kCheck) {
+        const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
+        const int qa = (int)(row0 + p.q_offset), qb = (int)(row0 + 8 + p.q_offset);
+        float g2 = fa4_score_mod_rel(b, h, qb, (int)(col0 + p.kv_offset), aux, su);
+        float g3 = fa4_score_mod_rel(b, h, qb, (int)(col0 + 1 + p.kv_offset), aux, su);
+#pragma unroll
+        for (int ni = 0; ni < NT; ++ni) {
+            const int ki = col0 + ni * 8;
+            const float g0 = fa4_score_mod_rel(b, h, qa, (int)(ki + p.kv_offset), aux, su);
+            const float g1 = fa4_score_mod_rel(b, h, qa, (int)(ki + 1 + p.kv_offset), aux, su);
+            float x0 = s[ni][0] * p.scale, x1 = s[ni][1] * p.scale;
+            float x2 = s[ni][2] * p.scale, x3 = s[ni][3] * p.scale;
+            s[ni][0] = x0 + g0;
+            s[ni][1] = x1 + g1;
+            s[ni][2] = x2 + g2;
+            s[ni][3] = x3 + g3;
+            g2 = g0; /* (q + 8, k + 8) has the offset of (q, k) */
+            g3 = g1;
+            asm volatile("" : "+f"(s[ni][0]), "+f"(s[ni][1]), "+f"(s[ni][2]), "+f"(s[ni][3]), "+f"(g2), "+f"(g3)::"memory");
+        }
+        return;
     }
 #endif
 #if FA4_HAS_SCORE_MOD

@@ -384,6 +384,9 @@ __device__ __forceinline__ bool fa4_score_mod_affine(int b, int h, int fa4_q_lo,
 #endif
 #line 386 "fa4_mod.cuh"
 
+// ---- score_mod as score + g(b, h, kv_idx - q_idx): g shared by positions with the same offset
+#define FA4_SCORE_MOD_REL 0
+
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
@@ -414,7 +417,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr)));
 }
-#line 418 "fa4_mod.cuh"
+#line 421 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
