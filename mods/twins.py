@@ -154,16 +154,24 @@ def _rel_bias(aux):
     return score_mod
 
 
-def _t5_bucket(rel, num_buckets, max_distance):
-    """T5's bidirectional bucket of kv_idx - q_idx, as mods/t5_bias.mod computes it."""
+def _t5_den(num_buckets, max_distance):
+    """The float32 log of max_distance / max_exact, as a Python number (a float32 value, so the
+    bucket's division rounds as the mod's does). Made outside score_mod: a tensor made inside it
+    is a constant that FlexAttention's compile rejects (lift_fresh_copy, PyTorch 2.11)."""
+    max_exact = (num_buckets // 2) // 2
+    return float(torch.log(torch.tensor(float(max_distance), dtype=torch.float32) /
+                           torch.tensor(float(max_exact), dtype=torch.float32)))
+
+
+def _t5_bucket(rel, num_buckets, max_distance, den):
+    """T5's bidirectional bucket of kv_idx - q_idx, as mods/t5_bias.mod computes it (den:
+    _t5_den(num_buckets, max_distance))."""
     half = num_buckets // 2
     max_exact = half // 2
     bucket = torch.where(rel > 0, half, 0)
     n = rel.abs()
     # float32 throughout, as in the mod (logf of float32 quotients)
     num = torch.log(n.to(torch.float32) / float(max_exact))
-    den = torch.log(torch.tensor(float(max_distance), dtype=torch.float32) /
-                    torch.tensor(float(max_exact), dtype=torch.float32))
     scaled = num / den
     large = max_exact + torch.nan_to_num(scaled * float(half - max_exact), neginf=0.0).to(torch.int32)
     return bucket + torch.where(n < max_exact, n, torch.clamp(large, max=half - 1))
@@ -172,8 +180,10 @@ def _t5_bucket(rel, num_buckets, max_distance):
 def _t5_bias(aux):
     bias, num_buckets, max_distance = aux["bias"], int(aux["num_buckets"]), int(aux["max_distance"])
 
+    den = _t5_den(num_buckets, max_distance)
+
     def score_mod(score, b, h, q_idx, kv_idx):
-        return score + bias[h * num_buckets + _t5_bucket(kv_idx - q_idx, num_buckets, max_distance)]
+        return score + bias[h * num_buckets + _t5_bucket(kv_idx - q_idx, num_buckets, max_distance, den)]
 
     return score_mod
 
