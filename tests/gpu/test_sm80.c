@@ -432,6 +432,29 @@ static void make_cases(int quick)
         c.skv = rng_int(&r4, 300, 900);
         add_case(c);
     }
+    /* ... deterministic with GQA (the walk over the group's heads: a CTA takes several turns per
+     * query tile), dense and with block masks (causal from the GPU, kv blocks of 1 key tile;
+     * random lists, kv blocks of 2), sizes not multiples of the tiles; more key tiles than fit
+     * one wave of 64-key CTAs where the key tiles run slowest */
+    for (int k = 0; k < 4; k++) {
+        tcase c = random_case(&r4, k == 1 ? M_CAUSAL : k == 2 ? M_ALIBI : M_NONE, dtypes[k % 2], 256, 256);
+        c.determ = 1;
+        c.hq = 4;
+        c.hkv = k == 3 ? 1 : 2;
+        c.sq = rng_int(&r4, 300, 900);
+        c.skv = rng_int(&r4, 300, 900);
+        if (k == 1 || k == 2) {
+            c.bm = k == 1 ? BM_GPU : BM_RANDOM;
+            c.q_block = 128;
+            c.kv_block = 64 * k;
+        }
+        if (k == 3) { /* MQA, one batch entry: 150 key tiles of 64 */
+            c.batch = 1;
+            c.sq = rng_int(&r4, 60, 200);
+            c.skv = 149 * 64 + rng_int(&r4, 1, 63);
+        }
+        add_case(c);
+    }
     /* K: a loss that uses the LSE too (fa4_bwd_args.dlse): plain, a mask, score_mods, varlen, a
      * block mask and deterministic; generator of its own */
     rng r5 = {9090};

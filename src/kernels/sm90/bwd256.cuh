@@ -88,6 +88,29 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
 #ifndef FA4_SM90_BWD256_DQ_TMA
 #define FA4_SM90_BWD256_DQ_TMA 1
 #endif
+/* Deterministic dQ (p.dq_sem) under FA4_SM90_BWD256_DQ_TMA 1 or 2: who does the gpu-scope half of
+ * each turn.
+ *   1 (default): the turn agent of bwd_main.cu's kernel (fa4_bwd_turn_agent, bwd_common.cuh): per
+ *      consumer warpgroup an otherwise idle thread of the producer's warpgroup (warp 1 + cw, lane
+ *      0) releases the turn (red.release.gpu) and polls for the step's (ld.acquire.gpu). The issuer,
+ *      in the next step's S / dP window (where it already waited for the reduce-adds' reads to
+ *      release the stage), waits for them to complete instead, fence.proxy.async.global, and posts
+ *      {turn counter to pass on, this step's counter, this step's turn} to the agent (mbarrier
+ *      "post"); at the dQ write it waits for the agent's "go", fence.proxy.async.global, then the
+ *      reduce-adds. The memory-model argument is bwd_consumer.cuh's (above FA4_SM90_BWD_TURN_AGENT):
+ *      the same chain of release / acquire at cta and gpu scope.
+ *   0: the issuer polls before the reduce-adds and, after the step's last one, waits for their
+ *      completion and releases the counter itself, all on its warpgroup's critical path (the
+ *      warps wait for it at the next wgmma); the register path (FA4_SM90_BWD256_DQ_TMA 0) always
+ *      does this (every thread's reductions, then a fence each). */
+#ifndef FA4_SM90_BWD256_TURN_AGENT
+#define FA4_SM90_BWD256_TURN_AGENT 1
+#endif
+#if !FA4_SM90_BWD256_DQ_TMA
+#undef FA4_SM90_BWD256_TURN_AGENT
+#define FA4_SM90_BWD256_TURN_AGENT 0
+#endif
+
 #if FA4_SM90_BWD256_DQ_TMA
 static_assert(kBStages == 2, "the deferred stage release takes the previous step's stage as s ^ 1");
 static_assert(kBM * kPanelBytes == kBM * 32 * 4, "a Q / dO panel holds one dQ box (64 rows x 32 fp32)");
@@ -118,7 +141,17 @@ struct fa4_bwd_smem {
     /* deterministic with a block mask: the walk-table word of the step in stage s, left by the
      * producer before the stage's expect_tx arrival */
     __device__ __forceinline__ unsigned dq_turn(int s) const { return bar_kv() + 64u + 4u * (unsigned)s; }
+    /* deterministic with FA4_SM90_BWD256_TURN_AGENT, at bwd_config.cuh's offsets: per consumer
+     * warpgroup the mbarriers "post" and "go", the post's words {counter to pass on (u64), the
+     * step's counter (u64), the step's turn} (16-byte aligned), and the counter its issuer still
+     * has to pass on (0: none) */
+    __device__ __forceinline__ unsigned bar_turn_post(int wg) const { return bar_kv() + 96u + 8u * (unsigned)wg; }
+    __device__ __forceinline__ unsigned bar_turn_go(int wg) const { return bar_kv() + 112u + 8u * (unsigned)wg; }
+    __device__ __forceinline__ unsigned turn_post(int wg) const { return bar_kv() + 128u + 32u * (unsigned)wg; }
+    __device__ __forceinline__ unsigned dq_pending(int wg) const { return bar_kv() + 256u + 8u * (unsigned)wg; }
 };
+static_assert(8 * (1 + 2 * kBStages) <= 64 && 64 + 4 * kBStages <= 96 && 128 + 2 * 32 <= 256 && 256 + 2 * 8 <= 512,
+              "barrier space (512 bytes from bar_kv)");
 constexpr unsigned kBFullArrivals = 1, kBEmptyArrivals = 8;
 
 /* the producer always leaves the walk-table word by its stage here (no register cost to avoid) */
@@ -437,6 +470,42 @@ struct fa4_b256_consumer {
     }
 
 #if FA4_SM90_BWD256_DQ_TMA
+    /* Deterministic: the turn counter of (head h, query tile m0) for this warpgroup's column half,
+     * and the step's turn (n_tile when dense, else the walk table's word for stage s plus
+     * turn_add). */
+    __device__ __forceinline__ int *dq_turn_ctr(int h, int m0) const
+    {
+        const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
+        return p.dq_sem + (row0 >> 2) * 2 + cw;
+    }
+    __device__ __forceinline__ int dq_turn(int s) const
+    {
+        if (!p.has_block_mask)
+            return n_tile;
+        int tw;
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(tw) : "r"(sm.dq_turn(s)) : "memory");
+        return (tw & 0x7fffffff) + turn_add;
+    }
+
+#if FA4_SM90_BWD256_TURN_AGENT
+    /* Deterministic, issuer only: hand the agent the turn still held, once its adds are complete
+     * (which also frees the previous step's stage: the caller releases it), and the next counter
+     * and turn (next 0: the walk is over). Every step posts once, after the "go" of the step
+     * before, so "post" and "go" run in lock step and the words are free. */
+    __device__ __forceinline__ void post_dq_turn(unsigned long long next, int turn) const
+    {
+        unsigned long long prev;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(prev) : "r"(sm.dq_pending(cw)) : "memory");
+        if (prev) {
+            fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        }
+        asm volatile("st.shared.v2.u64 [%0], {%1, %2};\n" ::"r"(sm.turn_post(cw)), "l"(prev), "l"(next) : "memory");
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.turn_post(cw) + 16u), "r"(turn) : "memory");
+        fa4_mbar_arrive(sm.bar_turn_post(cw));
+    }
+#endif
+
     /* Staging box b of stage s for this warpgroup's dQ columns 128 cw + 32 b ..: boxes 0, 1 in its
      * dO panels, 2, 3 in its Q panels (dV completes before dK under FA4_SM90_BWD256_DQ_TMA 2). */
     __device__ __forceinline__ unsigned dq_box(int s, int box) const
@@ -452,8 +521,9 @@ struct fa4_b256_consumer {
      * Deterministic (p.dq_sem): the issuer waits for the turn before the first box (kFirst) and
      * passes it on after the last (kLast), once the adds are complete (not only read). */
     template <int kI0, int kI1, bool kFirst, bool kLast>
-    __device__ __forceinline__ void write_dq_tma(const float (&dq)[16][4], int h, int m0, int s) const
+    __device__ __forceinline__ void write_dq_tma(const float (&dq)[16][4], int h, int m0, int s, int it) const
     {
+        (void)it;
         const int g = lane >> 2, t = lane & 3;
 #pragma unroll
         for (int i = kI0; i < kI1; ++i) {
@@ -474,13 +544,11 @@ struct fa4_b256_consumer {
             const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
             int *ctr = p.dq_sem ? p.dq_sem + (row0 >> 2) * 2 + cw : nullptr;
             if (kFirst && ctr) {
-                int turn = n_tile;
-                if (p.has_block_mask) {
-                    int tw;
-                    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(tw) : "r"(sm.dq_turn(s)) : "memory");
-                    turn = (tw & 0x7fffffff) + turn_add;
-                }
-                fa4_bwd_wait_turn(ctr, turn);
+#if FA4_SM90_BWD256_TURN_AGENT
+                fa4_mbar_wait(sm.bar_turn_go(cw), (unsigned)it & 1u); /* the agent saw the turn */
+#else
+                fa4_bwd_wait_turn(ctr, dq_turn(s));
+#endif
                 asm volatile("fence.proxy.async.global;\n" ::: "memory");
             }
 #pragma unroll
@@ -489,9 +557,14 @@ struct fa4_b256_consumer {
                     fa4_tma_reduce_add_2d(tm_dq, dq_box(s, box), cw * kBWgCols + box * 32, row0);
             fa4_bulk_commit();
             if (kLast && ctr) {
+#if FA4_SM90_BWD256_TURN_AGENT /* passed on by the next post (post_dq_turn) */
+                asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"((unsigned long long)ctr)
+                             : "memory");
+#else
                 fa4_bulk_wait<0>(); /* the adds are complete, not only read */
                 asm volatile("fence.proxy.async.global;\n" ::: "memory");
                 asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(ctr) : "memory");
+#endif
             }
         }
     }
@@ -508,10 +581,18 @@ struct fa4_b256_consumer {
             fa4_wgmma_fence();
             issue_s_dp(sc, dp, s);
 #if FA4_SM90_BWD256_DQ_TMA
-            /* the previous step's stage, held back by the issuer until its dQ reduce-adds read it */
-            if (it > 0 && warp == 0 && lane == 0) {
-                fa4_bulk_wait_read<0>();
-                fa4_mbar_arrive(sm.bar_empty(s ^ 1));
+            /* the previous step's stage, held back by the issuer until its dQ reduce-adds read it;
+             * deterministic with the agent: until they complete, and the turns posted (every step) */
+            if (warp == 0 && lane == 0) {
+#if FA4_SM90_BWD256_TURN_AGENT
+                if (p.dq_sem)
+                    post_dq_turn((unsigned long long)dq_turn_ctr(h, m0), dq_turn(s));
+                else
+#endif
+                    if (it > 0)
+                    fa4_bulk_wait_read<0>();
+                if (it > 0)
+                    fa4_mbar_arrive(sm.bar_empty(s ^ 1));
             }
 #endif
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
@@ -554,10 +635,10 @@ struct fa4_b256_consumer {
             fa4_wgmma_wait<1>(); /* dQ and dV: this warpgroup's dO panels are free */
             fa4_reg_fence(dq);
             fa4_reg_fence(dv);
-            write_dq_tma<0, 8, true, false>(dq, h, m0, s);
+            write_dq_tma<0, 8, true, false>(dq, h, m0, s, it);
             fa4_wgmma_wait<0>(); /* dK: its Q panels */
             fa4_reg_fence(dk);
-            write_dq_tma<8, 16, false, true>(dq, h, m0, s);
+            write_dq_tma<8, 16, false, true>(dq, h, m0, s, it);
         }
         if (lane == 0 && warp != 0) /* the issuer's release waits for the reads (next step) */
             fa4_mbar_arrive(sm.bar_empty(s));
@@ -571,7 +652,7 @@ struct fa4_b256_consumer {
             fa4_reg_fence(dq);
             fa4_reg_fence(dk);
             fa4_reg_fence(dv);
-            write_dq_tma<0, 16, true, true>(dq, h, m0, s);
+            write_dq_tma<0, 16, true, true>(dq, h, m0, s, it);
         }
         if (lane == 0 && warp != 0) /* the issuer's release waits for the reads (next step) */
             fa4_mbar_arrive(sm.bar_empty(s));
@@ -632,6 +713,12 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             fa4_mbar_init(sm.bar_full(s), kBFullArrivals);
             fa4_mbar_init(sm.bar_empty(s), kBEmptyArrivals);
         }
+#if FA4_SM90_BWD256_TURN_AGENT
+        for (int i = 0; i < 2; ++i) { /* deterministic dQ: the issuer's posts, the agent's go */
+            fa4_mbar_init(sm.bar_turn_post(i), 1);
+            fa4_mbar_init(sm.bar_turn_go(i), 1);
+        }
+#endif
         fa4_mbar_init_fence();
     }
     __syncthreads();
@@ -639,6 +726,13 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     const int wg = tid >> 7;
     if (wg == 0) {
         fa4_regs_dec<kBProducerRegs>();
+#if FA4_SM90_BWD256_TURN_AGENT
+        if (p.dq_sem && (tid == 32 || tid == 64)) {
+            fa4_pdl_wait(); /* the turn counters are zeroed by bwd_pre */
+            fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
+            return;
+        }
+#endif
         if (tid != 0)
             return;
         fa4_bwd_produce<true>(p, sm, &tm_q, &tm_k, &tm_v, &tm_do, &tm_lse2, &tm_dpsum, b, hk, n_tile, n0, seq);
@@ -661,14 +755,23 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
                                      &tm_dq
 #endif
         };
+#if FA4_SM90_BWD256_TURN_AGENT
+        if (warp == 0 && lane == 0) /* no turn held yet (read by the first step's post) */
+            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
+#endif
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_cursor w;
         w.start(p, b, hk, n_tile, seq.len_q);
         for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it)
             c.step(dk, dv, it & 1, (unsigned)(it >> 1) & 1u, it & 1, w.h, w.m0, w.full, it);
 #if FA4_SM90_BWD256_DQ_TMA
-        if (warp == 0 && lane == 0)
+        if (warp == 0 && lane == 0) {
+#if FA4_SM90_BWD256_TURN_AGENT
+            if (p.dq_sem)
+                c.post_dq_turn(0ull, 0); /* the last step's turn, and the agent's end */
+#endif
             fa4_bulk_wait<0>(); /* the last dQ reduce-adds are done before the CTA's shared memory goes */
+        }
 #endif
 
         /* epilogue: dK (scaled) and dV of the keys inside the sequence, this warpgroup's columns */
