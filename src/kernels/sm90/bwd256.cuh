@@ -727,9 +727,15 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     if (wg == 0) {
         fa4_regs_dec<kBProducerRegs>();
 #if FA4_SM90_BWD256_TURN_AGENT
-        if (p.dq_sem && (tid == 32 || tid == 64)) {
-            fa4_pdl_wait(); /* the turn counters are zeroed by bwd_pre */
-            fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
+        /* warps 1 and 2 (deterministic): their lane 0 is the agent of consumer warpgroup warp - 1.
+         * The branch is on a vote (a uniform predicate): with a per-thread branch there, ptxas
+         * moved the producer's walk out of the uniform registers and spilled it (4 bytes, plain
+         * D 256, NVRTC 13), also with the agent inlined or only a trap in its place. */
+        if (__any_sync(0xffffffffu, p.dq_sem && (tid == 32 || tid == 64))) {
+            if ((tid & 31) == 0) {
+                fa4_pdl_wait(); /* the turn counters are zeroed by bwd_pre */
+                fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
+            }
             return;
         }
 #endif
