@@ -99,6 +99,12 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
  *      "post"); at the dQ write it waits for the agent's "go", fence.proxy.async.global, then the
  *      reduce-adds. The memory-model argument is bwd_consumer.cuh's (above FA4_SM90_BWD_TURN_AGENT):
  *      the same chain of release / acquire at cta and gpu scope.
+ *   2: the agent also issues the reduce-adds: at the dQ write the issuer only leaves {counter,
+ *      turn, workspace row} by the step's parity and arrives on "post" (one of two by parity);
+ *      the agent polls for the turn, issues the step's boxes from the staging tile, releases the
+ *      stage once they have read it (the stage's eighth arrival, in place of the issuer's), waits
+ *      for their completion and releases the turn (fa4_b256_dq_agent). Nothing of a turn is left
+ *      in the consumer warpgroups. Needs FA4_SM90_BWD256_DQ_TMA 1 (2 runs mode 1).
  *   0: the issuer polls before the reduce-adds and, after the step's last one, waits for their
  *      completion and releases the counter itself, all on its warpgroup's critical path (the
  *      warps wait for it at the next wgmma); the register path (FA4_SM90_BWD256_DQ_TMA 0) always
@@ -109,6 +115,9 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
 #if !FA4_SM90_BWD256_DQ_TMA
 #undef FA4_SM90_BWD256_TURN_AGENT
 #define FA4_SM90_BWD256_TURN_AGENT 0
+#elif FA4_SM90_BWD256_DQ_TMA == 2 && FA4_SM90_BWD256_TURN_AGENT == 2
+#undef FA4_SM90_BWD256_TURN_AGENT
+#define FA4_SM90_BWD256_TURN_AGENT 1
 #endif
 
 #if FA4_SM90_BWD256_DQ_TMA
@@ -149,6 +158,22 @@ struct fa4_bwd_smem {
     __device__ __forceinline__ unsigned bar_turn_go(int wg) const { return bar_kv() + 112u + 8u * (unsigned)wg; }
     __device__ __forceinline__ unsigned turn_post(int wg) const { return bar_kv() + 128u + 32u * (unsigned)wg; }
     __device__ __forceinline__ unsigned dq_pending(int wg) const { return bar_kv() + 256u + 8u * (unsigned)wg; }
+    /* FA4_SM90_BWD256_TURN_AGENT 2: "post" of warpgroup wg for steps of parity par, and its words
+     * {counter (u64, 0: the walk is over), turn, workspace row} */
+    __device__ __forceinline__ unsigned bar_add_post(int wg, int par) const
+    {
+        return bar_kv() + 96u + 8u * (unsigned)(2 * wg + par);
+    }
+    __device__ __forceinline__ unsigned add_post(int wg, int par) const
+    {
+        return bar_kv() + 128u + 32u * (unsigned)wg + 16u * (unsigned)par;
+    }
+    /* the dQ staging box b (of 32 fp32 columns) of warpgroup wg in stage s: boxes 0, 1 in its dO
+     * panels, 2, 3 in its Q panels (see FA4_SM90_BWD256_DQ_TMA) */
+    __device__ __forceinline__ unsigned dq_box(int s, int wg, int box) const
+    {
+        return (box < 2 ? dout(s) : q(s)) + (2 * wg + (box & 1)) * kBM * kPanelBytes;
+    }
 };
 static_assert(8 * (1 + 2 * kBStages) <= 64 && 64 + 4 * kBStages <= 96 && 128 + 2 * 32 <= 256 && 256 + 2 * 8 <= 512,
               "barrier space (512 bytes from bar_kv)");
@@ -487,7 +512,7 @@ struct fa4_b256_consumer {
         return (tw & 0x7fffffff) + turn_add;
     }
 
-#if FA4_SM90_BWD256_TURN_AGENT
+#if FA4_SM90_BWD256_TURN_AGENT == 1
     /* Deterministic, issuer only: hand the agent the turn still held, once its adds are complete
      * (which also frees the previous step's stage: the caller releases it), and the next counter
      * and turn (next 0: the walk is over). Every step posts once, after the "go" of the step
@@ -508,10 +533,20 @@ struct fa4_b256_consumer {
 
     /* Staging box b of stage s for this warpgroup's dQ columns 128 cw + 32 b ..: boxes 0, 1 in its
      * dO panels, 2, 3 in its Q panels (dV completes before dK under FA4_SM90_BWD256_DQ_TMA 2). */
-    __device__ __forceinline__ unsigned dq_box(int s, int box) const
+    __device__ __forceinline__ unsigned dq_box(int s, int box) const { return sm.dq_box(s, cw, box); }
+
+#if FA4_SM90_BWD256_TURN_AGENT == 2
+    /* Deterministic, issuer only: hand step it (counter ctr, 0 after the walk) to the agent. The
+     * words of parity it & 1 are free: the agent read them before it released that stage, which
+     * the producer's refill and so this step needed. */
+    __device__ __forceinline__ void post_dq_add(int it, const int *ctr, int turn, int row0) const
     {
-        return (box < 2 ? sm.dout(s) : sm.q(s)) + (2 * cw + (box & 1)) * kBM * kPanelBytes;
+        const unsigned w = sm.add_post(cw, it & 1);
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(w), "l"((unsigned long long)ctr) : "memory");
+        asm volatile("st.shared.v2.u32 [%0], {%1, %2};\n" ::"r"(w + 8u), "r"(turn), "r"(row0) : "memory");
+        fa4_mbar_arrive(sm.bar_add_post(cw, it & 1));
     }
+#endif
 
     /* dQ fragments kI0 .. kI1 - 1 (8 columns each, 4 to a box) of this step into the workspace by
      * TMA: stored into their staging boxes (rows g, g + 8 of the warp, the 128-byte swizzle as
@@ -543,8 +578,14 @@ struct fa4_b256_consumer {
         if (warp == 0 && lane == 0) {
             const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
             int *ctr = p.dq_sem ? p.dq_sem + (row0 >> 2) * 2 + cw : nullptr;
+#if FA4_SM90_BWD256_TURN_AGENT == 2
+            if (ctr) { /* the agent adds (FA4_SM90_BWD256_DQ_TMA 1: kFirst and kLast) */
+                post_dq_add(it, ctr, dq_turn(s), row0);
+                return;
+            }
+#endif
             if (kFirst && ctr) {
-#if FA4_SM90_BWD256_TURN_AGENT
+#if FA4_SM90_BWD256_TURN_AGENT == 1
                 fa4_mbar_wait(sm.bar_turn_go(cw), (unsigned)it & 1u); /* the agent saw the turn */
 #else
                 fa4_bwd_wait_turn(ctr, dq_turn(s));
@@ -557,7 +598,7 @@ struct fa4_b256_consumer {
                     fa4_tma_reduce_add_2d(tm_dq, dq_box(s, box), cw * kBWgCols + box * 32, row0);
             fa4_bulk_commit();
             if (kLast && ctr) {
-#if FA4_SM90_BWD256_TURN_AGENT /* passed on by the next post (post_dq_turn) */
+#if FA4_SM90_BWD256_TURN_AGENT == 1 /* passed on by the next post (post_dq_turn) */
                 asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"((unsigned long long)ctr)
                              : "memory");
 #else
@@ -584,14 +625,18 @@ struct fa4_b256_consumer {
             /* the previous step's stage, held back by the issuer until its dQ reduce-adds read it;
              * deterministic with the agent: until they complete, and the turns posted (every step) */
             if (warp == 0 && lane == 0) {
-#if FA4_SM90_BWD256_TURN_AGENT
+#if FA4_SM90_BWD256_TURN_AGENT == 1
                 if (p.dq_sem)
                     post_dq_turn((unsigned long long)dq_turn_ctr(h, m0), dq_turn(s));
                 else
 #endif
                     if (it > 0)
                     fa4_bulk_wait_read<0>();
+#if FA4_SM90_BWD256_TURN_AGENT == 2
+                if (it > 0 && !p.dq_sem) /* deterministic: the agent releases it */
+#else
                 if (it > 0)
+#endif
                     fa4_mbar_arrive(sm.bar_empty(s ^ 1));
             }
 #endif
@@ -677,6 +722,45 @@ struct fa4_b256_consumer {
 
 #include "sm90/bwd_producer.cuh"
 
+#if FA4_SM90_BWD256_TURN_AGENT == 2
+/* The dQ agent of consumer warpgroup wg (FA4_SM90_BWD256_TURN_AGENT 2; one thread of the producer's
+ * warpgroup, 24 registers): per step, once its issuer has posted (the staging tile is written),
+ * wait for the step's turn, add the tile by TMA reduce-adds, release the stage once they have read
+ * it, and release the turn once they are complete. Memory model: the staging stores, each
+ * thread's fence.proxy.async.shared::cta, the warpgroup's barrier and the issuer's mbarrier arrive
+ * (release, cta) happen before the agent's wait (acquire) and so before its TMA reads them; the
+ * chain of turns is the agent's own: its adds complete for it (cp.async.bulk.wait_group 0), then
+ * fence.proxy.async.global and red.release.gpu, which the next key tile's agent acquires
+ * (ld.acquire.gpu) before fence.proxy.async.global and its adds. Not inlined (as
+ * fa4_bwd_turn_agent, bwd_common.cuh). */
+__device__ __noinline__ void fa4_b256_dq_agent(const fa4_bwd_smem sm, const fa4_tmap *tm_dq, int wg)
+{
+#pragma unroll 1
+    for (unsigned j = 0;; ++j) {
+        const int par = (int)(j & 1u); /* also the step's stage (kBStages 2) */
+        fa4_mbar_wait(sm.bar_add_post(wg, par), (j >> 1) & 1u);
+        unsigned long long ctr;
+        int turn, row0;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(ctr) : "r"(sm.add_post(wg, par)) : "memory");
+        if (!ctr)
+            break;
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(turn), "=r"(row0) : "r"(sm.add_post(wg, par) + 8u) : "memory");
+        fa4_bwd_wait_turn((const int *)ctr, turn);
+        asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#pragma unroll
+        for (int box = 0; box < 4; ++box)
+            if (wg * kBWgCols + box * 32 < kD)
+                fa4_tma_reduce_add_2d(tm_dq, sm.dq_box(par, wg, box), wg * kBWgCols + box * 32, row0);
+        fa4_bulk_commit();
+        fa4_bulk_wait_read<0>();
+        fa4_mbar_arrive(sm.bar_empty(par)); /* the stage's eighth arrival */
+        fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+        asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(ctr) : "memory");
+    }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
                       const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
@@ -713,11 +797,14 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             fa4_mbar_init(sm.bar_full(s), kBFullArrivals);
             fa4_mbar_init(sm.bar_empty(s), kBEmptyArrivals);
         }
-#if FA4_SM90_BWD256_TURN_AGENT
+#if FA4_SM90_BWD256_TURN_AGENT == 1
         for (int i = 0; i < 2; ++i) { /* deterministic dQ: the issuer's posts, the agent's go */
             fa4_mbar_init(sm.bar_turn_post(i), 1);
             fa4_mbar_init(sm.bar_turn_go(i), 1);
         }
+#elif FA4_SM90_BWD256_TURN_AGENT == 2
+        for (int i = 0; i < 4; ++i) /* deterministic dQ: the issuers' posts by parity */
+            fa4_mbar_init(sm.bar_add_post(i >> 1, i & 1), 1);
 #endif
         fa4_mbar_init_fence();
     }
@@ -734,7 +821,11 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         if (__any_sync(0xffffffffu, p.dq_sem && (tid == 32 || tid == 64))) {
             if ((tid & 31) == 0) {
                 fa4_pdl_wait(); /* the turn counters are zeroed by bwd_pre */
+#if FA4_SM90_BWD256_TURN_AGENT == 2
+                fa4_b256_dq_agent(sm, &tm_dq, (tid >> 5) - 1);
+#else
                 fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
+#endif
             }
             return;
         }
@@ -761,20 +852,24 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
                                      &tm_dq
 #endif
         };
-#if FA4_SM90_BWD256_TURN_AGENT
+#if FA4_SM90_BWD256_TURN_AGENT == 1
         if (warp == 0 && lane == 0) /* no turn held yet (read by the first step's post) */
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
 #endif
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_cursor w;
         w.start(p, b, hk, n_tile, seq.len_q);
-        for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it)
+        int it = 0;
+        for (; w.next(p, b, hk, n_tile, seq.len_q); ++it)
             c.step(dk, dv, it & 1, (unsigned)(it >> 1) & 1u, it & 1, w.h, w.m0, w.full, it);
 #if FA4_SM90_BWD256_DQ_TMA
         if (warp == 0 && lane == 0) {
-#if FA4_SM90_BWD256_TURN_AGENT
+#if FA4_SM90_BWD256_TURN_AGENT == 1
             if (p.dq_sem)
                 c.post_dq_turn(0ull, 0); /* the last step's turn, and the agent's end */
+#elif FA4_SM90_BWD256_TURN_AGENT == 2
+            if (p.dq_sem)
+                c.post_dq_add(it, nullptr, 0, 0); /* the agent's end (it adds the last step) */
 #endif
             fa4_bulk_wait<0>(); /* the last dQ reduce-adds are done before the CTA's shared memory goes */
         }
