@@ -89,8 +89,10 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
 #define FA4_SM90_BWD256_DQ_TMA 1
 #endif
 /* Deterministic dQ (p.dq_sem) under FA4_SM90_BWD256_DQ_TMA 1 or 2: who does the gpu-scope half of
- * each turn.
- *   1 (default): the turn agent of bwd_main.cu's kernel (fa4_bwd_turn_agent, bwd_common.cuh): per
+ * each turn. Modes 1 and 2 compile without spills (NVRTC 13, every shipped mod at D 256 bf16 /
+ * fp16, ptxas's own report) but have NOT run on a GPU yet (session 12: no device time left), so
+ * the default stays 0, whose SASS is main 61c32be's (plain, causal mods, t5_bias, document).
+ *   1: the turn agent of bwd_main.cu's kernel (fa4_bwd_turn_agent, bwd_common.cuh): per
  *      consumer warpgroup an otherwise idle thread of the producer's warpgroup (warp 1 + cw, lane
  *      0) releases the turn (red.release.gpu) and polls for the step's (ld.acquire.gpu). The issuer,
  *      in the next step's S / dP window (where it already waited for the reduce-adds' reads to
@@ -105,12 +107,12 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
  *      stage once they have read it (the stage's eighth arrival, in place of the issuer's), waits
  *      for their completion and releases the turn (fa4_b256_dq_agent). Nothing of a turn is left
  *      in the consumer warpgroups. Needs FA4_SM90_BWD256_DQ_TMA 1 (2 runs mode 1).
- *   0: the issuer polls before the reduce-adds and, after the step's last one, waits for their
+ *   0 (default): the issuer polls before the reduce-adds and, after the step's last one, waits for their
  *      completion and releases the counter itself, all on its warpgroup's critical path (the
  *      warps wait for it at the next wgmma); the register path (FA4_SM90_BWD256_DQ_TMA 0) always
  *      does this (every thread's reductions, then a fence each). */
 #ifndef FA4_SM90_BWD256_TURN_AGENT
-#define FA4_SM90_BWD256_TURN_AGENT 1
+#define FA4_SM90_BWD256_TURN_AGENT 0
 #endif
 #if !FA4_SM90_BWD256_DQ_TMA
 #undef FA4_SM90_BWD256_TURN_AGENT
@@ -622,23 +624,28 @@ struct fa4_b256_consumer {
             fa4_wgmma_fence();
             issue_s_dp(sc, dp, s);
 #if FA4_SM90_BWD256_DQ_TMA
-            /* the previous step's stage, held back by the issuer until its dQ reduce-adds read it;
-             * deterministic with the agent: until they complete, and the turns posted (every step) */
-            if (warp == 0 && lane == 0) {
+            /* the previous step's stage, held back by the issuer until its dQ reduce-adds read it */
 #if FA4_SM90_BWD256_TURN_AGENT == 1
+            /* deterministic: until they complete, and the turns posted (every step) */
+            if (warp == 0 && lane == 0) {
                 if (p.dq_sem)
                     post_dq_turn((unsigned long long)dq_turn_ctr(h, m0), dq_turn(s));
-                else
-#endif
-                    if (it > 0)
+                else if (it > 0)
                     fa4_bulk_wait_read<0>();
-#if FA4_SM90_BWD256_TURN_AGENT == 2
-                if (it > 0 && !p.dq_sem) /* deterministic: the agent releases it */
-#else
                 if (it > 0)
-#endif
                     fa4_mbar_arrive(sm.bar_empty(s ^ 1));
             }
+#elif FA4_SM90_BWD256_TURN_AGENT == 2
+            if (it > 0 && warp == 0 && lane == 0 && !p.dq_sem) { /* deterministic: the agent's */
+                fa4_bulk_wait_read<0>();
+                fa4_mbar_arrive(sm.bar_empty(s ^ 1));
+            }
+#else
+            if (it > 0 && warp == 0 && lane == 0) {
+                fa4_bulk_wait_read<0>();
+                fa4_mbar_arrive(sm.bar_empty(s ^ 1));
+            }
+#endif
 #endif
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
 #if FA4_B256_AUX_GRAD
@@ -744,7 +751,10 @@ __device__ __noinline__ void fa4_b256_dq_agent(const fa4_bwd_smem sm, const fa4_
         asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(ctr) : "r"(sm.add_post(wg, par)) : "memory");
         if (!ctr)
             break;
-        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(turn), "=r"(row0) : "r"(sm.add_post(wg, par) + 8u) : "memory");
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                     : "=r"(turn), "=r"(row0)
+                     : "r"(sm.add_post(wg, par) + 8u)
+                     : "memory");
         fa4_bwd_wait_turn((const int *)ctr, turn);
         asm volatile("fence.proxy.async.global;\n" ::: "memory");
 #pragma unroll
@@ -859,8 +869,12 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
         fa4_bwd_cursor w;
         w.start(p, b, hk, n_tile, seq.len_q);
-        int it = 0;
+#if FA4_SM90_BWD256_TURN_AGENT == 2
+        int it = 0; /* the end's post names the parity after the last step */
         for (; w.next(p, b, hk, n_tile, seq.len_q); ++it)
+#else
+        for (int it = 0; w.next(p, b, hk, n_tile, seq.len_q); ++it)
+#endif
             c.step(dk, dv, it & 1, (unsigned)(it >> 1) & 1u, it & 1, w.h, w.m0, w.full, it);
 #if FA4_SM90_BWD256_DQ_TMA
         if (warp == 0 && lane == 0) {
@@ -868,8 +882,13 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             if (p.dq_sem)
                 c.post_dq_turn(0ull, 0); /* the last step's turn, and the agent's end */
 #elif FA4_SM90_BWD256_TURN_AGENT == 2
-            if (p.dq_sem)
-                c.post_dq_add(it, nullptr, 0, 0); /* the agent's end (it adds the last step) */
+            if (p.dq_sem) { /* the agent's end (it still adds the last step) */
+                /* the end's words reuse those of step it - 2, which no refill of its stage waited
+                 * for here: wait until the agent released that stage (so it read them) */
+                if (it >= 2)
+                    fa4_mbar_wait(sm.bar_empty(it & 1), (unsigned)((it - 2) >> 1) & 1u);
+                c.post_dq_add(it, nullptr, 0, 0);
+            }
 #endif
             fa4_bulk_wait<0>(); /* the last dQ reduce-adds are done before the CTA's shared memory goes */
         }
