@@ -568,6 +568,20 @@ static int bwd_det80(void)
     return !(e && *e && atoi(e) == 0);
 }
 
+/* FA4JIT_SM90_BWD_DET_BM, read at every call (A/B): the walk order of deterministic block-masked
+ * calls at padded D <= 128 (bwd_schedule.cuh), a sum of 1: the GQA group's heads innermost (where
+ * the mask is one for every head), 2: reversed (turns in descending key-tile order, the lists
+ * ascending, the larger key tiles started first); 0: session 11's order (lists descending, heads
+ * one after another, turns ascending). Unset: DET_BM_DEFAULT. */
+enum { DET_BM_HEADS_INNER = 1, DET_BM_REVERSED = 2, DET_BM_DEFAULT = 0 };
+
+static int bwd_det_bm(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_DET_BM");
+    const int v = e && *e ? atoi(e) : DET_BM_DEFAULT;
+    return v >= 0 && v <= 3 ? v : DET_BM_DEFAULT;
+}
+
 /* sm80 bwd_pre (dpsum, lse2; dq_accum and the turn counters zeroed) -> [deterministic with a block
  * mask: fa4_sm90_bwd_rank] -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post, each after the first a
  * programmatic dependent launch on the one before (the kernels' fa4_pdl_wait / fa4_pdl_launch:
@@ -631,6 +645,15 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     if (p->deterministic) {
         pr.dq_slots = 1;
         pr.dq_sem = (int *)((uint8_t *)p->workspace + w.total);
+        /* the walk order's bits past the first (bwd_schedule.cuh FA4_BWD_DET_HEADS_INNER, _REVERSED),
+         * before the rank kernel, which orders the table by them */
+        if (p->has_block_mask && !d256) {
+            const int o = bwd_det_bm();
+            if ((o & DET_BM_HEADS_INNER) && p->hq > p->hkv && p->bm.heads == 1)
+                pr.deterministic |= 2;
+            if (o & DET_BM_REVERSED)
+                pr.deterministic |= 4;
+        }
     }
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,

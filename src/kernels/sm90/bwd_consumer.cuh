@@ -937,8 +937,8 @@ struct fa4_bwd_consumer {
         const int bb = p.bm_batch == 1 ? 0 : b, hh = p.bm_heads == 1 ? 0 : h;
         const long long row = ((long long)bb * p.bm_heads + hh) * p.bm_nkv + n_tile * kBN / p.bm_kv_block;
         const long long at = (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * p.bm_nq + p.bm_nq;
-        const int t = p.dq_sem[at + m0 / p.bm_q_block];
-        return (t & 0x7fffffff) + n_tile % (p.bm_kv_block / kBN);
+        const int t = p.dq_sem[at + m0 / p.bm_q_block], r = p.bm_kv_block / kBN, i = n_tile % r;
+        return (t & 0x7fffffff) + (fa4_bwd_det_bm(p, FA4_BWD_DET_REVERSED) ? r - 1 - i : i);
 #endif
     }
 

@@ -188,7 +188,8 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
  * G >= 2 (head-major grid, 4 heads per wave or more) the linear CTA index taken as (unit mod G, key tile,
  * unit / G) over the units (kv head, batch): about one wave holds G heads, and the key tiles of
  * one head start G CTAs apart, as their turns stagger them anyway. Every order starts a CTA after
- * the smaller key tiles of its kv head (the turns' wait order). */
+ * the smaller key tiles of its kv head (the turns' wait order; the larger ones with
+ * FA4_BWD_DET_REVERSED, whose turns go the other way). */
 __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, int &hk, int &b)
 {
     if (p.tiles_slowest == 1) {
@@ -209,6 +210,9 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
         hk = blockIdx.y;
         b = blockIdx.z;
     }
+    /* deterministic block masks with descending turns (bwd_schedule.cuh): the last key tiles first */
+    if (p.dq_sem && fa4_bwd_det_bm(p, FA4_BWD_DET_REVERSED))
+        n_tile = (int)(p.tiles_slowest == 1 ? gridDim.z : gridDim.x) - 1 - n_tile;
 }
 
 #include "sm90/bwd_rank.cuh"
@@ -295,10 +299,12 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
             /* with a block mask, this key tile's place in its kv block: what its turns add to the
              * walk table's (dq_turn), divided out once here */
-            if (FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p))
+            if (FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p)) {
+                const int r = p.bm_kv_block / kBN, i = n_tile % r; /* reversed: turns descending */
                 asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn_add(cw)),
-                             "r"(n_tile % (p.bm_kv_block / kBN))
+                             "r"(fa4_bwd_det_bm(p, FA4_BWD_DET_REVERSED) ? r - 1 - i : i)
                              : "memory");
+            }
         }
 
 #if FA4_SM90_BWD_AUX_WIN

@@ -49,6 +49,28 @@ __device__ __forceinline__ bool fa4_bwd_walk_table(const fa4_params &p)
     return p.dq_sem && p.has_block_mask;
 }
 
+/* Deterministic with a block mask: how the walk table orders the walks, in p.deterministic's bits
+ * past the first (the launcher's, path_sm90.c bwd_det_bm; never set at D 256 or without a block
+ * mask, where p.deterministic is the dense rotation group):
+ *   FA4_BWD_DET_HEADS_INNER: the GQA group's heads innermost (for each query tile of the list,
+ *     every head of the group), only where the mask is one for every head (p.bm_heads 1, so one
+ *     list and one turn per tile serve the group). Head by head, key tile n + 1 has fewer tiles
+ *     per head than key tile n under causal masks, so it reaches every head but the first before
+ *     key tile n is done there and waits: every key tile of a kv head ran at the pace of key tile
+ *     0 (GQA 32:4 causal +56%, session 11). With heads inner the walk of key tile n + 1 is a
+ *     prefix of key tile n's (descending lists), step for step.
+ *   FA4_BWD_DET_REVERSED: turns in descending key-tile order, the lists ascending, and the grid's
+ *     key tiles reversed (fa4_bwd_cta: larger key tiles start first, so waits still go to CTAs
+ *     started earlier). Under causal, window and document masks the key tile before a CTA in turn
+ *     order then reaches each query tile a step or more earlier, so the chain of turns has no
+ *     skew; the price is the light CTAs first (a tail of heavy ones). */
+#define FA4_BWD_DET_HEADS_INNER 2
+#define FA4_BWD_DET_REVERSED 4
+__device__ __forceinline__ bool fa4_bwd_det_bm(const fa4_params &p, int flag)
+{
+    return p.has_block_mask && (p.deterministic & flag);
+}
+
 /* Deterministic dense walks, rotated (p.deterministic = G >= 2, set by the launcher only where
  * every key tile of a rotation group can be resident at once; 1 or 0: from query tile 0 up): in
  * each head, key tile n starts at query tile (n mod G) mod nq and wraps around, so that in a
@@ -126,6 +148,19 @@ __device__ __forceinline__ fa4_tile_list fa4_bwd_q_tiles(const fa4_params &p, in
 template <typename F>
 __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
 {
+    if (fa4_bwd_walk_table(p) && fa4_bwd_det_bm(p, FA4_BWD_DET_HEADS_INNER)) {
+        const fa4_tile_list tl = fa4_bwd_q_tiles(p, b, hk * p.group, n_tile, len_q); /* one for every head */
+        for (int j = 0; j < tl.count; ++j) {
+            bool full;
+            const int m0 = fa4_bwd_tile(tl, j, &full) * kBM;
+            if (m0 >= len_q)
+                continue;
+            const int tw = FA4_SM90_BWD_TURN_SLOT ? tl.partial[p.bm_nq + tl.partial[j / tl.per_block]] : 0;
+            for (int hh = 0; hh < p.group; ++hh)
+                visit(hk * p.group + hh, m0, tw);
+        }
+        return;
+    }
     for (int hh = 0; hh < p.group; ++hh) {
         const int h = hk * p.group + hh;
         const fa4_tile_list tl = fa4_bwd_q_tiles(p, b, h, n_tile, len_q);
@@ -246,11 +281,29 @@ struct fa4_bwd_cursor {
         hh = 0;
         j = -1;
         tiles = fa4_bwd_q_tiles(p, b, hk * p.group, n_tile, len_q);
+        if (fa4_bwd_walk_table(p) && fa4_bwd_det_bm(p, FA4_BWD_DET_HEADS_INNER))
+            hh = p.group - 1; /* the first next() moves to head 0 of tile 0 */
     }
 
     /* Advance to the next tile inside the sequence; false when the walk is over. */
     __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
     {
+        if (fa4_bwd_walk_table(p) && fa4_bwd_det_bm(p, FA4_BWD_DET_HEADS_INNER)) {
+            /* the producer's order (fa4_bwd_walk): heads inner, one list */
+            for (;;) {
+                if (++hh >= p.group) {
+                    hh = 0;
+                    ++j;
+                }
+                if (j >= tiles.count)
+                    return false;
+                h = hk * p.group + hh;
+                m0 = fa4_bwd_tile(tiles, j, &full) * kBM;
+                full = tiles.partial[p.bm_nq + tiles.partial[j / tiles.per_block]] < 0;
+                if (m0 < len_q)
+                    return true;
+            }
+        }
         for (;;) {
             ++j;
             while (j >= tiles.count) {
