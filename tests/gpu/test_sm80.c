@@ -796,9 +796,11 @@ int main(int argc, char **argv)
                 snprintf(v, sizeof v, "%d", c->det_rot_env - 1);
                 setenv("FA4JIT_SM90_BWD_DET_ROTATE", v, 1);
             }
+            /* FA4_TEST_DET_BM=N runs group O's cases in walk order N instead of their own */
+            const char *det_bm_over = getenv("FA4_TEST_DET_BM");
             if (c->det_bm_env > 0) {
                 char v[16];
-                snprintf(v, sizeof v, "%d", c->det_bm_env - 1);
+                snprintf(v, sizeof v, "%d", det_bm_over && *det_bm_over ? atoi(det_bm_over) : c->det_bm_env - 1);
                 setenv("FA4JIT_SM90_BWD_DET_BM", v, 1);
             }
             run_case(c, &res);

@@ -193,8 +193,25 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
 #endif
 __device__ __forceinline__ int *fa4_bwd_steps_table(const fa4_params &p)
 {
+    if (p.dq_sem) /* deterministic: after the turn counters and the rank table (an even count of ints) */
+        return p.dq_sem + (long long)p.hq * (p.ws_rows / 4) * 2 +
+               2LL * p.bm_batch * p.bm_heads * p.bm_nkv * p.bm_nq;
     const long long dq = 4LL * p.dq_slots * p.hq * p.ws_rows * p.head_dim;
     return (int *)((char *)p.dq_accum + ((dq + 255) & ~255LL));
+}
+/* Deterministic with a block mask on 80-row steps (bwd_consumer.cuh dq_turn_window80, the turn
+ * agent fa4_bwd_turn_agent80): a step's 16-row groups each take their turn (the rank table's of
+ * the group's q block), since the steps of key tiles of different kv blocks start at different
+ * rows. Turns ascending (the rank table's default): the steps walked from the last (descending,
+ * as the 64-row walk's lists), so that every key tile of a kv head meets a query row at about the
+ * same step as the one before it; FA4_BWD_DET_REVERSED: ascending steps, descending turns. */
+__device__ __forceinline__ bool fa4_bwd_steps_desc(const fa4_params &p)
+{
+    return p.dq_sem && p.has_block_mask && !(p.deterministic & FA4_BWD_DET_REVERSED);
+}
+__device__ __forceinline__ bool fa4_bwd_steps_heads_inner(const fa4_params &p)
+{
+    return p.dq_sem && p.has_block_mask && (p.deterministic & FA4_BWD_DET_HEADS_INNER);
 }
 __device__ __forceinline__ long long fa4_bwd_steps_stride(const fa4_params &p)
 {
@@ -218,11 +235,25 @@ __device__ __forceinline__ const int *fa4_bwd_steps_row(const fa4_params &p, int
 template <typename F>
 __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
 {
+    if (fa4_bwd_steps_heads_inner(p)) { /* one row for every head (the launcher: p.bm_heads 1) */
+        int count;
+        const int *st = fa4_bwd_steps_row(p, b, hk * p.group, n_tile, len_q, count);
+        const bool desc = fa4_bwd_steps_desc(p);
+        for (int k = 0; k < count; ++k) {
+            const int m0 = st[2 * (desc ? count - 1 - k : k)];
+            if (m0 < len_q)
+                for (int hh = 0; hh < p.group; ++hh)
+                    visit(hk * p.group + hh, m0, 0);
+        }
+        return;
+    }
     for (int hh = 0; hh < p.group; ++hh) {
         const int h = hk * p.group + hh;
         int count;
         const int *st = fa4_bwd_steps_row(p, b, h, n_tile, len_q, count);
-        for (int j = 0; j < count; ++j) {
+        const bool desc = fa4_bwd_steps_desc(p);
+        for (int k = 0; k < count; ++k) {
+            const int j = desc ? count - 1 - k : k;
             const int m0 = st ? st[2 * j] : j * kBM;
             if (m0 < len_q)
                 visit(h, m0, 0);
@@ -240,25 +271,39 @@ struct fa4_bwd_cursor {
         hh = 0;
         j = -1;
         st = fa4_bwd_steps_row(p, b, hk * p.group, n_tile, len_q, count);
+        if (fa4_bwd_steps_heads_inner(p))
+            hh = p.group - 1; /* the first next() moves to head 0 of step 0 */
     }
 
     __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
     {
         for (;;) {
-            ++j;
-            while (j >= count) {
-                if (++hh >= p.group)
+            if (fa4_bwd_steps_heads_inner(p)) { /* the producer's order (fa4_bwd_walk) */
+                if (++hh >= p.group) {
+                    hh = 0;
+                    ++j;
+                }
+                if (j >= count)
                     return false;
-                st = fa4_bwd_steps_row(p, b, hk * p.group + hh, n_tile, len_q, count);
-                j = 0;
+            } else {
+                ++j;
+                while (j >= count) {
+                    if (++hh >= p.group)
+                        return false;
+                    st = fa4_bwd_steps_row(p, b, hk * p.group + hh, n_tile, len_q, count);
+                    j = 0;
+                }
             }
             h = hk * p.group + hh;
             if (st) {
                 int2 e;
-                asm volatile("ld.global.nc.v2.s32 {%0, %1}, [%2];\n" : "=r"(e.x), "=r"(e.y) : "l"(st + 2 * j));
+                /* deterministic: the steps from the last (fa4_bwd_steps_desc), as the producer */
+                const bool desc = fa4_bwd_steps_desc(p);
+                const int je = desc ? count - 1 - j : j;
+                asm volatile("ld.global.nc.v2.s32 {%0, %1}, [%2];\n" : "=r"(e.x), "=r"(e.y) : "l"(st + 2 * je));
                 /* the steps 8 ahead into L1 (no register held over the step): the entry is read
                  * before the S^T / dP^T issue (inside, mask_bits80), so a miss there stalls it */
-                asm volatile("prefetch.global.L1 [%0];\n" ::"l"(st + 2 * j + 16));
+                asm volatile("prefetch.global.L1 [%0];\n" ::"l"(st + 2 * je + (desc ? -16 : 16)));
                 m0 = e.x;
                 full = (unsigned)e.y;
             } else {
