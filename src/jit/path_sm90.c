@@ -663,7 +663,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             const int o = bwd_det_bm();
             if ((o & DET_BM_HEADS_INNER) && p->hq > p->hkv && p->bm.heads == 1)
                 pr.deterministic |= 2;
-            if (o & DET_BM_REVERSED)
+            if ((o & DET_BM_REVERSED) && !varlen_q && !varlen_k) /* the kernel counts key tiles by seqlen_k */
                 pr.deterministic |= 4;
         }
     }

@@ -937,8 +937,8 @@ struct fa4_bwd_consumer {
         const int bb = p.bm_batch == 1 ? 0 : b, hh = p.bm_heads == 1 ? 0 : h;
         const long long row = ((long long)bb * p.bm_heads + hh) * p.bm_nkv + n_tile * kBN / p.bm_kv_block;
         const long long at = (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * p.bm_nq + p.bm_nq;
-        const int t = p.dq_sem[at + m0 / p.bm_q_block], r = p.bm_kv_block / kBN, i = n_tile % r;
-        return (t & 0x7fffffff) + (fa4_bwd_det_bm(p, FA4_BWD_DET_REVERSED) ? r - 1 - i : i);
+        const int t = p.dq_sem[at + m0 / p.bm_q_block];
+        return (t & 0x7fffffff) + fa4_bwd_turn_in_block(p, n_tile);
 #endif
     }
 
@@ -979,9 +979,8 @@ struct fa4_bwd_consumer {
         if (p.has_block_mask) {
             /* 80-row steps: the agent finds the step's 16-row groups and their turns itself
              * (fa4_bwd_turn_agent80) from {h, m0, info} */
-            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %3};\n" ::"r"(sm.turn_post(cw) + 16u), "r"(h), "r"(m0),
-                         "r"((unsigned)full)
-                         : "memory");
+            asm volatile("st.shared.v2.u32 [%0], {%1, %2};\n" ::"r"(sm.turn_post(cw) + 16u), "r"(h), "r"(m0) : "memory");
+            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.turn_post(cw) + 24u), "r"((unsigned)full) : "memory");
             post_dq_turn((unsigned long long)dq_turn_ctr(h, m0), 0, false); /* the first group's counter */
             return;
         }
@@ -1441,13 +1440,13 @@ __device__ __noinline__ void fa4_bwd_turn_agent80(const fa4_bwd_smem sm, int wg)
         }
         if (!next)
             break;
+        /* (each word of a vector load its own register: a repeated one takes whichever word
+         * comes last, which made len_q the key tile's place, 0, and skipped every turn) */
         int h, m0, info, rhs, qb, len_q, add;
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %2}, [%3];\n"
-                     : "=r"(h), "=r"(m0), "=r"(info)
-                     : "r"(sm.turn_post(wg) + 16u)
-                     : "memory");
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %2}, [%3];\n"
-                     : "=r"(rhs), "=r"(qb), "=r"(len_q)
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(h), "=r"(m0) : "r"(sm.turn_post(wg) + 16u) : "memory");
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(info) : "r"(sm.turn_post(wg) + 24u) : "memory");
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(rhs), "=r"(qb), "=r"(len_q), "=r"(add)
                      : "r"(sm.agent80() + 16u)
                      : "memory");
         /* group g's counter ((h ws_rows + ws_row + 16 g) / 4) 2 + wg: 8 ints past the one before */
@@ -1465,7 +1464,6 @@ __device__ __noinline__ void fa4_bwd_turn_agent80(const fa4_bwd_smem sm, int wg)
             if (qi != q) {
                 unsigned long long rb;
                 asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(rb) : "r"(sm.agent80()) : "memory");
-                asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(add) : "r"(sm.agent80() + 28u) : "memory");
                 q = qi;
                 turn = (((const int *)rb)[(long long)h * rhs + q] & 0x7fffffff) + add;
             }

@@ -234,11 +234,10 @@ __device__ __forceinline__ void fa4_bwd_agent80_init(const fa4_params &p, const 
     if (!p.dq_sem || !p.has_block_mask)
         return;
     const int bb = p.bm_batch == 1 ? 0 : b, kb = n_tile * kBN / p.bm_kv_block;
-    const int r = p.bm_kv_block / kBN, i = n_tile % r;
     const long long row = (long long)bb * p.bm_heads * p.bm_nkv + kb;
     const int *rb = p.dq_sem + (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * p.bm_nq + p.bm_nq;
     const int rhs = p.bm_heads == 1 ? 0 : p.bm_nkv * 2 * p.bm_nq;
-    const int add = fa4_bwd_det_bm(p, FA4_BWD_DET_REVERSED) ? r - 1 - i : i;
+    const int add = fa4_bwd_turn_in_block(p, n_tile);
     asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.agent80()), "l"(rb) : "memory");
     asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(sm.agent80() + 16u), "r"(rhs),
                  "r"(p.bm_q_block), "r"(seq.len_q), "r"(add)
@@ -331,12 +330,9 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
             /* with a block mask, this key tile's place in its kv block: what its turns add to the
              * walk table's (dq_turn), divided out once here */
-            if (FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p)) {
-                const int r = p.bm_kv_block / kBN, i = n_tile % r; /* reversed: turns descending */
-                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn_add(cw)),
-                             "r"(fa4_bwd_det_bm(p, FA4_BWD_DET_REVERSED) ? r - 1 - i : i)
+            if (FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p))
+                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn_add(cw)), "r"(fa4_bwd_turn_in_block(p, n_tile))
                              : "memory");
-            }
         }
 
 #if FA4_SM90_BWD_AUX_WIN

@@ -12,7 +12,8 @@
  * lists) in descending order, then per q block m of them its turn (| full << 31): the number of
  * key tiles of kv blocks before kb whose lists hold m too (key tile kb * r + i, r = kv_block /
  * kBN, adds at that + i). With FA4_BWD_DET_REVERSED: the lists ascending, the turns counted over
- * the kv blocks after kb (key tile kb * r + i adds at that + r - 1 - i). One warp
+ * the kv blocks after kb (key tile kb * r + i adds at that + n - 1 - i, n the key tiles kb holds:
+ * fewer than r in the last one where the keys end inside it). One warp
  * per (mask batch, mask head), kv blocks in order, shared memory per q block: the mark of kb's
  * lists and the count of earlier key tiles (2 bm_nq ints). Entries of one kv block's lists must
  * name distinct q blocks in [0, bm_nq) (as the backward's walk needs anyway). */
@@ -59,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_rank(const fa4_par
                 const int k = at + __popc(set & ((1u << lane) - 1u));
                 out[k] = m;
                 out[nq + m] = cnt[m] | (v == 2 ? (int)0x80000000u : 0);
-                cnt[m] += r;
+                cnt[m] += rev ? fa4_bwd_kv_block_tiles(p, kb) : r; /* reversed: the last block may hold fewer */
                 mark[m] = 0;
             }
             at += __popc(set);

@@ -71,6 +71,23 @@ __device__ __forceinline__ bool fa4_bwd_det_bm(const fa4_params &p, int flag)
     return p.has_block_mask && (p.deterministic & flag);
 }
 
+/* The key tiles kv block kb holds: kv_block / kBN, fewer in the last one where the keys end
+ * inside it (FA4_BWD_DET_REVERSED counts turns from the last kv block, so these must be exact;
+ * the launcher reverses only fixed-length calls, where seqlen_k is every sequence's). */
+__device__ __forceinline__ int fa4_bwd_kv_block_tiles(const fa4_params &p, int kb)
+{
+    const int r = p.bm_kv_block / kBN, left = (p.seqlen_k + kBN - 1) / kBN - kb * r;
+    return left < r ? (left > 0 ? left : 0) : r;
+}
+
+/* What key tile n_tile adds to its kv block's turn (bwd_rank.cuh): its place in the block, from
+ * the last with FA4_BWD_DET_REVERSED. */
+__device__ __forceinline__ int fa4_bwd_turn_in_block(const fa4_params &p, int n_tile)
+{
+    const int r = p.bm_kv_block / kBN, i = n_tile % r;
+    return fa4_bwd_det_bm(p, FA4_BWD_DET_REVERSED) ? fa4_bwd_kv_block_tiles(p, n_tile / r) - 1 - i : i;
+}
+
 /* Deterministic dense walks, rotated (p.deterministic = G >= 2, set by the launcher only where
  * every key tile of a rotation group can be resident at once; 1 or 0: from query tile 0 up): in
  * each head, key tile n starts at query tile (n mod G) mod nq and wraps around, so that in a
