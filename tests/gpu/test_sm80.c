@@ -547,7 +547,7 @@ static void make_cases(int quick)
     }
     /* O: deterministic block masks at padded D 128 in the sm90 walk orders of
      * FA4JIT_SM90_BWD_DET_BM (1: GQA heads inner where the mask is one for every head, 2: reversed
-     * turns and grid, 3: both): GPU masks of causal, window, document and prefix-LM, random lists,
+     * turns and grid, 3: both), on the 64- and the 80-query main (FA4JIT_SM90_BWD_DET80_BM): GPU masks of causal, window, document and prefix-LM, random lists,
      * GQA groups of 2 to 4 (masks per head too, where heads stay outer), a score_mod, q blocks of
      * 128, 256 and 384, kv blocks of 1 and 2 key tiles, sizes not multiples of the tiles, one
      * sequence of 20 key tiles; generator of its own */
@@ -570,7 +570,9 @@ static void make_cases(int quick)
             c.sq = c.skv = 19 * 128 + rng_int(&r9, 1, 127);
         }
         c.varlen = 0;
-        c.det_bm_env = k % 3 + 2; /* FA4JIT_SM90_BWD_DET_BM=1, 2, 3, 1, ... */
+        /* FA4JIT_SM90_BWD_DET_BM=1, 2, 3, 1, ...; the even cases on the 80-query main
+         * (FA4JIT_SM90_BWD_DET80_BM=1, where it runs: no score_mod), the odd ones on the 64 */
+        c.det_bm_env = 1 + (k % 3 + 1) + (k % 2 == 0 ? 4 : 0);
         add_case(c);
     }
 }
@@ -796,18 +798,23 @@ int main(int argc, char **argv)
                 snprintf(v, sizeof v, "%d", c->det_rot_env - 1);
                 setenv("FA4JIT_SM90_BWD_DET_ROTATE", v, 1);
             }
-            /* FA4_TEST_DET_BM=N runs group O's cases in walk order N instead of their own */
-            const char *det_bm_over = getenv("FA4_TEST_DET_BM");
+            /* FA4_TEST_DET_BM=N and FA4_TEST_DET80_BM=M run group O's cases in walk order N and on
+             * the main M says instead of their own */
+            const char *det_bm_over = getenv("FA4_TEST_DET_BM"), *det80_over = getenv("FA4_TEST_DET80_BM");
             if (c->det_bm_env > 0) {
                 char v[16];
-                snprintf(v, sizeof v, "%d", det_bm_over && *det_bm_over ? atoi(det_bm_over) : c->det_bm_env - 1);
+                snprintf(v, sizeof v, "%d", det_bm_over && *det_bm_over ? atoi(det_bm_over) : (c->det_bm_env - 1) & 3);
                 setenv("FA4JIT_SM90_BWD_DET_BM", v, 1);
+                snprintf(v, sizeof v, "%d", det80_over && *det80_over ? atoi(det80_over) : (c->det_bm_env - 1) >> 2);
+                setenv("FA4JIT_SM90_BWD_DET80_BM", v, 1);
             }
             run_case(c, &res);
             if (c->det_rot_env > 0)
                 unsetenv("FA4JIT_SM90_BWD_DET_ROTATE");
-            if (c->det_bm_env > 0)
+            if (c->det_bm_env > 0) {
                 unsetenv("FA4JIT_SM90_BWD_DET_BM");
+                unsetenv("FA4JIT_SM90_BWD_DET80_BM");
+            }
             const double dt_ms = now_ms() - t0;
             nrun++;
             npass += res.pass;
