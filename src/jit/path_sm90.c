@@ -142,14 +142,13 @@ static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
 
 /* The 80-query main's step table with a block mask (bwd_schedule.cuh fa4_bwd_steps_row), after
  * the workspace's sm80 layout: per (mask batch, mask head, kv block) 2 + 2 nq (q_block / 64 + 1)
- * ints (deterministic: after the turn counters and the rank table, bwd_schedule.cuh
- * fa4_bwd_steps_table); 0 where the 80 main cannot run the call (then bwd_main90 does): not a block
- * mask, another head dim, a checked build, block sizes the sm90 backward does not take, or a table over
+ * ints; 0 where the 80 main cannot run the call (then bwd_main90 does): not a block mask, deterministic,
+ * another head dim, a checked build, block sizes the sm90 backward does not take, or a table over
  * an eighth of dq_accum (per-head masks of very long sequences) or marks over 48 KB of shared
  * memory. Independent of FA4JIT_SM90_BWD_BM, so the workspace size does not change with it. */
 static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
 {
-    if (!p->has_block_mask || pad64(p->head_dim) != 128 || pad64(p->head_dim_v) != 128 ||
+    if (!p->has_block_mask || p->deterministic || pad64(p->head_dim) != 128 || pad64(p->head_dim_v) != 128 ||
         (k->spec.flags & FA4_COMPILE_CHECKED) || p->bm.q_block <= 0 || p->bm.q_block % BWD_M ||
         p->bm.kv_block % BWD_N || p->bm.num_q_blocks > 48 * 1024)
         return 0;
@@ -569,31 +568,6 @@ static int bwd_det80(void)
     return !(e && *e && atoi(e) == 0);
 }
 
-/* Deterministic block-masked calls on the 80-query main (its step table; a turn per 16-row group,
- * bwd_consumer.cuh fa4_bwd_turn_agent80) where non-deterministic ones run it: FA4JIT_SM90_BWD_DET80_BM=1
- * or 0, read at every call (A/B); unset: DET80_BM_DEFAULT. */
-enum { DET80_BM_DEFAULT = 0 };
-
-static int bwd_det80_bm(void)
-{
-    const char *e = getenv("FA4JIT_SM90_BWD_DET80_BM");
-    return e && *e ? atoi(e) == 1 : DET80_BM_DEFAULT;
-}
-
-/* FA4JIT_SM90_BWD_DET_BM, read at every call (A/B): the walk order of deterministic block-masked
- * calls at padded D <= 128 (bwd_schedule.cuh), a sum of 1: the GQA group's heads innermost (where
- * the mask is one for every head), 2: reversed (turns in descending key-tile order, the lists
- * ascending, the larger key tiles started first); 0: session 11's order (lists descending, heads
- * one after another, turns ascending). Unset: DET_BM_DEFAULT. */
-enum { DET_BM_HEADS_INNER = 1, DET_BM_REVERSED = 2, DET_BM_DEFAULT = 0 };
-
-static int bwd_det_bm(void)
-{
-    const char *e = getenv("FA4JIT_SM90_BWD_DET_BM");
-    const int v = e && *e ? atoi(e) : DET_BM_DEFAULT;
-    return v >= 0 && v <= 3 ? v : DET_BM_DEFAULT;
-}
-
 /* sm80 bwd_pre (dpsum, lse2; dq_accum and the turn counters zeroed) -> [deterministic with a block
  * mask: fa4_sm90_bwd_rank] -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post, each after the first a
  * programmatic dependent launch on the one before (the kernels' fa4_pdl_wait / fa4_pdl_launch:
@@ -632,7 +606,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     pthread_once(&g_bwd_bm_once, read_bwd_bm_env);
     if ((p->has_block_mask ? g_bwd_bm80_bm
                            : k->mod && fa4__mod_has_mask(k->mod) ? g_bwd_bm80_dense_mask : g_bwd_bm80) &&
-        !d256 && (!p->deterministic || (bwd_det80() && (!p->has_block_mask || bwd_det80_bm()))) &&
+        !d256 && (!p->deterministic || (bwd_det80() && !p->has_block_mask)) &&
         (!p->has_block_mask || bwd80_table_bytes(k, p, &w) > 0) &&
         bwd80_built(k)) {
         main_prog = "bwd_main90m80";
@@ -657,15 +631,6 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     if (p->deterministic) {
         pr.dq_slots = 1;
         pr.dq_sem = (int *)((uint8_t *)p->workspace + w.total);
-        /* the walk order's bits past the first (bwd_schedule.cuh FA4_BWD_DET_HEADS_INNER, _REVERSED),
-         * before the rank kernel, which orders the table by them */
-        if (p->has_block_mask && !d256) {
-            const int o = bwd_det_bm();
-            if ((o & DET_BM_HEADS_INNER) && p->hq > p->hkv && p->bm.heads == 1)
-                pr.deterministic |= 2;
-            if ((o & DET_BM_REVERSED) && !varlen_q && !varlen_k) /* the kernel counts key tiles by seqlen_k */
-                pr.deterministic |= 4;
-        }
     }
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,

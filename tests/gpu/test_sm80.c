@@ -568,36 +568,6 @@ static void make_cases(int quick)
         }
         add_case(c);
     }
-    /* O: deterministic block masks at padded D 128 in the sm90 walk orders of
-     * FA4JIT_SM90_BWD_DET_BM (1: GQA heads inner where the mask is one for every head, 2: reversed
-     * turns and grid, 3: both), on the 64- and the 80-query main (FA4JIT_SM90_BWD_DET80_BM): GPU masks of causal, window, document and prefix-LM, random lists,
-     * GQA groups of 2 to 4 (masks per head too, where heads stay outer), a score_mod, q blocks of
-     * 128, 256 and 384, kv blocks of 1 and 2 key tiles, sizes not multiples of the tiles, one
-     * sequence of 20 key tiles; generator of its own */
-    rng r9 = {9191};
-    static const int omods[8] = {M_CAUSAL, M_WINDOW, M_DOCUMENT, M_PREFIX_LM, M_NONE, M_CAUSAL, M_CAUSAL, M_ALIBI};
-    static const int ogqa[8][2] = {{8, 2}, {4, 2}, {6, 3}, {4, 1}, {8, 2}, {4, 2}, {4, 1}, {4, 2}};
-    for (int k = 0; k < (quick ? 4 : 8); k++) {
-        tcase c = random_case(&r9, omods[k], dtypes[k % 2], 128, 128);
-        c.determ = 1;
-        c.bm = k == 4 || k == 7 ? BM_RANDOM : BM_GPU;
-        c.q_block = mqb[k % 3];
-        c.kv_block = k & 1 ? 256 : 128;
-        c.bm_heads1 = k != 4 && k != 5;
-        c.hq = ogqa[k][0];
-        c.hkv = ogqa[k][1];
-        c.sq = rng_int(&r9, 300, 1100);
-        c.skv = k == 0 || k == 2 ? c.sq : rng_int(&r9, 300, 1100);
-        if (k == 6) { /* 20 key tiles: a long chain of turns */
-            c.batch = 1;
-            c.sq = c.skv = 19 * 128 + rng_int(&r9, 1, 127);
-        }
-        c.varlen = 0;
-        /* FA4JIT_SM90_BWD_DET_BM=1, 2, 3, 1, ...; the even cases on the 80-query main
-         * (FA4JIT_SM90_BWD_DET80_BM=1, where it runs: no score_mod), the odd ones on the 64 */
-        c.det_bm_env = 1 + (k % 3 + 1) + (k % 2 == 0 ? 4 : 0);
-        add_case(c);
-    }
 }
 
 /* --------------------------------------------------------------------------- features */
@@ -652,7 +622,6 @@ static void case_tags(tcase *c)
     TAG(c->validation, "validation");
     TAG(c->dlse, "dlse");
     TAG(c->det_rot_env, "det-rotate-env");
-    TAG(c->det_bm_env, "det-bm-env");
 #undef TAG
 }
 
@@ -821,23 +790,9 @@ int main(int argc, char **argv)
                 snprintf(v, sizeof v, "%d", c->det_rot_env - 1);
                 setenv("FA4JIT_SM90_BWD_DET_ROTATE", v, 1);
             }
-            /* FA4_TEST_DET_BM=N and FA4_TEST_DET80_BM=M run group O's cases in walk order N and on
-             * the main M says instead of their own */
-            const char *det_bm_over = getenv("FA4_TEST_DET_BM"), *det80_over = getenv("FA4_TEST_DET80_BM");
-            if (c->det_bm_env > 0) {
-                char v[16];
-                snprintf(v, sizeof v, "%d", det_bm_over && *det_bm_over ? atoi(det_bm_over) : (c->det_bm_env - 1) & 3);
-                setenv("FA4JIT_SM90_BWD_DET_BM", v, 1);
-                snprintf(v, sizeof v, "%d", det80_over && *det80_over ? atoi(det80_over) : (c->det_bm_env - 1) >> 2);
-                setenv("FA4JIT_SM90_BWD_DET80_BM", v, 1);
-            }
             run_case(c, &res);
             if (c->det_rot_env > 0)
                 unsetenv("FA4JIT_SM90_BWD_DET_ROTATE");
-            if (c->det_bm_env > 0) {
-                unsetenv("FA4JIT_SM90_BWD_DET_BM");
-                unsetenv("FA4JIT_SM90_BWD_DET80_BM");
-            }
             const double dt_ms = now_ms() - t0;
             nrun++;
             npass += res.pass;

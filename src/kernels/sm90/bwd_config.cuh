@@ -148,10 +148,6 @@ struct fa4_bwd_smem {
     /* deterministic dense walks rotated (p.deterministic > 1): the constants of the CTA's turns
      * (bwd_schedule.cuh fa4_bwd_rot_turn; 5 ints) */
     __device__ __forceinline__ unsigned dq_rot() const { return bar_kv() + kBDqRotOff; }
-    /* deterministic 80-row steps with a block mask: the turn agent's constants (bwd_main.cu
-     * fa4_bwd_agent80_init: a u64, 4 ints at + 16; then per dQ warpgroup the groups its agent still
-     * holds, 2 u64 at + 48 + 16 wg) */
-    __device__ __forceinline__ unsigned agent80() const { return bar_kv() + 336u; }
     /* FA4_SM90_BWD_DQ_LAG (bwd_consumer.cuh): mbarriers of dS buffer buf, "both halves stored"
      * (ds_full) and "every dQ that reads it has completed" (ds_empty) */
     __device__ __forceinline__ unsigned bar_ds_full(int buf) const { return bar_kv() + 64u + 8u * (unsigned)buf; }
@@ -176,7 +172,7 @@ struct fa4_bwd_smem {
 };
 static_assert(8 * (1 + 2 * 3) <= 64 && 80 + 2 * 8 <= 96 && 112 + 2 * 8 <= 128 && 128 + 2 * 32 <= 256 &&
                   280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 304 &&
-                  kBDqRotOff == 304 && 304 + 5 * 4 <= 336 && 336 + 48 + 2 * 16 <= 512, "barrier space");
+                  kBDqRotOff == 304 && 304 + 5 * 4 <= 512, "barrier space");
 
 /* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is
  * empty when every consumer warp (8) let go. */

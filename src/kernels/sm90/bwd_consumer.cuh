@@ -938,7 +938,7 @@ struct fa4_bwd_consumer {
         const long long row = ((long long)bb * p.bm_heads + hh) * p.bm_nkv + n_tile * kBN / p.bm_kv_block;
         const long long at = (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * p.bm_nq + p.bm_nq;
         const int t = p.dq_sem[at + m0 / p.bm_q_block];
-        return (t & 0x7fffffff) + fa4_bwd_turn_in_block(p, n_tile);
+        return (t & 0x7fffffff) + n_tile % (p.bm_kv_block / kBN);
 #endif
     }
 
@@ -953,7 +953,7 @@ struct fa4_bwd_consumer {
      * (once its adds are complete) and the next step's counter and turn (next 0: the walk is
      * over). Every step posts once, and a post follows the agent's "go" of the step before (the
      * dQ write waited for it), so the words are free and "post" and "go" run in lock step. */
-    __device__ __forceinline__ void post_dq_turn(unsigned long long next, int turn, bool with_turn = true) const
+    __device__ __forceinline__ void post_dq_turn(unsigned long long next, int turn) const
     {
         unsigned long long prev;
         asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(prev) : "r"(sm.dq_pending(cw)) : "memory");
@@ -962,29 +962,17 @@ struct fa4_bwd_consumer {
             asm volatile("fence.proxy.async.global;\n" ::: "memory");
         }
         asm volatile("st.shared.v2.u64 [%0], {%1, %2};\n" ::"r"(sm.turn_post(cw)), "l"(prev), "l"(next) : "memory");
-        if (with_turn)
-            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.turn_post(cw) + 16u), "r"(turn) : "memory");
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.turn_post(cw) + 16u), "r"(turn) : "memory");
         fa4_mbar_arrive(sm.bar_turn_post(cw));
     }
 
     /* Deterministic, issuer only, while the step's S/dP wgmmas run (FA4_SM90_BWD_DQ_PASS 1): pass
      * on the previous step's turn and, with FA4_SM90_BWD_DQ_PEEK, note whether this step's turn
      * has already come; with the agent, post both to it. */
-    __device__ __forceinline__ void dq_turn_window(int h, int m0, int s, fa4_bwd_full_t full) const
+    __device__ __forceinline__ void dq_turn_window(int h, int m0, int s) const
     {
         (void)s;
-        (void)full;
 #if FA4_SM90_BWD_TURN_AGENT
-#if FA4_BWD_WALK80
-        if (p.has_block_mask) {
-            /* 80-row steps: the agent finds the step's 16-row groups and their turns itself
-             * (fa4_bwd_turn_agent80) from {h, m0, info} */
-            asm volatile("st.shared.v2.u32 [%0], {%1, %2};\n" ::"r"(sm.turn_post(cw) + 16u), "r"(h), "r"(m0) : "memory");
-            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.turn_post(cw) + 24u), "r"((unsigned)full) : "memory");
-            post_dq_turn((unsigned long long)dq_turn_ctr(h, m0), 0, false); /* the first group's counter */
-            return;
-        }
-#endif
         post_dq_turn((unsigned long long)dq_turn_ctr(h, m0), dq_turn(s, h, m0));
         return;
 #endif
@@ -1185,7 +1173,7 @@ struct fa4_bwd_consumer {
 #endif
 #if FA4_SM90_BWD_DQ_PASS == 1
             if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
-                dq_turn_window(h, m0, s, full); /* the previous step's turn */
+                dq_turn_window(h, m0, s); /* the previous step's turn */
 #endif
 #if !FA4_BWD_WALK80
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
@@ -1378,89 +1366,5 @@ struct fa4_bwd_consumer {
 #endif
     }
 };
-
-#if FA4_SM90_BWD_TURN_AGENT
-/* (fa4_bwd_turn_agent itself is in bwd_common.cuh, a template over either main's smem map) */
-#if FA4_BWD_WALK80
-/* The turn agent of 80-row steps with a block mask (dq_turn_window posts {h, m0, info}): the
- * steps of key tiles of different kv blocks start at different rows (the step table cuts each kv
- * block's runs from their first row), so every 16-row group of a step takes its turn on its own
- * counter (the group's row start, which bwd_pre zeroes for rows inside the sequence), and the
- * group's turn is the rank table's for its q block (fa4_sm90_bwd_rank) plus the key tile's place
- * in its kv block. Groups past the step's valid rows or the sequence take none: their rows add
- * zeros (no accumulator bit changes; it never holds -0). Per step: pass on the previous step's
- * groups (once its issuer's post says its adds are complete), wait for each group's turn, go.
- * The CTA's constants come from fa4_bwd_agent80_init. */
-__device__ __noinline__ void fa4_bwd_turn_agent80(const fa4_bwd_smem sm, int wg)
-{
-    /* the groups still held, {first counter, count}, in shared memory (registers are few here:
-     * 24 in the producer's warpgroup) */
-    const unsigned held = sm.agent80() + 48u + 16u * (unsigned)wg;
-    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(held + 8u), "r"(0) : "memory");
-#pragma unroll 1
-    for (unsigned j = 0;; ++j) {
-        fa4_mbar_wait(sm.bar_turn_post(wg), j & 1u);
-        unsigned long long prev, next;
-        asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n" : "=l"(prev), "=l"(next) : "r"(sm.turn_post(wg)) : "memory");
-        if (prev) {
-            unsigned long long pend;
-            int pn;
-            asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(pend) : "r"(held) : "memory");
-            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(pn) : "r"(held + 8u) : "memory");
-            if (pn) {
-                asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-#pragma unroll 1
-                for (int i = 0; i < pn; ++i)
-                    asm volatile("red.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(pend + 32ull * i) : "memory");
-            }
-        }
-        if (!next)
-            break;
-        /* (each word of a vector load its own register: a repeated one takes whichever word
-         * comes last, which made len_q the key tile's place, 0, and skipped every turn) */
-        int h, m0, info, rhs, qb, len_q, add;
-        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(h), "=r"(m0) : "r"(sm.turn_post(wg) + 16u) : "memory");
-        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(info) : "r"(sm.turn_post(wg) + 24u) : "memory");
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(rhs), "=r"(qb), "=r"(len_q), "=r"(add)
-                     : "r"(sm.agent80() + 16u)
-                     : "memory");
-        /* group g's counter ((h ws_rows + ws_row + 16 g) / 4) 2 + wg: 8 ints past the one before */
-        const unsigned long long c0 = next;
-        const int end = m0 + (info & 0xff) < len_q ? m0 + (info & 0xff) : len_q;
-        const int n = (end - m0 + 15) >> 4;
-        /* a u64 and a u32: two u64 stores (merged by ptxas) want four aligned registers, which
-         * made it spill here */
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(held), "l"(c0) : "memory");
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(held + 8u), "r"(n) : "memory");
-        int q = -1, turn = 0;
-#pragma unroll 1
-        for (int i = 0; i < n; ++i) {
-            const int qi = (m0 + 16 * i) / qb;
-            if (qi != q) {
-                unsigned long long rb;
-                asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(rb) : "r"(sm.agent80()) : "memory");
-                q = qi;
-                turn = (((const int *)rb)[(long long)h * rhs + q] & 0x7fffffff) + add;
-            }
-            /* fa4_bwd_wait_turn without its clock (registers): the trap after 2^28 polls of at
-             * least 32 ns each, about 9 s or more */
-            const unsigned long long ci = c0 + 32ull * i;
-#pragma unroll 1
-            for (unsigned k = 0;; ++k) {
-                int v;
-                asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(ci) : "memory");
-                if (v == turn)
-                    break;
-                if (k >> 28)
-                    __trap();
-                __nanosleep(32);
-            }
-        }
-        fa4_mbar_arrive(sm.bar_turn_go(wg));
-    }
-}
-#endif
-#endif
 
 #endif /* FA4_SM90_BWD_CONSUMER_CUH */

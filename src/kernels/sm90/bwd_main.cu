@@ -188,8 +188,7 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
  * G >= 2 (head-major grid, 4 heads per wave or more) the linear CTA index taken as (unit mod G, key tile,
  * unit / G) over the units (kv head, batch): about one wave holds G heads, and the key tiles of
  * one head start G CTAs apart, as their turns stagger them anyway. Every order starts a CTA after
- * the smaller key tiles of its kv head (the turns' wait order; the larger ones with
- * FA4_BWD_DET_REVERSED, whose turns go the other way). */
+ * the smaller key tiles of its kv head (the turns' wait order). */
 __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, int &hk, int &b)
 {
     if (p.tiles_slowest == 1) {
@@ -210,9 +209,6 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
         hk = blockIdx.y;
         b = blockIdx.z;
     }
-    /* deterministic block masks with descending turns (bwd_schedule.cuh): the last key tiles first */
-    if (p.dq_sem && fa4_bwd_det_bm(p, FA4_BWD_DET_REVERSED))
-        n_tile = (int)(p.tiles_slowest == 1 ? gridDim.z : gridDim.x) - 1 - n_tile;
 }
 
 #include "sm90/bwd_rank.cuh"
@@ -221,29 +217,6 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
 #endif
 
 #include "sm90/bwd_producer.cuh"
-
-#if FA4_BWD_WALK80 && FA4_SM90_BWD_TURN_AGENT
-/* Deterministic 80-row steps with a block mask, thread 0 before the CTA's barrier: the constants
- * of fa4_bwd_turn_agent80 (bwd_consumer.cuh) into sm.agent80(): the rank table's turns of the
- * CTA's kv block for head 0 (bwd_rank.cuh; u64), then {the table's stride per head (0: one mask
- * for every head), q_block, len_q, the key tile's place in its kv block (reversed: from the last)}
- * at + 16. */
-__device__ __forceinline__ void fa4_bwd_agent80_init(const fa4_params &p, const fa4_bwd_smem &sm, int b, int n_tile,
-                                                     const fa4_seq &seq)
-{
-    if (!p.dq_sem || !p.has_block_mask)
-        return;
-    const int bb = p.bm_batch == 1 ? 0 : b, kb = n_tile * kBN / p.bm_kv_block;
-    const long long row = (long long)bb * p.bm_heads * p.bm_nkv + kb;
-    const int *rb = p.dq_sem + (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * p.bm_nq + p.bm_nq;
-    const int rhs = p.bm_heads == 1 ? 0 : p.bm_nkv * 2 * p.bm_nq;
-    const int add = fa4_bwd_turn_in_block(p, n_tile);
-    asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.agent80()), "l"(rb) : "memory");
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(sm.agent80() + 16u), "r"(rhs),
-                 "r"(p.bm_q_block), "r"(seq.len_q), "r"(add)
-                 : "memory");
-}
-#endif
 
 extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
@@ -272,9 +245,6 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         }
         /* rotated deterministic walks: the turns' constants (the producer's and the issuers') */
         fa4_bwd_rot_init(p, sm.dq_rot(), n_tile, seq.len_q, seq.len_k);
-#if FA4_BWD_WALK80 && FA4_SM90_BWD_TURN_AGENT
-        fa4_bwd_agent80_init(p, sm, b, n_tile, seq);
-#endif
 #if FA4_SM90_BWD_TURN_AGENT
         for (int i = 0; i < kBDqWgs; ++i) { /* deterministic dQ: the issuer's posts, the agent's go */
             fa4_mbar_init(sm.bar_turn_post(i), 1);
@@ -298,12 +268,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #if FA4_SM90_BWD_TURN_AGENT
         if (p.dq_sem && (tid == 32 || (kBDqWgs == 2 && tid == 64))) {
             fa4_pdl_wait(); /* the turn counters are zeroed by bwd_pre */
-#if FA4_BWD_WALK80
-            if (p.has_block_mask)
-                fa4_bwd_turn_agent80(sm, (tid >> 5) - 1);
-            else
-#endif
-                fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
+            fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
             return;
         }
 #endif
@@ -331,7 +296,8 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             /* with a block mask, this key tile's place in its kv block: what its turns add to the
              * walk table's (dq_turn), divided out once here */
             if (FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p))
-                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn_add(cw)), "r"(fa4_bwd_turn_in_block(p, n_tile))
+                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_turn_add(cw)),
+                             "r"(n_tile % (p.bm_kv_block / kBN))
                              : "memory");
         }
 

@@ -11,9 +11,7 @@
  * (fa4_bwd_q_tiles) after the turn counters. For kv block kb, its q blocks (partial and full
  * lists) in descending order, then per q block m of them its turn (| full << 31): the number of
  * key tiles of kv blocks before kb whose lists hold m too (key tile kb * r + i, r = kv_block /
- * kBN, adds at that + i). With FA4_BWD_DET_REVERSED: the lists ascending, the turns counted over
- * the kv blocks after kb (key tile kb * r + i adds at that + n - 1 - i, n the key tiles kb holds:
- * fewer than r in the last one where the keys end inside it). One warp
+ * kBN, adds at that + i). One warp
  * per (mask batch, mask head), kv blocks in order, shared memory per q block: the mark of kb's
  * lists and the count of earlier key tiles (2 bm_nq ints). Entries of one kv block's lists must
  * name distinct q blocks in [0, bm_nq) (as the backward's walk needs anyway). */
@@ -44,23 +42,20 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_rank(const fa4_par
     for (int i = lane; i < 2 * nq; i += 32)
         fa4_rank_smem[i] = 0;
     __syncwarp();
-    /* FA4_BWD_DET_REVERSED (bwd_schedule.cuh): kv blocks counted from the last, lists ascending */
-    const bool rev = (p.deterministic & FA4_BWD_DET_REVERSED) != 0;
-    for (int kk = 0; kk < p.bm_nkv; ++kk) {
-        const int kb = rev ? p.bm_nkv - 1 - kk : kk;
+    for (int kb = 0; kb < p.bm_nkv; ++kb) {
         const long long row = (long long)blockIdx.x * p.bm_nkv + kb;
         fa4_bwd_mark_q_blocks(p, row, mark, lane);
         __syncwarp();
         int *out = p.dq_sem + (long long)p.hq * (p.ws_rows / 4) * 2 + row * 2 * nq;
         int at = 0;
-        for (int base = 0; base < nq; base += 32) {
-            const int m = rev ? base + lane : nq - 1 - base - lane, v = m >= 0 && m < nq ? mark[m] : 0;
+        for (int top = nq - 1; top >= 0; top -= 32) {
+            const int m = top - lane, v = m >= 0 ? mark[m] : 0;
             const unsigned set = __ballot_sync(0xffffffffu, v != 0);
             if (v) {
                 const int k = at + __popc(set & ((1u << lane) - 1u));
                 out[k] = m;
                 out[nq + m] = cnt[m] | (v == 2 ? (int)0x80000000u : 0);
-                cnt[m] += rev ? fa4_bwd_kv_block_tiles(p, kb) : r; /* reversed: the last block may hold fewer */
+                cnt[m] += r;
                 mark[m] = 0;
             }
             at += __popc(set);

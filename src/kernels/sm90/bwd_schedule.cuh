@@ -49,45 +49,6 @@ __device__ __forceinline__ bool fa4_bwd_walk_table(const fa4_params &p)
     return p.dq_sem && p.has_block_mask;
 }
 
-/* Deterministic with a block mask: how the walk table orders the walks, in p.deterministic's bits
- * past the first (the launcher's, path_sm90.c bwd_det_bm; never set at D 256 or without a block
- * mask, where p.deterministic is the dense rotation group):
- *   FA4_BWD_DET_HEADS_INNER: the GQA group's heads innermost (for each query tile of the list,
- *     every head of the group), only where the mask is one for every head (p.bm_heads 1, so one
- *     list and one turn per tile serve the group). Head by head, key tile n + 1 has fewer tiles
- *     per head than key tile n under causal masks, so it reaches every head but the first before
- *     key tile n is done there and waits: every key tile of a kv head ran at the pace of key tile
- *     0 (GQA 32:4 causal +56%, session 11). With heads inner the walk of key tile n + 1 is a
- *     prefix of key tile n's (descending lists), step for step.
- *   FA4_BWD_DET_REVERSED: turns in descending key-tile order, the lists ascending, and the grid's
- *     key tiles reversed (fa4_bwd_cta: larger key tiles start first, so waits still go to CTAs
- *     started earlier). Under causal, window and document masks the key tile before a CTA in turn
- *     order then reaches each query tile a step or more earlier, so the chain of turns has no
- *     skew; the price is the light CTAs first (a tail of heavy ones). */
-#define FA4_BWD_DET_HEADS_INNER 2
-#define FA4_BWD_DET_REVERSED 4
-__device__ __forceinline__ bool fa4_bwd_det_bm(const fa4_params &p, int flag)
-{
-    return p.has_block_mask && (p.deterministic & flag);
-}
-
-/* The key tiles kv block kb holds: kv_block / kBN, fewer in the last one where the keys end
- * inside it (FA4_BWD_DET_REVERSED counts turns from the last kv block, so these must be exact;
- * the launcher reverses only fixed-length calls, where seqlen_k is every sequence's). */
-__device__ __forceinline__ int fa4_bwd_kv_block_tiles(const fa4_params &p, int kb)
-{
-    const int r = p.bm_kv_block / kBN, left = (p.seqlen_k + kBN - 1) / kBN - kb * r;
-    return left < r ? (left > 0 ? left : 0) : r;
-}
-
-/* What key tile n_tile adds to its kv block's turn (bwd_rank.cuh): its place in the block, from
- * the last with FA4_BWD_DET_REVERSED. */
-__device__ __forceinline__ int fa4_bwd_turn_in_block(const fa4_params &p, int n_tile)
-{
-    const int r = p.bm_kv_block / kBN, i = n_tile % r;
-    return fa4_bwd_det_bm(p, FA4_BWD_DET_REVERSED) ? fa4_bwd_kv_block_tiles(p, n_tile / r) - 1 - i : i;
-}
-
 /* Deterministic dense walks, rotated (p.deterministic = G >= 2, set by the launcher only where
  * every key tile of a rotation group can be resident at once; 1 or 0: from query tile 0 up): in
  * each head, key tile n starts at query tile (n mod G) mod nq and wraps around, so that in a
@@ -165,19 +126,6 @@ __device__ __forceinline__ fa4_tile_list fa4_bwd_q_tiles(const fa4_params &p, in
 template <typename F>
 __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
 {
-    if (fa4_bwd_walk_table(p) && fa4_bwd_det_bm(p, FA4_BWD_DET_HEADS_INNER)) {
-        const fa4_tile_list tl = fa4_bwd_q_tiles(p, b, hk * p.group, n_tile, len_q); /* one for every head */
-        for (int j = 0; j < tl.count; ++j) {
-            bool full;
-            const int m0 = fa4_bwd_tile(tl, j, &full) * kBM;
-            if (m0 >= len_q)
-                continue;
-            const int tw = FA4_SM90_BWD_TURN_SLOT ? tl.partial[p.bm_nq + tl.partial[j / tl.per_block]] : 0;
-            for (int hh = 0; hh < p.group; ++hh)
-                visit(hk * p.group + hh, m0, tw);
-        }
-        return;
-    }
     for (int hh = 0; hh < p.group; ++hh) {
         const int h = hk * p.group + hh;
         const fa4_tile_list tl = fa4_bwd_q_tiles(p, b, h, n_tile, len_q);
@@ -210,25 +158,8 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
 #endif
 __device__ __forceinline__ int *fa4_bwd_steps_table(const fa4_params &p)
 {
-    if (p.dq_sem) /* deterministic: after the turn counters and the rank table (an even count of ints) */
-        return p.dq_sem + (long long)p.hq * (p.ws_rows / 4) * 2 +
-               2LL * p.bm_batch * p.bm_heads * p.bm_nkv * p.bm_nq;
     const long long dq = 4LL * p.dq_slots * p.hq * p.ws_rows * p.head_dim;
     return (int *)((char *)p.dq_accum + ((dq + 255) & ~255LL));
-}
-/* Deterministic with a block mask on 80-row steps (bwd_consumer.cuh dq_turn_window80, the turn
- * agent fa4_bwd_turn_agent80): a step's 16-row groups each take their turn (the rank table's of
- * the group's q block), since the steps of key tiles of different kv blocks start at different
- * rows. Turns ascending (the rank table's default): the steps walked from the last (descending,
- * as the 64-row walk's lists), so that every key tile of a kv head meets a query row at about the
- * same step as the one before it; FA4_BWD_DET_REVERSED: ascending steps, descending turns. */
-__device__ __forceinline__ bool fa4_bwd_steps_desc(const fa4_params &p)
-{
-    return p.dq_sem && p.has_block_mask && !(p.deterministic & FA4_BWD_DET_REVERSED);
-}
-__device__ __forceinline__ bool fa4_bwd_steps_heads_inner(const fa4_params &p)
-{
-    return p.dq_sem && p.has_block_mask && (p.deterministic & FA4_BWD_DET_HEADS_INNER);
 }
 __device__ __forceinline__ long long fa4_bwd_steps_stride(const fa4_params &p)
 {
@@ -252,25 +183,11 @@ __device__ __forceinline__ const int *fa4_bwd_steps_row(const fa4_params &p, int
 template <typename F>
 __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
 {
-    if (fa4_bwd_steps_heads_inner(p)) { /* one row for every head (the launcher: p.bm_heads 1) */
-        int count;
-        const int *st = fa4_bwd_steps_row(p, b, hk * p.group, n_tile, len_q, count);
-        const bool desc = fa4_bwd_steps_desc(p);
-        for (int k = 0; k < count; ++k) {
-            const int m0 = st[2 * (desc ? count - 1 - k : k)];
-            if (m0 < len_q)
-                for (int hh = 0; hh < p.group; ++hh)
-                    visit(hk * p.group + hh, m0, 0);
-        }
-        return;
-    }
     for (int hh = 0; hh < p.group; ++hh) {
         const int h = hk * p.group + hh;
         int count;
         const int *st = fa4_bwd_steps_row(p, b, h, n_tile, len_q, count);
-        const bool desc = fa4_bwd_steps_desc(p);
-        for (int k = 0; k < count; ++k) {
-            const int j = desc ? count - 1 - k : k;
+        for (int j = 0; j < count; ++j) {
             const int m0 = st ? st[2 * j] : j * kBM;
             if (m0 < len_q)
                 visit(h, m0, 0);
@@ -288,39 +205,25 @@ struct fa4_bwd_cursor {
         hh = 0;
         j = -1;
         st = fa4_bwd_steps_row(p, b, hk * p.group, n_tile, len_q, count);
-        if (fa4_bwd_steps_heads_inner(p))
-            hh = p.group - 1; /* the first next() moves to head 0 of step 0 */
     }
 
     __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
     {
         for (;;) {
-            if (fa4_bwd_steps_heads_inner(p)) { /* the producer's order (fa4_bwd_walk) */
-                if (++hh >= p.group) {
-                    hh = 0;
-                    ++j;
-                }
-                if (j >= count)
+            ++j;
+            while (j >= count) {
+                if (++hh >= p.group)
                     return false;
-            } else {
-                ++j;
-                while (j >= count) {
-                    if (++hh >= p.group)
-                        return false;
-                    st = fa4_bwd_steps_row(p, b, hk * p.group + hh, n_tile, len_q, count);
-                    j = 0;
-                }
+                st = fa4_bwd_steps_row(p, b, hk * p.group + hh, n_tile, len_q, count);
+                j = 0;
             }
             h = hk * p.group + hh;
             if (st) {
                 int2 e;
-                /* deterministic: the steps from the last (fa4_bwd_steps_desc), as the producer */
-                const bool desc = fa4_bwd_steps_desc(p);
-                const int je = desc ? count - 1 - j : j;
-                asm volatile("ld.global.nc.v2.s32 {%0, %1}, [%2];\n" : "=r"(e.x), "=r"(e.y) : "l"(st + 2 * je));
+                asm volatile("ld.global.nc.v2.s32 {%0, %1}, [%2];\n" : "=r"(e.x), "=r"(e.y) : "l"(st + 2 * j));
                 /* the steps 8 ahead into L1 (no register held over the step): the entry is read
                  * before the S^T / dP^T issue (inside, mask_bits80), so a miss there stalls it */
-                asm volatile("prefetch.global.L1 [%0];\n" ::"l"(st + 2 * je + (desc ? -16 : 16)));
+                asm volatile("prefetch.global.L1 [%0];\n" ::"l"(st + 2 * j + 16));
                 m0 = e.x;
                 full = (unsigned)e.y;
             } else {
@@ -343,29 +246,11 @@ struct fa4_bwd_cursor {
         hh = 0;
         j = -1;
         tiles = fa4_bwd_q_tiles(p, b, hk * p.group, n_tile, len_q);
-        if (fa4_bwd_walk_table(p) && fa4_bwd_det_bm(p, FA4_BWD_DET_HEADS_INNER))
-            hh = p.group - 1; /* the first next() moves to head 0 of tile 0 */
     }
 
     /* Advance to the next tile inside the sequence; false when the walk is over. */
     __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
     {
-        if (fa4_bwd_walk_table(p) && fa4_bwd_det_bm(p, FA4_BWD_DET_HEADS_INNER)) {
-            /* the producer's order (fa4_bwd_walk): heads inner, one list */
-            for (;;) {
-                if (++hh >= p.group) {
-                    hh = 0;
-                    ++j;
-                }
-                if (j >= tiles.count)
-                    return false;
-                h = hk * p.group + hh;
-                m0 = fa4_bwd_tile(tiles, j, &full) * kBM;
-                full = tiles.partial[p.bm_nq + tiles.partial[j / tiles.per_block]] < 0;
-                if (m0 < len_q)
-                    return true;
-            }
-        }
         for (;;) {
             ++j;
             while (j >= tiles.count) {
