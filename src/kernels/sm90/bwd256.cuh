@@ -90,10 +90,15 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
 #endif
 /* Deterministic dQ (p.dq_sem) under FA4_SM90_BWD256_DQ_TMA 1 or 2: who does the gpu-scope half of
  * each turn. Modes 1 and 2 compile without spills (NVRTC 13, every shipped mod at D 256 bf16 /
- * fp16, ptxas's own report). Default 2: H200, 2026-12-03 08:31 UTC, B4 H16 S4096 D256 bf16,
- * deterministic backward 340.9 TFLOP/s with mode 2 and 319.9 with mode 1, against 363.5-379.9
- * in the default (non-deterministic) mode and 243.8 for mode 0 (session 11); causal (block mask)
- * 262.1 (mode 2) / 210.2 (mode 1); `--no-bench --filter d256` 27 / 27 with either.
+ * fp16, ptxas's own report). Measured once, on a build that also held helper det80bm's changes
+ * to the shared headers (main 2ab4fb0, reverted after: its default mode was slower): H200,
+ * 2026-12-03 08:31 UTC, B4 H16 S4096 D256 bf16, deterministic backward 340.9 TFLOP/s with mode 2
+ * and 319.9 with mode 1, against 363.5-379.9 in the default (non-deterministic) mode and 243.8 for
+ * mode 0 (session 11); causal (block mask) 262.1 (mode 2) / 210.2 (mode 1); `--no-bench --filter
+ * d256` 27 / 27 with either. Not run on this build (the session's device time ran out), so the
+ * default stays 0, whose SASS is main 15105d5's (checked: plain D 128 and D 256 bwd_main90 differ
+ * only in the agent's mangled name). The next check: `--no-bench --filter d256`, `--filter
+ * determ` and the D=256 bench in both modes with FA4JIT_KERNEL_DIR copies, then 2 here.
  *   1: the turn agent of bwd_main.cu's kernel (fa4_bwd_turn_agent, bwd_common.cuh): per
  *      consumer warpgroup an otherwise idle thread of the producer's warpgroup (warp 1 + cw, lane
  *      0) releases the turn (red.release.gpu) and polls for the step's (ld.acquire.gpu). The issuer,
@@ -109,12 +114,12 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
  *      stage once they have read it (the stage's eighth arrival, in place of the issuer's), waits
  *      for their completion and releases the turn (fa4_b256_dq_agent). Nothing of a turn is left
  *      in the consumer warpgroups. Needs FA4_SM90_BWD256_DQ_TMA 1 (2 runs mode 1).
- *   0: the issuer polls before the reduce-adds and, after the step's last one, waits for their
+ *   0 (default): the issuer polls before the reduce-adds and, after the step's last one, waits for their
  *      completion and releases the counter itself, all on its warpgroup's critical path (the
  *      warps wait for it at the next wgmma); the register path (FA4_SM90_BWD256_DQ_TMA 0) always
  *      does this (every thread's reductions, then a fence each). */
 #ifndef FA4_SM90_BWD256_TURN_AGENT
-#define FA4_SM90_BWD256_TURN_AGENT 2
+#define FA4_SM90_BWD256_TURN_AGENT 0
 #endif
 #if !FA4_SM90_BWD256_DQ_TMA
 #undef FA4_SM90_BWD256_TURN_AGENT
