@@ -35,7 +35,9 @@
 #endif
 /* FA4_SM90_REL 1: where score_mod is score + g(kv_idx - q_idx) (FA4_SCORE_MOD_REL, emit_rel.c), g
  * is evaluated at 34 of a fragment's 64 positions (fa4_sm90_scores); 0: the mod at every position
- * (for A/B runs). The affine and tile forms come first where they apply. */
+ * (for A/B runs). The affine and tile forms come first where they apply. Not with three consumer
+ * warpgroups (their 160 registers: alibi's D 64 build then no longer fit and fell back to two,
+ * ctest sm90_fwd64_consumers3). */
 #ifndef FA4_SM90_REL
 #define FA4_SM90_REL 1
 #endif
@@ -150,7 +152,7 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
         }
     }
 #endif
-#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_REL
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_REL && FA4_SM90_CONSUMERS != 3
     /* score_mod = score + g(kv_idx - q_idx) (emit_rel.c: rel_bias, t5_bias): the second row (q + 8)
      * at key k has the first row's g at key k - 8, i.e. the previous chunk's, so g runs at 34 of the
      * 64 positions. The score is formed as the mod forms it (scaled score + g), bit for bit. */
