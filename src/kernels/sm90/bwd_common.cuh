@@ -60,4 +60,23 @@ template <class Smem> __device__ __noinline__ void fa4_bwd_turn_agent(const Smem
     }
 }
 
+/* Deterministic, the dQ issuer of warpgroup cw (bwd_main.cu with its turn agent, bwd256.cuh in its
+ * agent mode 1): hand the agent the turn still held, once its adds are complete, and the next
+ * counter and turn (next 0: the walk is over). Every step posts once, after the agent's "go" of the step before, so "post" and
+ * "go" run in lock step and the words are free. Smem: either main's fa4_bwd_smem (dq_pending,
+ * turn_post, bar_turn_post). */
+template <class Smem>
+__device__ __forceinline__ void fa4_bwd_post_dq_turn(const Smem &sm, int cw, unsigned long long next, int turn)
+{
+    unsigned long long prev;
+    asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(prev) : "r"(sm.dq_pending(cw)) : "memory");
+    if (prev) {
+        fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+        asm volatile("fence.proxy.async.global;\n" ::: "memory");
+    }
+    asm volatile("st.shared.v2.u64 [%0], {%1, %2};\n" ::"r"(sm.turn_post(cw)), "l"(prev), "l"(next) : "memory");
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.turn_post(cw) + 16u), "r"(turn) : "memory");
+    fa4_mbar_arrive(sm.bar_turn_post(cw));
+}
+
 #endif /* FA4_SM90_BWD_COMMON_CUH */

@@ -955,15 +955,7 @@ struct fa4_bwd_consumer {
      * dQ write waited for it), so the words are free and "post" and "go" run in lock step. */
     __device__ __forceinline__ void post_dq_turn(unsigned long long next, int turn) const
     {
-        unsigned long long prev;
-        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(prev) : "r"(sm.dq_pending(cw)) : "memory");
-        if (prev) {
-            fa4_bulk_wait<0>(); /* the adds are complete, not only read */
-            asm volatile("fence.proxy.async.global;\n" ::: "memory");
-        }
-        asm volatile("st.shared.v2.u64 [%0], {%1, %2};\n" ::"r"(sm.turn_post(cw)), "l"(prev), "l"(next) : "memory");
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.turn_post(cw) + 16u), "r"(turn) : "memory");
-        fa4_mbar_arrive(sm.bar_turn_post(cw));
+        fa4_bwd_post_dq_turn(sm, cw, next, turn);
     }
 
     /* Deterministic, issuer only, while the step's S/dP wgmmas run (FA4_SM90_BWD_DQ_PASS 1): pass
