@@ -94,11 +94,14 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
  * to the shared headers (main 2ab4fb0, reverted after: its default mode was slower): H200,
  * 2026-12-03 08:31 UTC, B4 H16 S4096 D256 bf16, deterministic backward 340.9 TFLOP/s with mode 2
  * and 319.9 with mode 1, against 363.5-379.9 in the default (non-deterministic) mode and 243.8 for
- * mode 0 (session 11); causal (block mask) 262.1 (mode 2) / 210.2 (mode 1); `--no-bench --filter
- * d256` 27 / 27 with either. Not run on this build (the session's device time ran out), so the
- * default stays 0, whose SASS is main 15105d5's (checked: plain D 128 and D 256 bwd_main90 differ
- * only in the agent's mangled name). The next check: `--no-bench --filter d256`, `--filter
- * determ` and the D=256 bench in both modes with FA4JIT_KERNEL_DIR copies, then 2 here.
+ * mode 0 (session 11); causal (block mask) 262.1 (mode 2) / 210.2 (mode 1). Checked on main a7e2cbe
+ * (H200, 2026-12-03 11:12 UTC, one call, two rounds each, B4 H16 S4096 D256 bf16, kernels copied
+ * with only this default changed): deterministic plain 242.2 / 240.6 TFLOP/s with mode 0 against
+ * 334.7 / 338.6 with mode 2 (+39%), deterministic causal (block mask) 182.1 / 182.1 against 263.6 /
+ * 263.9 (+45%); the default (non-deterministic) mode unchanged within noise (plain 378.3 / 370.7
+ * against 363.7 / 375.2, causal 340.1 / 338.9 against 339.3 / 339.7); `--no-bench --filter d256`
+ * 27 / 27 and `--filter determ` 38 / 38 with mode 2. So 2 is the default; deterministic D 256 is
+ * then 9% (plain) and 22% (causal) below the default mode.
  *   1: the turn agent of bwd_main.cu's kernel (fa4_bwd_turn_agent, bwd_common.cuh): per
  *      consumer warpgroup an otherwise idle thread of the producer's warpgroup (warp 1 + cw, lane
  *      0) releases the turn (red.release.gpu) and polls for the step's (ld.acquire.gpu). The issuer,
@@ -108,18 +111,18 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
  *      "post"); at the dQ write it waits for the agent's "go", fence.proxy.async.global, then the
  *      reduce-adds. The memory-model argument is bwd_consumer.cuh's (above FA4_SM90_BWD_TURN_AGENT):
  *      the same chain of release / acquire at cta and gpu scope.
- *   2: the agent also issues the reduce-adds: at the dQ write the issuer only leaves {counter,
+ *   2 (default): the agent also issues the reduce-adds: at the dQ write the issuer only leaves {counter,
  *      turn, workspace row} by the step's parity and arrives on "post" (one of two by parity);
  *      the agent polls for the turn, issues the step's boxes from the staging tile, releases the
  *      stage once they have read it (the stage's eighth arrival, in place of the issuer's), waits
  *      for their completion and releases the turn (fa4_b256_dq_agent). Nothing of a turn is left
  *      in the consumer warpgroups. Needs FA4_SM90_BWD256_DQ_TMA 1 (2 runs mode 1).
- *   0 (default): the issuer polls before the reduce-adds and, after the step's last one, waits for their
+ *   0: the issuer polls before the reduce-adds and, after the step's last one, waits for their
  *      completion and releases the counter itself, all on its warpgroup's critical path (the
  *      warps wait for it at the next wgmma); the register path (FA4_SM90_BWD256_DQ_TMA 0) always
  *      does this (every thread's reductions, then a fence each). */
 #ifndef FA4_SM90_BWD256_TURN_AGENT
-#define FA4_SM90_BWD256_TURN_AGENT 0
+#define FA4_SM90_BWD256_TURN_AGENT 2
 #endif
 #if !FA4_SM90_BWD256_DQ_TMA
 #undef FA4_SM90_BWD256_TURN_AGENT
