@@ -106,6 +106,9 @@ __device__ __forceinline__ void fa4_sm90_rel_fill(unsigned tab, int cw, const fa
 #if defined(FA4_SM90_PINGPONG) && !FA4_SM90_PINGPONG
     asm volatile("bar.sync %0, 128;\n" ::"r"(4 + cw) : "memory");
 #endif
+    /* g's position-independent part made here each tile: hoisted out of the loop (it is the same
+     * for every tile) it stayed live through it, and t5_bias's D 256 build spilled 8 / 8 bytes */
+    asm volatile("" : "+r"(b), "+r"(h));
     const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
     const int t = threadIdx.x & 127;
 #pragma unroll
