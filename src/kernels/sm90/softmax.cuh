@@ -88,6 +88,17 @@ __device__ __forceinline__ void fa4_sm90_affw_init(fa4_sm90_affw<NT> &aw, const 
 #endif
 }
 
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_TILE
+/* Whether score_mod's index-dependent parts are one value over rows [q_lo, q_hi] and keys [k_lo,
+ * k_hi] (with the offsets), and those parts in t (emit_tile.c) */
+__device__ __forceinline__ bool fa4_sm90_tile_box(int b, int h, long long q_lo, long long q_hi, long long k_lo,
+                                                  long long k_hi, const fa4_aux &aux, fa4_score_tile &t)
+{
+    return q_lo >= -2147483647LL - 1 && q_hi <= 2147483647LL && k_lo >= -2147483647LL - 1 && k_hi <= 2147483647LL &&
+           fa4_score_mod_tile(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, t);
+}
+#endif
+
 #if FA4_SM90_RELT
 /* The relative form's table (FA4_SM90_REL 2) of one key tile for one consumer warpgroup: its 64
  * rows and kN keys meet at the offsets kv - q = (n0 - q0 - 63) + i, i in [0, kN + 63), and entry i
@@ -103,6 +114,16 @@ constexpr int kRelEntries = kN + 63;
 __device__ __forceinline__ void fa4_sm90_rel_fill(unsigned tab, int cw, const fa4_params &p, const fa4_aux &aux,
                                                   int b, int h, int q0, int n0)
 {
+#if FA4_SCORE_MOD_TILE
+    /* FA4_SM90_RELT_TILE: no table where the tile form holds over the warpgroup's box (the score
+     * stage asks the same box; the answer is the same for all 128 threads, barrier included) */
+    {
+        fa4_score_tile tt;
+        if (fa4_sm90_tile_box(b, h, q0 + p.q_offset, q0 + p.q_offset + 63, n0 + p.kv_offset,
+                              n0 + p.kv_offset + kN - 1, aux, tt))
+            return;
+    }
+#endif
 #if defined(FA4_SM90_PINGPONG) && !FA4_SM90_PINGPONG
     asm volatile("bar.sync %0, 128;\n" ::"r"(4 + cw) : "memory");
 #endif
@@ -171,12 +192,16 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
      * the same for every lane of the warp. */
     if (kMod && !kCheck) {
         const int lane = threadIdx.x & 31;
+#if FA4_SM90_RELT
+        /* the warpgroup's 64 rows, as fa4_sm90_rel_fill asks: where it holds there is no table */
+        const long long q_lo = (long long)row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3) + p.q_offset,
+                        q_hi = q_lo + 63;
+#else
         const long long q_lo = (long long)row0 - (lane >> 2) + p.q_offset, q_hi = q_lo + 15;
+#endif
         const long long k_lo = (long long)col0 - 2 * (lane & 3) + p.kv_offset, k_hi = k_lo + NT * 8 - 1;
         fa4_score_tile t;
-        if (q_lo >= -2147483647LL - 1 && q_hi <= 2147483647LL && k_lo >= -2147483647LL - 1 &&
-            k_hi <= 2147483647LL &&
-            fa4_score_mod_tile(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, t)) {
+        if (fa4_sm90_tile_box(b, h, q_lo, q_hi, k_lo, k_hi, aux, t)) {
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni)
 #pragma unroll
