@@ -174,6 +174,35 @@ void make_aux(aux_set *a, const tcase *c, rng *r, int64_t idx_len)
         a->grad_numel = n;
         break;
     }
+    case M_T5: {
+        /* mods/t5_bias.mod's aux: bias[h * num_buckets + bucket], num_buckets 32, max distance 128 */
+        const int n = c->hq * 32;
+        float *s = malloc(sizeof(float) * n);
+        for (int i = 0; i < n; i++)
+            s[i] = (float)(0.5 * rng_normal(r));
+        a->hbuf = s;
+        CK(g_cu->memAlloc(&a->dbuf, sizeof(float) * n));
+        CK(g_cu->memcpyHtoD(a->dbuf, s, sizeof(float) * n));
+        fa4_aux_value nb, md;
+        memset(&nb, 0, sizeof nb);
+        memset(&md, 0, sizeof md);
+        v.name = "bias";
+        v.dtype = FA4_DTYPE_FP32;
+        v.numel = n;
+        nb.name = "num_buckets";
+        nb.dtype = FA4_DTYPE_INT32;
+        nb.i = 32;
+        md.name = "max_distance";
+        md.dtype = FA4_DTYPE_INT32;
+        md.i = 128;
+        a->n = 3;
+        a->dev[0] = a->host[0] = v;
+        a->dev[0].data = (const void *)(uintptr_t)a->dbuf;
+        a->host[0].data = a->hbuf;
+        a->dev[1] = a->host[1] = nb;
+        a->dev[2] = a->host[2] = md;
+        return;
+    }
     case M_DOCUMENT: {
         int32_t *s = malloc(sizeof(int32_t) * (size_t)idx_len);
         const int seg = rng_int(r, 10, 90);

@@ -15,9 +15,9 @@ extern int g_threads;
 /* The suite's "every mod" group uses mods below M_COUNT; of the ones after it the bench uses the
  * shipped mods/document.mod and mods/prefix_lm.mod (with the aux of bench/cases.py), and group I
  * the wide relative bias (a trainable table whose indices per CTA exceed the sm90 backward's
- * aux-gradient window). */
+ * aux-gradient window), group O and the bench mods/t5_bias.mod (32 buckets, max distance 128). */
 enum { M_NONE, M_CAUSAL, M_ALIBI, M_SOFTCAP, M_WINDOW, M_RELBIAS, M_ALIBI_CAUSAL, M_DOCUMENT, M_COUNT,
-       M_DOC_CAUSAL = M_COUNT, M_PREFIX_LM, M_WIDEBIAS, M_ALL };
+       M_DOC_CAUSAL = M_COUNT, M_PREFIX_LM, M_WIDEBIAS, M_T5, M_ALL };
 
 typedef struct mod_def {
     const char *name;
@@ -88,7 +88,7 @@ err compare(const double *out, const double *ref, size_t n);
 fa4_tensor lse_tensor(CUdeviceptr p, int64_t B, int h, int64_t S);
 
 typedef struct aux_set {
-    fa4_aux_value dev[2], host[2];
+    fa4_aux_value dev[3], host[3];
     int n;
     CUdeviceptr dbuf, grad;
     void *hbuf;

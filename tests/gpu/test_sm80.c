@@ -84,6 +84,21 @@ const mod_def mods[M_ALL] = {
      "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias) {\n"
      "    return score + bias[clamp(16 * (kv_idx - q_idx) + 12000, 0, 23999)];\n}\n",
      "bias", 0},
+    /* mods/t5_bias.mod: a helper, logf, divisions, a clamp and a gather (the sm90 forward's
+     * relative-form table, softmax.cuh) */
+    {"t5",
+     "int t5_bucket(int rel, int num_buckets, int max_distance) {\n"
+     "    int half_buckets = num_buckets / 2;\n    int bucket = 0;\n"
+     "    if (rel > 0) {\n        bucket = half_buckets;\n    }\n"
+     "    int n = abs(rel);\n    int max_exact = half_buckets / 2;\n"
+     "    if (n < max_exact) {\n        return bucket + n;\n    }\n"
+     "    float scaled = logf((float)n / (float)max_exact) / logf((float)max_distance / (float)max_exact);\n"
+     "    int large = max_exact + (int)(scaled * (float)(half_buckets - max_exact));\n"
+     "    return bucket + min(large, half_buckets - 1);\n}\n"
+     "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias,\n"
+     "                int num_buckets, int max_distance) {\n"
+     "    return score + bias[h * num_buckets + t5_bucket(kv_idx - q_idx, num_buckets, max_distance)];\n}\n",
+     NULL, 0},
 };
 
 int64_t widebias_index(int q_idx, int kv_idx)
@@ -565,6 +580,32 @@ static void make_cases(int quick)
         if (k % 4 == 3) {
             c.hq = 4;
             c.hkv = 2;
+        }
+        add_case(c);
+    }
+    /* O: T5's bucketed relative bias (the sm90 forward's relative-form table, one per consumer
+     * warpgroup and key tile): every kN, offsets, sizes not multiples of the tiles, GQA, varlen,
+     * a block mask; generator of its own */
+    rng rt5 = {5005};
+    static const int odims[6] = {128, 64, 256, 128, 64, 128};
+    for (int k = 0; k < (quick ? 3 : 6); k++) {
+        tcase c = random_case(&rt5, M_T5, dtypes[k % 2], odims[k], odims[k]);
+        c.sq = rng_int(&rt5, 100, 700);
+        c.skv = rng_int(&rt5, 100, 700);
+        c.q_off = rng_int(&rt5, 0, 300);
+        c.kv_off = rng_int(&rt5, 0, 300);
+        if (k == 3) {
+            c.hq = 4;
+            c.hkv = 2;
+        }
+        if (k == 4) {
+            c.varlen = 1;
+            c.batch = 3;
+        }
+        if (k == 5) {
+            c.bm = BM_RANDOM;
+            c.q_block = 128;
+            c.kv_block = 128;
         }
         add_case(c);
     }

@@ -100,11 +100,40 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
  * macros, not constants: a new namespace-scope constant changes every cubin's symbol table) */
 #define FA4_SM90_STASH_WARP_BYTES 64
 #define FA4_SM90_STASH_BYTES (FA4_SM90_CONSUMERS == 3 ? 4 * 3 * FA4_SM90_STASH_WARP_BYTES : 0)
-constexpr int kSmemBytes = 1024 + kSmemTiles + 256 + FA4_SM90_STASH_BYTES; /* alignment slack, tiles, barriers */
+/* FA4_SM90_REL (softmax.cuh's relative form of score_mod = score + g(kv_idx - q_idx)): 2 (default)
+ * g once per key tile and offset, in a table of kN + 63 floats per consumer warpgroup after the
+ * barriers and stash (768 bytes each; softmax.cuh's fa4_sm90_rel_fill); 1: g at 34 of a
+ * fragment's 64 positions; 0: the mod at every position. Not with three consumer warpgroups, nor
+ * where the affine form comes first (alibi: the table would be filled for nothing), nor by default
+ * where the tile form exists (rel_bias: filled for every tile, the table measured 5-7% slower than
+ * the 34 positions, the suite's rel. bias fwd 519-534 against 560 TFLOP/s, H200 2026-12-03; the
+ * tile form takes most of its tiles). FA4_SM90_RELT_TILE 1 (not yet run on a GPU): the table
+ * there too, filled only where the warpgroup's 64 rows and the tile's keys do not take the tile
+ * form, which the score stage then asks over the same box. The host (path_sm90.c's fwd_smem_c)
+ * reserves the 1536 bytes for every two-consumer forward: at D 128 the three-stage ring then
+ * leaves 256 of the 227 KB. */
+#ifndef FA4_SM90_REL
+#define FA4_SM90_REL 2
+#endif
+#ifndef FA4_SM90_RELT_TILE
+#define FA4_SM90_RELT_TILE 0
+#endif
+#if defined(FA4_SCORE_MOD_REL) && FA4_SCORE_MOD_REL && FA4_HAS_SCORE_MOD && FA4_SM90_REL == 2 && \
+    FA4_SM90_CONSUMERS != 3 && !(defined(FA4_SCORE_MOD_AFFINE) && FA4_SCORE_MOD_AFFINE) &&             \
+    (!(defined(FA4_SCORE_MOD_TILE) && FA4_SCORE_MOD_TILE) || FA4_SM90_RELT_TILE)
+#define FA4_SM90_RELT 1
+#else
+#define FA4_SM90_RELT 0
+#endif
+#define FA4_SM90_RELT_WG_BYTES 768
+#define FA4_SM90_RELT_BYTES (FA4_SM90_RELT ? 2 * FA4_SM90_RELT_WG_BYTES : 0)
+/* alignment slack, tiles, barriers, stash or table */
+constexpr int kSmemBytes = 1024 + kSmemTiles + 256 + FA4_SM90_STASH_BYTES + FA4_SM90_RELT_BYTES;
 
 static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
 static_assert(kDp <= 256 && kDvp <= 256, "head dims above 256 are not supported");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
+static_assert(!FA4_SM90_RELT || (kN + 63) * 4 <= FA4_SM90_RELT_WG_BYTES, "relative-form table");
 static_assert(kConsumers == 2 || kConsumers == 3, "2 or 3 consumer warpgroups");
 static_assert(kM % kQBox == 0, "Q loads in whole boxes");
 /* setmaxnreg moves registers between the warpgroups of a CTA inside what the launch allocated:

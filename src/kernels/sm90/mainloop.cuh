@@ -275,8 +275,21 @@ struct fa4_sm90_consumer {
      * limit, whether it lies in a full block and whether its positions need checking (tiles.start
      * reads the block mask's lists from global memory, once per tile), then the mask's bits.
      * Without it nothing runs here: softmax reads where the tile lies after the wait. */
+    /* this warpgroup's table of the relative form (FA4_SM90_RELT), after the barriers */
+    __device__ __forceinline__ unsigned relt() const
+    {
+        return bars.base + 256u + FA4_SM90_STASH_BYTES + (unsigned)cw * FA4_SM90_RELT_WG_BYTES;
+    }
+
     __device__ __forceinline__ void early(fa4_sm90_early &e, int j) const
     {
+#if FA4_SM90_RELT && !FA4_SM90_MASK_EARLY
+        {
+            bool full;
+            const int n0 = tiles.start(j, &full);
+            fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), n0);
+        }
+#endif
 #if FA4_SM90_MASK_EARLY
         e.n0 = tiles.start(j, &e.full);
         e.lim_k = min(len_k, e.n0 + FA4_TILES_SPAN(tiles));
@@ -284,6 +297,9 @@ struct fa4_sm90_consumer {
         if (e.check)
             fa4_sm90_mask_bits<kN / 8>(e.bits, p, aux, b, h, row0, e.n0 + 2 * (lane & 3), len_q, e.lim_k,
                                        e.full);
+#if FA4_SM90_RELT
+        fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), e.n0);
+#endif
 #endif
     }
 
@@ -294,7 +310,7 @@ struct fa4_sm90_consumer {
     {
 #if FA4_SM90_MASK_EARLY
         const int col0 = e.n0 + 2 * (lane & 3);
-        fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, e.lim_k, e.full, aw);
+        fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, e.lim_k, e.full, aw, relt());
         if (e.check)
             fa4_sm90_apply_mask<kN / 8>(sc, e.bits);
 #else
@@ -306,14 +322,14 @@ struct fa4_sm90_consumer {
 #if FA4_HAS_SCORE_MOD && !FA4_CHECKED
         /* score_mod on the whole fragment, then the mask where needed: one inlined copy of score_mod
          * per call instead of one in each branch (half the code, and compile time, of a score_mod) */
-        fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw);
+        fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
         if (!mask_free)
-            fa4_sm90_scores<kN / 8, false, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw);
+            fa4_sm90_scores<kN / 8, false, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
 #else
         if (mask_free)
-            fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw);
+            fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
         else
-            fa4_sm90_scores<kN / 8, true, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw);
+            fa4_sm90_scores<kN / 8, true, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
 #endif
 #endif
         return fa4_sm90_softmax<kN / 8>(sc, m, l, corr, k2, aw);

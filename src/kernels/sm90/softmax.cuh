@@ -33,14 +33,12 @@
 #ifndef FA4_SM90_AFFINE_FOLD
 #define FA4_SM90_AFFINE_FOLD 1
 #endif
-/* FA4_SM90_REL 1: where score_mod is score + g(kv_idx - q_idx) (FA4_SCORE_MOD_REL, emit_rel.c), g
- * is evaluated at 34 of a fragment's 64 positions (fa4_sm90_scores); 0: the mod at every position
- * (for A/B runs). The affine and tile forms come first where they apply. Not with three consumer
- * warpgroups (their 160 registers: alibi's D 64 build then no longer fit and fell back to two,
- * ctest sm90_fwd64_consumers3). */
-#ifndef FA4_SM90_REL
-#define FA4_SM90_REL 1
-#endif
+/* FA4_SM90_REL (default in config.cuh, with the table's bytes): where score_mod is score +
+ * g(kv_idx - q_idx) (FA4_SCORE_MOD_REL, emit_rel.c), 2: g read from a table filled once per key
+ * tile (fa4_sm90_rel_fill); 1: g evaluated at 34 of a fragment's 64 positions (fa4_sm90_scores);
+ * 0: the mod at every position (for A/B runs). The affine and tile forms come first where they
+ * apply. Neither 1 nor 2 with three consumer warpgroups (their 160 registers: alibi's D 64 build
+ * then no longer fit and fell back to two, ctest sm90_fwd64_consumers3). */
 #ifndef FA4_SCORE_MOD_REL
 #define FA4_SCORE_MOD_REL 0
 #endif
@@ -90,6 +88,66 @@ __device__ __forceinline__ void fa4_sm90_affw_init(fa4_sm90_affw<NT> &aw, const 
 #endif
 }
 
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_TILE
+/* Whether score_mod's index-dependent parts are one value over rows [q_lo, q_hi] and keys [k_lo,
+ * k_hi] (with the offsets), and those parts in t (emit_tile.c) */
+__device__ __forceinline__ bool fa4_sm90_tile_box(int b, int h, long long q_lo, long long q_hi, long long k_lo,
+                                                  long long k_hi, const fa4_aux &aux, fa4_score_tile &t)
+{
+    return q_lo >= -2147483647LL - 1 && q_hi <= 2147483647LL && k_lo >= -2147483647LL - 1 && k_hi <= 2147483647LL &&
+           fa4_score_mod_tile(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, t);
+}
+#endif
+
+#if FA4_SM90_RELT
+/* The relative form's table (FA4_SM90_REL 2) of one key tile for one consumer warpgroup: its 64
+ * rows and kN keys meet at the offsets kv - q = (n0 - q0 - 63) + i, i in [0, kN + 63), and entry i
+ * is g at a real pair of the tile with that offset (q = q0 + max(63 - i, 0), kv = n0 + max(i - 63,
+ * 0)), so it is what the mod gives at every position of the tile with that offset, bit for bit
+ * (emit_rel.c: g reads the positions only as their int32 difference). Filled by the warpgroup's
+ * 128 threads (1.5 evaluations each at kN 128 instead of 34) between the issue of S and its wait
+ * (mainloop.cuh's early), then a named barrier of the warpgroup (4 + cw; the ping-pong uses 1 .. 3).
+ * The reads of tile j end before the fill of tile j + 1: every warp of the warpgroup passes the
+ * ping-pong's barrier before its next S issue, and the fill follows that issue (without the
+ * ping-pong, a second barrier before the fill). */
+constexpr int kRelEntries = kN + 63;
+__device__ __forceinline__ void fa4_sm90_rel_fill(unsigned tab, int cw, const fa4_params &p, const fa4_aux &aux,
+                                                  int b, int h, int q0, int n0)
+{
+#if FA4_SCORE_MOD_TILE
+    /* FA4_SM90_RELT_TILE: no table where the tile form holds over the warpgroup's box (the score
+     * stage asks the same box; the answer is the same for all 128 threads, barrier included) */
+    {
+        fa4_score_tile tt;
+        if (fa4_sm90_tile_box(b, h, q0 + p.q_offset, q0 + p.q_offset + 63, n0 + p.kv_offset,
+                              n0 + p.kv_offset + kN - 1, aux, tt))
+            return;
+    }
+#endif
+#if defined(FA4_SM90_PINGPONG) && !FA4_SM90_PINGPONG
+    asm volatile("bar.sync %0, 128;\n" ::"r"(4 + cw) : "memory");
+#endif
+    /* g's position-independent part made here each tile: hoisted out of the loop (it is the same
+     * for every tile) it stayed live through it, and t5_bias's D 256 build spilled 8 / 8 bytes */
+    asm volatile("" : "+r"(b), "+r"(h));
+    const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
+    const int t = threadIdx.x & 127;
+#pragma unroll
+    for (int i = t; i < kRelEntries; i += 128) {
+        const float g = fa4_score_mod_rel(b, h, (int)(q0 + max(63 - i, 0) + p.q_offset),
+                                          (int)(n0 + max(i - 63, 0) + p.kv_offset), aux, su);
+        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tab + 4u * (unsigned)i), "f"(g) : "memory");
+    }
+    asm volatile("bar.sync %0, 128;\n" ::"r"(4 + cw) : "memory");
+}
+__device__ __forceinline__ float fa4_sm90_rel_get(unsigned a)
+{
+    float g;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(g) : "r"(a) : "memory");
+    return g;
+}
+#endif
+
 /* The scores of one S fragment: kMod applies score_mod (to the scaled score), kCheck the sequence
  * bounds and mask_mod (-inf where a pair may not attend). Unchecked builds evaluate mask_mod at
  * every position (aux reads are clamped, integer arithmetic is total) and select, without a branch
@@ -99,9 +157,10 @@ __device__ __forceinline__ void fa4_sm90_affw_init(fa4_sm90_affw<NT> &aw, const 
 template <int NT, bool kMod, bool kCheck>
 __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_params &p,
                                                 const fa4_aux &aux, int b, int h, int row0, int col0,
-                                                int len_q, int len_k, bool full, fa4_sm90_affw<NT> &aw)
+                                                int len_q, int len_k, bool full, fa4_sm90_affw<NT> &aw,
+                                                unsigned tab)
 {
-    (void)aw;
+    (void)aw, (void)tab;
 #if FA4_SM90_AFFW
     if (kMod)
         aw.roff[0] = aw.roff[1] = 0.f;
@@ -133,12 +192,16 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
      * the same for every lane of the warp. */
     if (kMod && !kCheck) {
         const int lane = threadIdx.x & 31;
+#if FA4_SM90_RELT
+        /* the warpgroup's 64 rows, as fa4_sm90_rel_fill asks: where it holds there is no table */
+        const long long q_lo = (long long)row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3) + p.q_offset,
+                        q_hi = q_lo + 63;
+#else
         const long long q_lo = (long long)row0 - (lane >> 2) + p.q_offset, q_hi = q_lo + 15;
+#endif
         const long long k_lo = (long long)col0 - 2 * (lane & 3) + p.kv_offset, k_hi = k_lo + NT * 8 - 1;
         fa4_score_tile t;
-        if (q_lo >= -2147483647LL - 1 && q_hi <= 2147483647LL && k_lo >= -2147483647LL - 1 &&
-            k_hi <= 2147483647LL &&
-            fa4_score_mod_tile(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, t)) {
+        if (fa4_sm90_tile_box(b, h, q_lo, q_hi, k_lo, k_hi, aux, t)) {
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni)
 #pragma unroll
@@ -152,7 +215,29 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
         }
     }
 #endif
-#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_REL && FA4_SM90_CONSUMERS != 3
+#if FA4_SM90_RELT
+    /* score_mod = score + g(kv_idx - q_idx) with g from this tile's table (fa4_sm90_rel_fill): the
+     * thread's element (ni, e) has offset index 8 ni + 2t + (e & 1) - (16 w + g) - 8 (e >> 1) + 63,
+     * so the second row's pair of chunk ni is the first row's of chunk ni - 1: 2 NT + 2 loads. */
+    if (kMod && !kCheck) {
+        const int lane = threadIdx.x & 31;
+        const unsigned a = tab + 4u * (unsigned)(2 * (lane & 3) - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3) + 63);
+        float g2 = fa4_sm90_rel_get(a - 32u), g3 = fa4_sm90_rel_get(a - 28u);
+#pragma unroll
+        for (int ni = 0; ni < NT; ++ni) {
+            const float g0 = fa4_sm90_rel_get(a + 32u * ni), g1 = fa4_sm90_rel_get(a + 32u * ni + 4u);
+            float x0 = s[ni][0] * p.scale, x1 = s[ni][1] * p.scale;
+            float x2 = s[ni][2] * p.scale, x3 = s[ni][3] * p.scale;
+            s[ni][0] = x0 + g0;
+            s[ni][1] = x1 + g1;
+            s[ni][2] = x2 + g2;
+            s[ni][3] = x3 + g3;
+            g2 = g0;
+            g3 = g1;
+        }
+        return;
+    }
+#elif FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_REL && FA4_SM90_CONSUMERS != 3
     /* score_mod = score + g(kv_idx - q_idx) (emit_rel.c: rel_bias, t5_bias): the second row (q + 8)
      * at key k has the first row's g at key k - 8, i.e. the previous chunk's, so g runs at 34 of the
      * 64 positions. The score is formed as the mod forms it (scaled score + g), bit for bit. */
