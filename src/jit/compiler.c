@@ -44,18 +44,28 @@ void fa4__ptxas_parse(const char *log, const char *function, fa4_program_info *i
         const char *end = strstr(sec + 1, "Compiling entry function");
         if (!end)
             end = sec + strlen(sec);
+        /* The entry's "Function properties" and those of the non-inlined functions ptxas lists
+         * after it (up to the next entry) are summed: a callee's line comes last, so taking the
+         * last value reported the callee's zeros for a spilling kernel (fa4_bwd_turn_agent). */
+        int stack = -1, st = -1, ld = -1;
         for (const char *p = sec; p < end; p++) {
             if (!strncmp(p, "bytes stack frame", 17))
-                info->stack_frame = parse_int_before(p, sec);
+                stack = (stack > 0 ? stack : 0) + parse_int_before(p, sec);
             else if (!strncmp(p, "bytes spill stores", 18))
-                info->spill_stores = parse_int_before(p, sec);
+                st = (st > 0 ? st : 0) + parse_int_before(p, sec);
             else if (!strncmp(p, "bytes spill loads", 17))
-                info->spill_loads = parse_int_before(p, sec);
+                ld = (ld > 0 ? ld : 0) + parse_int_before(p, sec);
             else if (!strncmp(p, "Used ", 5))
                 info->registers = atoi(p + 5);
             else if (!strncmp(p, "bytes smem", 10))
                 info->shared_static = parse_int_before(p, sec);
         }
+        if (stack >= 0)
+            info->stack_frame = stack;
+        if (st >= 0)
+            info->spill_stores = st;
+        if (ld >= 0)
+            info->spill_loads = ld;
     }
     int serialized = 0;
     for (const char *p = log; (p = strstr(p, "wgmma")) != NULL; p++) {

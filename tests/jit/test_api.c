@@ -306,6 +306,51 @@ static void test_ptxas_report_parse(void **state)
     fa4__ptxas_parse(log, "other", &info);
     assert_int_equal(info.registers, 12);
     assert_int_equal(info.shared_static, 64);
+    /* a non-inlined callee's properties follow the entry's "Used" line (NVRTC 13): they add to
+     * the entry's, they do not replace them. The log is NVRTC 13's for plain D 128 bf16
+     * bwd_main90 at a7e2cbe (bwd_compile_check --no-fallback --verbose): the entry spills in its
+     * producer, the turn agent (the callee, listed last) does not, and the last figures of the
+     * entry's section are the callee's zeros. */
+    const char *call_log =
+        "ptxas info    : 184 bytes gmem\n"
+        "ptxas info    : Compiling entry function 'fa4_sm90_bwd_main' for 'sm_90a'\n"
+        "ptxas info    : Function properties for fa4_sm90_bwd_main\n"
+        "ptxas         .     24 bytes stack frame, 28 bytes spill stores, 24 bytes spill loads\n"
+        "ptxas info    : Used 168 registers, used 16 barriers, 24 bytes cumulative stack size\n"
+        "ptxas info    : Compile time = 546.623 ms\n"
+        "ptxas info    : Function properties for _Z18fa4_bwd_turn_agentI12fa4_bwd_smemEvT_i\n"
+        "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Compiling entry function 'fa4_sm90_bwd_rank' for 'sm_90a'\n"
+        "ptxas info    : Function properties for fa4_sm90_bwd_rank\n"
+        "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 52 registers, used 0 barriers\n"
+        "ptxas info    : Compile time = 47.520 ms\n";
+    memset(&info, 0, sizeof info);
+    fa4__ptxas_parse(call_log, "fa4_sm90_bwd_main", &info);
+    assert_int_equal(info.registers, 168);
+    assert_int_equal(info.stack_frame, 24);
+    assert_int_equal(info.spill_stores, 28);
+    assert_int_equal(info.spill_loads, 24);
+    /* a spilling callee adds to a clean entry */
+    const char *callee_log =
+        "ptxas info    : Compiling entry function 'fa4_sm90_bwd_main' for 'sm_90a'\n"
+        "ptxas info    : Function properties for fa4_sm90_bwd_main\n"
+        "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 168 registers, used 16 barriers\n"
+        "ptxas info    : Function properties for _Z18fa4_bwd_turn_agentI12fa4_bwd_smemEvT_i\n"
+        "ptxas         .     8 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n";
+    memset(&info, 0, sizeof info);
+    fa4__ptxas_parse(callee_log, "fa4_sm90_bwd_main", &info);
+    assert_int_equal(info.stack_frame, 8);
+    assert_int_equal(info.spill_stores, 8);
+    assert_int_equal(info.spill_loads, 4);
+    /* the next entry's figures are its own */
+    memset(&info, 0, sizeof info);
+    fa4__ptxas_parse(call_log, "fa4_sm90_bwd_rank", &info);
+    assert_int_equal(info.registers, 52);
+    assert_int_equal(info.stack_frame, 0);
+    assert_int_equal(info.spill_loads, 0);
+    assert_int_equal(info.spill_stores, 0);
 }
 
 static void test_nvrtc_user_line(void **state)

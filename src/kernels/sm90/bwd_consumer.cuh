@@ -51,8 +51,10 @@
  * while dP^T still runs, then dS^T once dP^T is done (the exp2s, 8192 a step on an SM's 16 MUFU
  * lanes, no longer wait for dP^T). 0: one pass after both. Default 1 without a score_mod; with
  * one, 1 at level 0 where FA4_SM90_BWD_MOD_SPLIT (P packed in the first pass, 16 registers more:
- * at D 128 softcap, softcap_causal, head_scale, t5_bias spill and take level 1, alibi and
- * attention_sink do not; H200 ALiBi bwd 398.9 -> 429.8 TFLOP/s, notes/sm90-bwd.md). */
+ * at D 128 softcap, softcap_causal, head_scale, t5_bias spill and take level 1, attention_sink
+ * does not; H200 ALiBi bwd 398.9 -> 429.8 TFLOP/s, notes/sm90-bwd.md). alibi now spills there
+ * too (22 / 16 bytes, NVRTC 13; the report parser hid it until session 14) and takes level 1:
+ * bwd 481-483 TFLOP/s against 483-484 at its spilling level 0 (session 14). */
 #ifndef FA4_SM90_BWD_SPLIT
 #if FA4_SM90_BWD_BM != 64 /* 80-query steps: plain only (bwd_main80.cu) */
 #define FA4_SM90_BWD_SPLIT 1

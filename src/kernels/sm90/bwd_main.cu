@@ -266,9 +266,15 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         /* ------------------------------------------------------------------- producer */
         fa4_regs_dec<kBProducerRegs>();
 #if FA4_SM90_BWD_TURN_AGENT
-        if (p.dq_sem && (tid == 32 || (kBDqWgs == 2 && tid == 64))) {
-            fa4_pdl_wait(); /* the turn counters are zeroed by bwd_pre */
-            fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
+        /* warps 1 (and 2 with two dQ warpgroups), deterministic: their lane 0 is the agent of
+         * consumer warpgroup warp - 1. The branch is on a vote (a uniform predicate), as in
+         * bwd256.cuh: with the per-thread branch ptxas spilled the producer at its 24 registers
+         * (plain D 128: 28 / 24 bytes, NVRTC 13). */
+        if (__any_sync(0xffffffffu, p.dq_sem && (tid == 32 || (kBDqWgs == 2 && tid == 64)))) {
+            if ((tid & 31) == 0) {
+                fa4_pdl_wait(); /* the turn counters are zeroed by bwd_pre */
+                fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
+            }
             return;
         }
 #endif

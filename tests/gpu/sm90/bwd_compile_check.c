@@ -7,9 +7,14 @@
  * (mask_mod), softcap_causal (both) and rel_bias with a trainable table, and fails on any spill, stack frame, serialized wgmma (C7520) or other ptxas
  * warning. Prints one resource line per variant.
  * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked] [--no-fallback]
- *                          [--dv N] [-DNAME=VALUE ...]
+ *                          [--dv N] [--mod NAME] [--main80] [-DNAME=VALUE ...]
  * --checked compiles checked builds (FA4_CHECKED=1, trapping aux reads); --dv N sets Dv (default D);
  * --no-fallback reports the first build as it is (no spill fallback levels).
+ * --mod NAME checks that one mod (any file of the mods directory; "plain": none) instead of the
+ * list; rel_bias keeps its trainable table. --main80 compiles bwd_main80.cu (the bwd_main90m80
+ * program, 80-query steps) instead: the library builds it for padded D = Dv = 128 without a
+ * score_mod, and its spill fallback is a stub (the 64 main runs instead), so a spill fails here
+ * and no fallback level is tried.
  * -D options are passed to NVRTC, for trying the kernel's knobs (e.g. -DFA4_SM90_BWD_STAGES=2).
  * Exit status: 0 all clean, 1 a variant failed, 77 skipped (no NVRTC).
  */
@@ -100,6 +105,11 @@ int main(int argc, char **argv)
     const char *mods_dir = FA4_TEST_SOURCE_DIR "/mods", *filter = NULL, *cubin_dir = NULL;
     int verbose = 0, failed = 0, ran = 0, ndefs = 0, checked = 0, dv_opt = 0, no_fallback = 0;
     const char *defs[8];
+    const char *only_mod = NULL;
+    int main80 = 0;
+    variant one = {NULL, NULL};
+    const variant *list = variants;
+    size_t nvariants = sizeof variants / sizeof variants[0];
     int nsrc = 0;
     const char *why = NULL;
     const fa4__embedded_file *files;
@@ -123,11 +133,15 @@ int main(int argc, char **argv)
             checked = 1;
         else if (!strcmp(argv[i], "--dv") && i + 1 < argc)
             dv_opt = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--mod") && i + 1 < argc)
+            only_mod = argv[++i];
+        else if (!strcmp(argv[i], "--main80"))
+            main80 = 1;
         else if (!strncmp(argv[i], "-D", 2) && ndefs < 8)
             defs[ndefs++] = argv[i];
         else {
             fprintf(stderr, "usage: %s [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked] [--no-fallback] [--dv N] "
-                    "[-DNAME=VALUE ...]\n",
+                    "[--mod NAME] [--main80] [-DNAME=VALUE ...]\n",
                     argv[0]);
             return 2;
         }
@@ -138,11 +152,21 @@ int main(int argc, char **argv)
         return 1;
     }
     for (int i = 0; i < nsrc; i++)
-        if (!strcmp(files[i].name, "sm90/bwd_main.cu"))
+        if (!strcmp(files[i].name, main80 ? "sm90/bwd_main80.cu" : "sm90/bwd_main.cu"))
             main_file = &files[i];
     if (!main_file) {
-        fprintf(stderr, "sm90/bwd_main.cu is not among the embedded kernel sources\n");
+        fprintf(stderr, "%s is not among the embedded kernel sources\n", main80 ? "sm90/bwd_main80.cu" : "sm90/bwd_main.cu");
         return 1;
+    }
+    if (main80)
+        no_fallback = 1; /* the library's fallback there is a stub */
+    if (only_mod) {
+        one.mod = strcmp(only_mod, "plain") ? only_mod : NULL;
+        for (size_t vi = 0; vi < nvariants; vi++)
+            if (variants[vi].mod && one.mod && !strcmp(variants[vi].mod, one.mod))
+                one.trainable = variants[vi].trainable;
+        list = &one;
+        nvariants = 1;
     }
     hsrc = calloc((size_t)nsrc + 1, sizeof *hsrc);
     hname = calloc((size_t)nsrc + 1, sizeof *hname);
@@ -154,8 +178,8 @@ int main(int argc, char **argv)
     }
     hname[nsrc] = "fa4_mod.cuh";
 
-    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
-        const variant *v = &variants[vi];
+    for (size_t vi = 0; vi < nvariants; vi++) {
+        const variant *v = &list[vi];
         char *hdr = v->mod ? mod_header(mods_dir, v, checked) : NULL;
         if (v->mod && !hdr) {
             failed = 1;
@@ -170,9 +194,11 @@ int main(int argc, char **argv)
                 fa4__nvrtc_job job;
                 fa4_status st;
                 const int dv = dv_opt > 0 ? dv_opt : d;
-                snprintf(label, sizeof label, "%s%s d%d%s %s%s", v->mod ? v->mod : "plain",
+                if (main80 && (d != 128 || dv != 128))
+                    continue;
+                snprintf(label, sizeof label, "%s%s d%d%s %s%s%s", v->mod ? v->mod : "plain",
                          v->trainable ? "(trainable)" : "", d, dv != d ? (dv == 64 ? "/64" : "/dv") : "",
-                         bf ? "bf16" : "fp16", checked ? " checked" : "");
+                         bf ? "bf16" : "fp16", checked ? " checked" : "", main80 ? " m80" : "");
                 if (filter && !strstr(label, filter))
                     continue;
                 memset(&job, 0, sizeof job);
@@ -245,7 +271,7 @@ int main(int argc, char **argv)
                     if (cubin_dir && job.cubin) {
                         char path[1024];
                         FILE *f;
-                        snprintf(path, sizeof path, "%s/bwd_main_%s_d%d_%s.cubin", cubin_dir,
+                        snprintf(path, sizeof path, "%s/bwd_main%s_%s_d%d_%s.cubin", cubin_dir, main80 ? "80" : "",
                                  v->mod ? v->mod : "plain", d, bf ? "bf16" : "fp16");
                         f = fopen(path, "wb");
                         if (f) {
