@@ -570,6 +570,19 @@ static int bwd_det80(void)
     return !(e && *e && atoi(e) == 0);
 }
 
+/* Deterministic block-masked GQA calls on the 64-query main at D <= 128 whose mask is one for every
+ * head (bm.heads 1) walk the group's heads innermost (FA4_DET_HEADS_INNER, bwd_schedule.cuh
+ * fa4_bwd_heads_inner): the same turns, so the same dQ bits, in a walk where key tile n + 1 trails
+ * key tile n by one link instead of waiting for it at every head after the first.
+ * FA4JIT_SM90_BWD_DET_BM=0, read at every call, keeps the head-by-head order (A/B, and an escape
+ * hatch). H200 bf16 GQA 32:4 causal (bm) B2 S4096 D128 deterministic bwd: see notes/sm90-bwd.md,
+ * session 14. */
+static int bwd_det_heads_inner(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_DET_BM");
+    return !(e && *e && atoi(e) == 0);
+}
+
 /* sm80 bwd_pre (dpsum, lse2; dq_accum and the turn counters zeroed) -> [deterministic with a block
  * mask: fa4_sm90_bwd_rank] -> sm90 bwd_main (TMA, wgmma) -> sm80 bwd_post, each after the first a
  * programmatic dependent launch on the one before (the kernels' fa4_pdl_wait / fa4_pdl_launch:
@@ -633,6 +646,9 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     if (p->deterministic) {
         pr.dq_slots = 1;
         pr.dq_sem = (int *)((uint8_t *)p->workspace + w.total);
+        if (p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && !d256 && bm == BWD_M &&
+            bwd_det_heads_inner())
+            pr.deterministic |= FA4_DET_HEADS_INNER;
     }
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,

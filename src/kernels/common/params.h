@@ -42,13 +42,20 @@ typedef struct fa4_params {
     const int *q_num, *q_idx, *full_q_num, *full_q_idx;
 
     int deterministic;              /* sm90 backward, dense: G > 1 = walks rotated in groups of G key
-                                       tiles (bwd_schedule.cuh); 1 = ascending */
+                                       tiles (bwd_schedule.cuh); 1 = ascending; with a block mask
+                                       1 | the FA4_DET_ flags below */
     int tiles_slowest;              /* sm90 backward grid: 1 = key tiles vary slowest (heaviest first);
                                        G >= 2 = G heads interleaved: (head mod G,
                                        key tile, head / G) */
     int *dq_sem;                    /* sm90 deterministic backward (dense): turn counters
                                        [hq][ws_rows / 4][2], zeroed; NULL otherwise */
 } fa4_params;
+
+/* fa4_params.deterministic's flags with a block mask (never set for dense calls, where the field
+ * is the rotation group, nor at D 256); bit 0 is the mode itself (1).
+ * FA4_DET_HEADS_INNER: the sm90 64-query backward walks the GQA group's heads innermost
+ * (bwd_schedule.cuh fa4_bwd_heads_inner; only with bm_heads 1). */
+#define FA4_DET_HEADS_INNER (1 << 2)
 
 /* fa4_block_mask_create: evaluates mask_mod over (q block, kv block) tiles. */
 typedef struct fa4_block_mask_params {

@@ -49,6 +49,27 @@ __device__ __forceinline__ bool fa4_bwd_walk_table(const fa4_params &p)
     return p.dq_sem && p.has_block_mask;
 }
 
+/* Deterministic with a block mask that is one for every head (p.bm_heads 1), p.deterministic's
+ * FA4_DET_HEADS_INNER (common/params.h; the launcher's, path_sm90.c): the GQA group's heads are
+ * walked innermost, for each query tile of the one list every head of the group, instead of head
+ * by head. The turns are the same (the walk table's, per head and query tile), only the order of
+ * a CTA's steps changes. Head by head, key tile n + 1 has fewer tiles per head than key tile n
+ * under causal or document masks, so from the second head on it reaches each query tile before
+ * key tile n has added there and waits, and every key tile of a kv head runs at key tile 0's
+ * pace; with heads inner the walk of key tile n + 1 is a prefix of key tile n's (descending
+ * lists): it reaches each (head, query tile) at the same step as key tile n, one link of the chain
+ * behind. Only in the 64-query main at D <= 128 (not bwd256.cuh, for which the launcher never
+ * sets the bit; not the 80-query walk, which deterministic block masks do not run). */
+#if !FA4_BWD_WALK80 && !defined(FA4_SM90_BWD256_CUH)
+#define FA4_BWD_HEADS_INNER_BUILD 1
+#else
+#define FA4_BWD_HEADS_INNER_BUILD 0
+#endif
+__device__ __forceinline__ bool fa4_bwd_heads_inner(const fa4_params &p)
+{
+    return FA4_BWD_HEADS_INNER_BUILD && fa4_bwd_walk_table(p) && (p.deterministic & FA4_DET_HEADS_INNER);
+}
+
 /* Deterministic dense walks, rotated (p.deterministic = G >= 2, set by the launcher only where
  * every key tile of a rotation group can be resident at once; 1 or 0: from query tile 0 up): in
  * each head, key tile n starts at query tile (n mod G) mod nq and wraps around, so that in a
@@ -123,6 +144,37 @@ __device__ __forceinline__ fa4_tile_list fa4_bwd_q_tiles(const fa4_params &p, in
  * which ptxas allocates without spills at 240 registers where the nested loops spilled a few bytes
  * at D 128 with mods). Keep the two in the same order. */
 #if !FA4_BWD_WALK80
+#if FA4_BWD_HEADS_INNER_BUILD
+template <typename F>
+__device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
+{
+    /* heads inner (fa4_bwd_heads_inner): head 0's list (the same for every head), each tile
+     * visited for every head before the next; the outer loop runs once. Written with one list
+     * load and one visit site, the heads counted in hh as they are: a loop over the heads nested
+     * inside made the producer spill 52 bytes more at 24 registers, a second list load cost
+     * ~260 instructions (plain D 128, NVRTC 13); this form spills less than the head-by-head
+     * walk alone did (16 / 16 bytes against 28 / 24) */
+    const bool hin = fa4_bwd_heads_inner(p);
+    for (int hh = 0; hh < p.group; ++hh) {
+        const fa4_tile_list tl = fa4_bwd_q_tiles(p, b, hk * p.group + hh, n_tile, len_q);
+        for (int j = 0; j < tl.count;) {
+            bool full;
+            const int m0 = fa4_bwd_tile(tl, j, &full) * kBM;
+            if (m0 < len_q)
+                visit(hk * p.group + hh, m0,
+                      FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p) ? tl.partial[p.bm_nq + tl.partial[j / tl.per_block]]
+                                                                      : 0);
+            if (hin && ++hh < p.group)
+                continue; /* the next head, the same tile */
+            if (hin)
+                hh = 0;
+            ++j;
+        }
+        if (hin)
+            break;
+    }
+}
+#else /* bwd256.cuh: the head-by-head walk only, as it was (its cubins unchanged) */
 template <typename F>
 __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
 {
@@ -139,6 +191,7 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
         }
     }
 }
+#endif
 #endif
 
 #if FA4_BWD_WALK80
@@ -248,6 +301,34 @@ struct fa4_bwd_cursor {
         tiles = fa4_bwd_q_tiles(p, b, hk * p.group, n_tile, len_q);
     }
 
+#if FA4_BWD_HEADS_INNER_BUILD
+    /* Advance to the next tile inside the sequence; false when the walk is over. Heads inner
+     * (fa4_bwd_heads_inner, the producer's order): the next head of the group at the same tile,
+     * after the last head 0 at the list's next tile; the list is head 0's. */
+    __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
+    {
+        const bool inner = fa4_bwd_heads_inner(p);
+        for (;;) {
+            if (!(inner && j >= 0 && ++hh < p.group)) {
+                if (inner)
+                    hh = 0;
+                ++j;
+            }
+            while (j >= tiles.count) {
+                if (inner || ++hh >= p.group)
+                    return false;
+                tiles = fa4_bwd_q_tiles(p, b, hk * p.group + hh, n_tile, len_q);
+                j = 0;
+            }
+            h = hk * p.group + hh;
+            m0 = fa4_bwd_tile(tiles, j, &full) * kBM;
+            if (fa4_bwd_walk_table(p))
+                full = tiles.partial[p.bm_nq + tiles.partial[j / tiles.per_block]] < 0;
+            if (m0 < len_q)
+                return true;
+        }
+    }
+#else
     /* Advance to the next tile inside the sequence; false when the walk is over. */
     __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
     {
@@ -267,6 +348,7 @@ struct fa4_bwd_cursor {
                 return true;
         }
     }
+#endif
 };
 #endif /* FA4_BWD_WALK80 */
 
