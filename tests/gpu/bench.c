@@ -278,6 +278,8 @@ const bench_shape bench_shapes[] = {
     {"sliding window 1024 (bm)", M_WINDOW, 4, 16, 16, 4096, 128, 1, 1024},
     /* bench/run.py's document and prefix-LM cases (issue 8) */
     {"document (bm)", M_DOC_CAUSAL, 8, 16, 16, 4096, 128, 1, 0},
+    /* GQA with the document mask (one for every head): the deterministic heads-inner walk */
+    {"GQA 32:4 document (bm)", M_DOC_CAUSAL, 2, 32, 4, 4096, 128, 1, 0},
     {"prefix-LM (bm per batch)", M_PREFIX_LM, 8, 16, 16, 4096, 128, 2, 0},
     /* the largest head dim (kN 64, two K/V stages) */
     {"plain D=256", M_NONE, 4, 16, 16, 4096, 256, 0, 0},
