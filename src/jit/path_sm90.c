@@ -570,8 +570,9 @@ static int bwd_det80(void)
     return !(e && *e && atoi(e) == 0);
 }
 
-/* Deterministic block-masked GQA calls on the 64-query main at D <= 128 whose mask is one for every
- * head (bm.heads 1) walk the group's heads innermost (FA4_DET_HEADS_INNER, bwd_schedule.cuh
+/* Deterministic block-masked GQA calls on the 64-query main at D <= 128 of a kernel with a mask_mod
+ * (the kernels compile the walk only there, bwd_schedule.cuh) whose mask is one for every head
+ * (bm.heads 1) walk the group's heads innermost (FA4_DET_HEADS_INNER, bwd_schedule.cuh
  * fa4_bwd_heads_inner): the same turns, so the same dQ bits, in a walk where key tile n + 1 trails
  * key tile n by one link instead of waiting for it at every head after the first.
  * FA4JIT_SM90_BWD_DET_BM=0, read at every call, keeps the head-by-head order (A/B, and an escape
@@ -646,8 +647,8 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     if (p->deterministic) {
         pr.dq_slots = 1;
         pr.dq_sem = (int *)((uint8_t *)p->workspace + w.total);
-        if (p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && !d256 && bm == BWD_M &&
-            bwd_det_heads_inner())
+        if (p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && !d256 && bm == BWD_M && k->mod &&
+            fa4__mod_has_mask(k->mod) && bwd_det_heads_inner())
             pr.deterministic |= FA4_DET_HEADS_INNER;
     }
 

@@ -609,17 +609,18 @@ static void make_cases(int quick)
         }
         add_case(c);
     }
-    /* P: deterministic block-masked GQA with one mask for every head (sm90: the 64-query main walks
-     * the group's heads innermost, FA4_DET_HEADS_INNER, path_sm90.c): GQA 32:4, 8:2, 6:3 and MQA
-     * 4:1, causal, document and window masks from the GPU and random lists (with alibi: a per-head
-     * score_mod, its affine form asked at every step there), q blocks 128 / 256, kv blocks of 1 and
-     * 2 key tiles, D 64 / 96 / 128, sizes not multiples of the tiles, more keys than queries; the
-     * last case with FA4JIT_SM90_BWD_DET_BM=0 (the head-by-head order). Bitwise equal across two
-     * runs and within tolerance of the float64 reference; varlen is not combined with block masks
-     * in this suite. Generator of its own */
+    /* P: deterministic block-masked GQA with one mask for every head (sm90: the 64-query main of a
+     * kernel with a mask_mod walks the group's heads innermost, FA4_DET_HEADS_INNER, path_sm90.c):
+     * GQA 32:4, 8:2, 6:3 and MQA 4:1, causal, document and window masks from the GPU and random
+     * lists with causal and alibi + causal (a per-head score_mod, its affine form asked at every
+     * step there), q blocks 128 / 256, kv blocks of 1 and 2 key tiles, D 64 / 96 / 128, sizes
+     * not multiples of the tiles, more keys than queries; the last case with
+     * FA4JIT_SM90_BWD_DET_BM=0 (the head-by-head order). Bitwise equal across two runs and within
+     * tolerance of the float64 reference; varlen is not combined with block masks in this suite.
+     * Generator of its own */
     rng rp = {9191};
-    static const int pmods[9] = {M_CAUSAL, M_CAUSAL, M_DOCUMENT, M_DOCUMENT, M_NONE,
-                                 M_ALIBI,  M_CAUSAL, M_WINDOW,   M_CAUSAL};
+    static const int pmods[9] = {M_CAUSAL,       M_CAUSAL, M_DOCUMENT, M_DOCUMENT, M_CAUSAL,
+                                 M_ALIBI_CAUSAL, M_CAUSAL, M_WINDOW,   M_CAUSAL};
     static const int pgqa[9][2] = {{32, 4}, {8, 2}, {6, 3}, {8, 2}, {6, 3}, {4, 1}, {32, 4}, {8, 2}, {32, 4}};
     static const int pdim[9] = {128, 64, 128, 64, 128, 128, 96, 128, 128};
     for (int k = 0; k < (quick ? 4 : 9); k++) {

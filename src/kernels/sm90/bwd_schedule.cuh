@@ -59,8 +59,13 @@ __device__ __forceinline__ bool fa4_bwd_walk_table(const fa4_params &p)
  * pace; with heads inner the walk of key tile n + 1 is a prefix of key tile n's (descending
  * lists): it reaches each (head, query tile) at the same step as key tile n, one link of the chain
  * behind. Only in the 64-query main at D <= 128 (not bwd256.cuh, for which the launcher never
- * sets the bit; not the 80-query walk, which deterministic block masks do not run). */
-#if !FA4_BWD_WALK80 && !defined(FA4_SM90_BWD256_CUH)
+ * sets the bit; not the 80-query walk, which deterministic block masks do not run), and only in
+ * builds with a mask_mod: elsewhere the walks below are the head-by-head ones as they were, so
+ * plain and score_mod-only builds keep their cubins (with the heads-inner cursor in every build,
+ * H200 2026-12-03 14:31 UTC, ALiBi B4 H16 S4096 D128 default-mode bwd 2.798 / 2.805 / 2.804 ms
+ * with main's kernels against 2.848 / 2.863 / 2.860 with the cursor alone: +2%, the step's
+ * registers allocated differently; the producer walk alone 2.819 / 2.817 / 2.817). */
+#if !FA4_BWD_WALK80 && !defined(FA4_SM90_BWD256_CUH) && FA4_HAS_MASK_MOD
 #define FA4_BWD_HEADS_INNER_BUILD 1
 #else
 #define FA4_BWD_HEADS_INNER_BUILD 0
@@ -174,7 +179,7 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
             break;
     }
 }
-#else /* bwd256.cuh: the head-by-head walk only, as it was (its cubins unchanged) */
+#else /* bwd256.cuh, builds without mask_mod: the head-by-head walk only, as it was */
 template <typename F>
 __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
 {
