@@ -576,8 +576,9 @@ static int bwd_det80(void)
  * fa4_bwd_heads_inner): the same turns, so the same dQ bits, in a walk where key tile n + 1 trails
  * key tile n by one link instead of waiting for it at every head after the first.
  * FA4JIT_SM90_BWD_DET_BM=0, read at every call, keeps the head-by-head order (A/B, and an escape
- * hatch). H200 bf16 GQA 32:4 causal (bm) B2 S4096 D128 deterministic bwd: see notes/sm90-bwd.md,
- * session 14. */
+ * hatch). H200 bf16 B2 S4096 D128 deterministic bwd, same call (2026-12-03 14:25 UTC, two rounds):
+ * GQA 32:4 causal (bm) 2.572 / 2.576 -> 1.916 / 1.918 ms, GQA 32:4 document (bm) 1.686 / 1.700 ->
+ * 1.286 / 1.298 (notes/sm90-bwd.md, session 14). */
 static int bwd_det_heads_inner(void)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_DET_BM");
