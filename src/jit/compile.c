@@ -370,7 +370,8 @@ static void fallback_job(fa4__nvrtc_job *alt, const fa4__nvrtc_job *j, int num_o
     alt->opts[alt->num_opts++] = opt;
 }
 
-/* Programs with a spill_fallback that ptxas reported spilling (or serializing wgmma) are compiled
+/* Programs with a spill_fallback that ptxas reported spilling more than the program's
+ * spill_tolerance (or serializing wgmma) are compiled
  * once more with its first option, in parallel, and the build with fewer spill bytes is kept; any
  * still spilling then with the next option in place of the first, and so on: e.g. the sm90
  * backward's faster schedules need a few more registers than some mods leave. Program i starts
@@ -385,7 +386,7 @@ static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const
         int m = 0;
         for (int i = 0; i < n; i++) {
             if (level < first[i] || !descs[i] || !descs[i]->spill_fallback[level] || jobs[i].info.registers < 0 ||
-                spill_cost(&jobs[i].info) == 0 || base[i] >= FA4__NVRTC_MAX_OPTS)
+                spill_cost(&jobs[i].info) <= descs[i]->spill_tolerance || base[i] >= FA4__NVRTC_MAX_OPTS)
                 continue;
             fallback_job(&alt[m], &jobs[i], base[i], descs[i]->spill_fallback[level]);
             idx[m++] = i;
@@ -519,7 +520,7 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
         st = jobs[i].status;
     for (int a = 0; a < ns; a++) {
         fa4__nvrtc_job *j = &jobs[spec_of[a]];
-        if (st == FA4_OK && j->info.registers >= 0 && spill_cost(&j->info) > 0)
+        if (st == FA4_OK && j->info.registers >= 0 && spill_cost(&j->info) > descs[spec_of[a]]->spill_tolerance)
             keep_cleaner(j, &jobs[n + a], descs[spec_of[a]]->spill_fallback[0]);
         else
             fa4__nvrtc_job_release(&jobs[n + a]);

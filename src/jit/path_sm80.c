@@ -27,11 +27,11 @@ enum {
 };
 
 static const fa4__program_desc programs[] = {
-    {"fwd", "sm80/fwd.cu", FA4_COMPILE_FWD, "fa4_sm80_fwd", {NULL}, 0, NULL},
-    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0, NULL},
-    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, NULL},
-    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0, NULL},
-    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0, NULL},
+    {"fwd", "sm80/fwd.cu", FA4_COMPILE_FWD, "fa4_sm80_fwd", {NULL}, 0, NULL, 0},
+    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0, NULL, 0},
+    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, NULL, 0},
+    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0, NULL, 0},
+    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0, NULL, 0},
 };
 
 static int head_dim_v(const fa4_kernel_spec *spec)

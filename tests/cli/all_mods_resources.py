@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """all_mods_resources.py FA4JIT ARCH PATH [FA4JIT COMPILE OPTIONS...] - compile every shipped mod (and plain attention) through
 the library, every program (forward, backward, block mask), deviceless, and fail when a program
-spills, has a stack frame, serializes wgmma (C7520) or has no resource report. This guards what
+spills beyond its tolerance (TOLERANCE below), has a stack frame without spills, serializes wgmma
+(C7520) or has no resource report. This guards what
 users get, including compile.c's spill fallback (a spilling bwd_main90 is compiled again with its
 fallback option and the cleaner build is kept), which the kernel-level checks do not see. Options after PATH go to `fa4jit compile` as they are
 (e.g. --head-dim 256 --kernels fwd).
@@ -10,6 +11,10 @@ import json
 import os
 import subprocess
 import sys
+
+# path_sm90.c's spill_tolerance: spill bytes (stores + loads) a program keeps at its first level,
+# where that build measured faster than its clean fallbacks (bwd_main90); 0 for every other program
+TOLERANCE = {"bwd_main90": 512}
 
 
 def main():
@@ -41,14 +46,18 @@ def main():
             issues = []
             if p["registers"] < 0:
                 issues.append("no resource report")
-            if p["spill_stores"] or p["spill_loads"]:
+            spilled = max(p["spill_stores"], 0) + max(p["spill_loads"], 0)
+            tolerated = TOLERANCE.get(p["name"], 0)
+            if spilled > tolerated:
                 issues.append(f"spills {p['spill_stores']}/{p['spill_loads']}")
-            if p["stack_frame"]:
+            if p["stack_frame"] and not spilled:
                 issues.append(f"stack {p['stack_frame']}")
             if p["wgmma_serialized"]:
                 issues.append("wgmma serialized")
             line = (f"{os.path.basename(str(m['mod']))} {p['name']}: {p['registers']} registers, "
                     f"{p['compile_ms']:.0f} ms")
+            if spilled and not issues:
+                line += f" (spills {p['spill_stores']}/{p['spill_loads']} within the {tolerated}-byte tolerance)"
             if issues:
                 print("FAIL", line, "; ".join(issues))
                 bad += 1
