@@ -213,7 +213,10 @@ static void compile_and_guard(const char *arch, const char *source, int head_dim
     assert_true(info.num_programs >= 4);
     for (int i = 0; i < info.num_programs; i++) {
         const fa4_program_info *p = &info.programs[i];
-        if (p->registers <= 0 || p->spill_stores || p->spill_loads || p->wgmma_serialized)
+        /* path_sm90.c's spill_tolerance: bwd_main90 keeps up to 512 spill bytes at level 0 */
+        const int spilled = p->spill_stores + p->spill_loads;
+        const int tolerated = !strcmp(arch, "sm_90a") && !strcmp(p->name, "bwd_main90") ? 512 : 0;
+        if (p->registers <= 0 || spilled > tolerated || p->wgmma_serialized)
             fail_msg("%s d%d program %s: %d registers, spills %d/%d, %d serialized wgmma\n%s",
                      arch, head_dim, p->name, p->registers, p->spill_stores, p->spill_loads,
                      p->wgmma_serialized, fa4_ctx_compile_log(ctx));
