@@ -327,18 +327,26 @@ static const fa4__embedded_file *find_source(const fa4__embedded_file *files, in
     return NULL;
 }
 
-/* Spill bytes, with a serialized wgmma counted as worse than any spill. */
-static int spill_cost(const fa4_program_info *i)
+/* What the spill fallback decides on: the entry's stack frame as the cubin records it (spills
+ * live there; the shipped kernels have no other local memory), which is known whether or not
+ * ptxas' report came with the build (NVRTC's compute cache returns cubins without one), so the
+ * same source and options always keep the same build; a serialized wgmma counts as worse than any
+ * frame. Without a readable cubin, the report's figures. */
+static int fallback_cost(const fa4__nvrtc_job *j)
 {
-    return (i->spill_stores > 0 ? i->spill_stores : 0) + (i->spill_loads > 0 ? i->spill_loads : 0) +
-           (i->wgmma_serialized > 0 ? 1 << 20 : 0);
+    const fa4_program_info *i = &j->info;
+    const int frame = j->cubin_frame >= 0 ? j->cubin_frame
+                                          : (i->stack_frame > 0 ? i->stack_frame : 0) +
+                                                (i->spill_stores > 0 ? i->spill_stores : 0) +
+                                                (i->spill_loads > 0 ? i->spill_loads : 0);
+    return frame + (i->wgmma_serialized > 0 ? 1 << 20 : 0);
 }
 
 /* Keep alt (a build of jobs' program j with option opt) in place of j where it spills less;
  * release the other. */
 static void keep_cleaner(fa4__nvrtc_job *j, fa4__nvrtc_job *alt, const char *opt)
 {
-    if (alt->status == FA4_OK && alt->info.registers >= 0 && spill_cost(&alt->info) < spill_cost(&j->info)) {
+    if (alt->status == FA4_OK && alt->info.registers >= 0 && fallback_cost(alt) < fallback_cost(j)) {
         char *log = NULL;
         /* keep every report in the program's log: the earlier ones tell why the fallback ran */
         if (asprintf(&log, "%s\n==== spilled: compiled again with %s ====\n%s", j->log ? j->log : "", opt,
@@ -365,18 +373,19 @@ static void fallback_job(fa4__nvrtc_job *alt, const fa4__nvrtc_job *j, int num_o
     alt->log = NULL;
     alt->status = FA4_OK;
     memset(&alt->info, 0, sizeof alt->info); /* the retry's own report, nothing stale */
+    alt->cubin_frame = alt->cubin_regs = -1;
     alt->err[0] = '\0';
     alt->num_opts = num_opts;
     alt->opts[alt->num_opts++] = opt;
 }
 
-/* Programs with a spill_fallback that ptxas reported spilling more than the program's
- * spill_tolerance (or serializing wgmma) are compiled
+/* Programs with a spill_fallback whose stack frame (spills; fallback_cost) is over the program's
+ * frame_tolerance (or that serialize wgmma) are compiled
  * once more with its first option, in parallel, and the build with fewer spill bytes is kept; any
  * still spilling then with the next option in place of the first, and so on: e.g. the sm90
  * backward's faster schedules need a few more registers than some mods leave. Program i starts
  * at level first[i] (a speculative build, below, has tried the levels before it). A program whose
- * report is missing (NVRTC served it from the driver's compute cache) is kept as it is. */
+ * cubin records no frame and came without a report is kept as it is. */
 static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const *descs, int n,
                             const int *base, const int *first)
 {
@@ -385,8 +394,9 @@ static void spill_fallbacks(fa4__nvrtc_job *jobs, const fa4__program_desc *const
     for (int level = 0; level < FA4__MAX_SPILL_FALLBACKS; level++) {
         int m = 0;
         for (int i = 0; i < n; i++) {
-            if (level < first[i] || !descs[i] || !descs[i]->spill_fallback[level] || jobs[i].info.registers < 0 ||
-                spill_cost(&jobs[i].info) <= descs[i]->spill_tolerance || base[i] >= FA4__NVRTC_MAX_OPTS)
+            if (level < first[i] || !descs[i] || !descs[i]->spill_fallback[level] ||
+                (jobs[i].info.registers < 0 && jobs[i].cubin_frame < 0) ||
+                fallback_cost(&jobs[i]) <= descs[i]->frame_tolerance || base[i] >= FA4__NVRTC_MAX_OPTS)
                 continue;
             fallback_job(&alt[m], &jobs[i], base[i], descs[i]->spill_fallback[level]);
             idx[m++] = i;
@@ -520,7 +530,7 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
         st = jobs[i].status;
     for (int a = 0; a < ns; a++) {
         fa4__nvrtc_job *j = &jobs[spec_of[a]];
-        if (st == FA4_OK && j->info.registers >= 0 && spill_cost(&j->info) > descs[spec_of[a]]->spill_tolerance)
+        if (st == FA4_OK && fallback_cost(j) > descs[spec_of[a]]->frame_tolerance)
             keep_cleaner(j, &jobs[n + a], descs[spec_of[a]]->spill_fallback[0]);
         else
             fa4__nvrtc_job_release(&jobs[n + a]);

@@ -31,6 +31,80 @@ static int parse_int_before(const char *p, const char *start)
     return p == e ? 0 : atoi(p);
 }
 
+static uint64_t rd_le(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+int fa4__cubin_resources(const uint8_t *cubin, size_t size, const char *function, int *frame, int *regs)
+{
+    *frame = *regs = -1;
+    /* ELF64, little endian */
+    if (!cubin || !function || size < 64 || memcmp(cubin, "\x7f" "ELF", 4) || cubin[4] != 2 || cubin[5] != 1)
+        return -1;
+    const uint64_t shoff = rd_le(cubin + 0x28, 8);
+    const uint64_t shentsize = rd_le(cubin + 0x3a, 2), shnum = rd_le(cubin + 0x3c, 2), shstrndx = rd_le(cubin + 0x3e, 2);
+    if (shentsize < 64 || shnum == 0 || shstrndx >= shnum || shoff > size || shnum * shentsize > size - shoff)
+        return -1;
+#define FA4_SH(i) (cubin + shoff + (uint64_t)(i) * shentsize)
+    const uint64_t stroff = rd_le(FA4_SH(shstrndx) + 24, 8), strsize = rd_le(FA4_SH(shstrndx) + 32, 8);
+    if (stroff > size || strsize > size - stroff)
+        return -1;
+    uint64_t info_off = 0, info_size = 0, sym_off = 0, sym_size = 0, sym_ent = 0, symstr = 0;
+    int have_info = 0, have_sym = 0;
+    for (uint64_t i = 0; i < shnum; i++) {
+        const uint8_t *h = FA4_SH(i);
+        const uint64_t name = rd_le(h, 4), type = rd_le(h + 4, 4), off = rd_le(h + 24, 8), sz = rd_le(h + 32, 8);
+        if (off > size || sz > size - off || name >= strsize)
+            continue;
+        const char *nm = (const char *)cubin + stroff + name;
+        if (!memchr(nm, '\0', strsize - name))
+            continue;
+        if (type == 2 /* SHT_SYMTAB */) {
+            const uint64_t link = rd_le(h + 40, 4);
+            sym_off = off, sym_size = sz, sym_ent = rd_le(h + 56, 8), symstr = link, have_sym = link < shnum;
+        } else if (!strcmp(nm, ".nv.info")) {
+            info_off = off, info_size = sz, have_info = 1;
+        }
+    }
+    if (!have_info || !have_sym || sym_ent < 24)
+        return -1;
+    const uint64_t sstr_off = rd_le(FA4_SH(symstr) + 24, 8), sstr_size = rd_le(FA4_SH(symstr) + 32, 8);
+#undef FA4_SH
+    if (sstr_off > size || sstr_size > size - sstr_off)
+        return -1;
+    const size_t flen = strlen(function);
+    int64_t sym = -1;
+    for (uint64_t j = 0; j * sym_ent + 24 <= sym_size; j++) {
+        const uint64_t name = rd_le(cubin + sym_off + j * sym_ent, 4);
+        if (name < sstr_size && sstr_size - name > flen &&
+            !memcmp(cubin + sstr_off + name, function, flen + 1)) {
+            sym = (int64_t)j;
+            break;
+        }
+    }
+    if (sym < 0)
+        return -1;
+    /* records: format byte, attribute byte, a 16-bit value or (format 4, EIFMT_SVAL) size */
+    for (uint64_t o = 0; o + 4 <= info_size;) {
+        const uint8_t *r = cubin + info_off + o;
+        const uint64_t len = r[0] == 4 ? rd_le(r + 2, 2) : 0;
+        if (len > info_size - o - 4)
+            break;
+        if (r[0] == 4 && len == 8 && (int64_t)rd_le(r + 4, 4) == sym) {
+            if (r[1] == 0x11)
+                *frame = (int)rd_le(r + 8, 4);
+            else if (r[1] == 0x2f)
+                *regs = (int)rd_le(r + 8, 4);
+        }
+        o += 4 + len;
+    }
+    return *frame >= 0 && *regs >= 0 ? 0 : -1;
+}
+
 void fa4__ptxas_parse(const char *log, const char *function, fa4_program_info *info)
 {
     if (!log)
@@ -106,6 +180,7 @@ static void *run_job(void *arg)
     fa4__nvrtc_job *job = arg;
     nvrtcProgram prog = NULL;
     double t0 = fa4__now_ms();
+    job->cubin_frame = job->cubin_regs = -1;
     nvrtcResult r = nvrtcCreateProgram(&prog, job->main_src, job->main_name, job->num_headers,
                                        job->header_src, job->header_names);
     if (r != NVRTC_SUCCESS) {
@@ -171,13 +246,17 @@ static void *run_job(void *arg)
     job->cubin_size = n;
     job->status = FA4_OK;
     snprintf(job->info.name, sizeof job->info.name, "%s", job->name);
+    fa4__cubin_resources(job->cubin, n, job->function, &job->cubin_frame, &job->cubin_regs);
     if (job->log && strstr(job->log, "Compiling entry function")) {
         fa4__ptxas_parse(job->log, job->function, &job->info);
     } else {
-        /* NVRTC served the cubin from the CUDA compute cache: ptxas did not run, so there is no
-         * report; unknown, not zero (a zero would hide spills). */
-        job->info.registers = job->info.spill_stores = job->info.spill_loads = -1;
-        job->info.stack_frame = job->info.shared_static = -1;
+        /* NVRTC served the cubin from its compute cache: ptxas did not run, so there is no
+         * report. The cubin still records the entry's registers and stack frame; no frame means
+         * no spill, a frame means spills of unknown size (-1: a zero would hide them). */
+        job->info.registers = job->cubin_regs;
+        job->info.stack_frame = job->cubin_frame;
+        job->info.spill_stores = job->info.spill_loads = job->cubin_frame == 0 ? 0 : -1;
+        job->info.shared_static = -1;
     }
     job->info.cubin_size = n;
 

@@ -26,6 +26,10 @@ typedef struct fa4__nvrtc_job {
     size_t cubin_size;
     char *log;                     /* malloc'd, may be NULL */
     fa4_program_info info;
+    /* the entry's stack frame and registers as the cubin records them (EIATTR_FRAME_SIZE /
+     * EIATTR_REGCOUNT of .nv.info), -1 where the cubin could not be read: known with or without
+     * ptxas' report, so the spill fallback decides on it (compile.c) */
+    int cubin_frame, cubin_regs;
     char err[1024];
     int user_line, user_col;       /* when the first error points at the user's mod source */
 } fa4__nvrtc_job;
@@ -34,6 +38,11 @@ typedef struct fa4__nvrtc_job {
  * status of the first failed job; each job carries its own status and log. */
 fa4_status fa4__nvrtc_run(fa4__nvrtc_job *jobs, int n);
 void fa4__nvrtc_job_release(fa4__nvrtc_job *job);
+
+/* The stack frame and register count of `function` from a cubin's .nv.info section (ELF64,
+ * EIATTR_FRAME_SIZE 0x11, EIATTR_REGCOUNT 0x2f: {symbol index, value}); 0 on success, -1 where
+ * the cubin is not such an ELF or does not record them (exposed for tests). */
+int fa4__cubin_resources(const uint8_t *cubin, size_t size, const char *function, int *frame, int *regs);
 
 /* Parse ptxas' verbose report for `function` into info (exposed for tests). */
 void fa4__ptxas_parse(const char *log, const char *function, fa4_program_info *info);

@@ -169,10 +169,11 @@ typedef struct fa4__program_desc {
     /* NULL: compiled for every spec that asks for `needs`; else only where it returns non-zero (a
      * variant program that applies to some specs only, e.g. sm90's bwd_main90m80) */
     int (*wanted)(const fa4_kernel_spec *spec, const fa4__mod *mod);
-    /* spill bytes (stores + loads, ptxas's report) a build may keep without its spill fallback
-     * running: 0 for every program but where a spilling first build measured faster than its
-     * clean fallbacks (path_sm90.c's bwd_main90). A serialized wgmma always falls back. */
-    int spill_tolerance;
+    /* stack frame bytes (the entry's, as its cubin records them: where spills live) a build may
+     * keep without its spill fallback running: 0 for every program but where a spilling first
+     * build measured faster than its clean fallbacks (path_sm90.c's bwd_main90). A serialized
+     * wgmma always falls back. */
+    int frame_tolerance;
 } fa4__program_desc;
 
 typedef struct fa4__path_ops {

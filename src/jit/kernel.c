@@ -116,7 +116,7 @@ int fa4__kernel_from_entry(const fa4__cache_entry *e, fa4_kernel *k)
 /* Figures ptxas did not report (an NVRTC compute-cache hit) read off the loaded function. */
 static void query_resources(fa4_ctx *ctx, fa4__program *p)
 {
-    if (p->info.registers >= 0 || !p->module)
+    if ((p->info.registers >= 0 && p->info.shared_static >= 0) || !p->module)
         return;
     const char *fn = p->function;
     CUfunction f = NULL;

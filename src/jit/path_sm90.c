@@ -38,18 +38,19 @@ static const fa4__program_desc programs[] = {
      {"-DFA4_SM90_RESCALE_LATE=0", "-DFA4_SM90_OVERLAP=0"}, 0, NULL, 0},
     {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0, NULL, 0},
     {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, NULL, 0},
-    /* spill fallback levels: bwd_consumer.cuh. Up to 512 spill bytes are kept at level 0 (no
+    /* spill fallback levels: bwd_consumer.cuh. Level 0 is kept up to a 192-byte stack frame (no
      * speculative level 1 either): with the ptxas report read right (compiler.c, 720dcc3) some
-     * score_mods' level-0 consumers spill (bytes stored / loaded, NVRTC 13: alibi 22 / 16,
-     * head_scale 16 / 16, softcap 32 / 36, softcap_causal 48 / 52, t5_bias 228 / 232 at D 128,
-     * t5_bias 8 / 8 at D 64 and D 256), and level 0 measured faster than the clean fallbacks.
+     * score_mods' level-0 consumers spill (bytes stored / loaded, frame; NVRTC 13, bf16): alibi
+     * 22 / 16, 16; head_scale 16 / 16, 16; rel_bias (not trainable) 8 / 8, 8; softcap 32 / 36,
+     * 32; softcap_causal 44 / 48, 48; t5_bias 228 / 232, 168 at D 128; t5_bias 8 / 8, 8 at D 64
+     * and D 256; and level 0 measured faster than the clean fallbacks.
      * H200, 2026-12-03 14:49 UTC, B4 H16 S4096 bf16, bwd TFLOP/s, one build (974122c), the process
      * that compiled (fallback kept) against the next one (NVRTC's compute cache served level 0
      * without a report, so no fallback ran): alibi 406.4 (level 1) / 481.1 (level 0), softcap
      * 329.0 / 343.1, t5_bias 207.3 (level 2) / 251.5, t5_bias D 256 253.0 (level 1) / 271.3.
      * Main a7e2cbe, whose parser read these builds as clean, kept level 0 too: 493.9 / 342.8. */
     {"bwd_main90", "sm90/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main",
-     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 0, NULL, 512},
+     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 0, NULL, 192},
     /* the same main with 80-query steps (bwd_main80.cu), only where bwd80_wanted; where it spills,
      * the fallback is a stub (bwd80_built: the launcher runs bwd_main90 instead) */
     {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,

@@ -4,9 +4,9 @@
  * sm_90a with NVRTC through the library's own machinery (the embedded kernel sources, the mod front
  * end's emitted fa4_mod.cuh, the options of compile.c's compile_programs) for D 64, 128 and 256
  * (sm90/bwd256.cuh's kernel there), bf16 and fp16, with no mod, alibi (score_mod), causal
- * (mask_mod), softcap_causal (both) and rel_bias with a trainable table, and fails on spills over
- * the library's tolerance for bwd_main90 (512 bytes stored + loaded, path_sm90.c; kept at level 0
- * as the library keeps them), a stack frame without spills, serialized wgmma (C7520) or any other
+ * (mask_mod), softcap_causal (both) and rel_bias with a trainable table, and fails on spills whose
+ * stack frame is over the library's tolerance for bwd_main90 (192 bytes, path_sm90.c; kept at
+ * level 0 as the library keeps them), a stack frame without spills, serialized wgmma (C7520) or any other
  * ptxas warning. Prints one resource line per variant.
  * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked] [--no-fallback]
  *                          [--dv N] [--mod NAME] [--main80] [-DNAME=VALUE ...]
@@ -236,13 +236,14 @@ int main(int argc, char **argv)
                  * fast interior tiles, the deterministic dQ turn passed at the step's end; 2 the full
                  * fallback), and the last one must be clean */
                 static const char *const levels[] = {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"};
-                /* path_sm90.c's spill_tolerance of bwd_main90 (level 0 kept up to this many spill
-                 * bytes, measured faster than its clean fallbacks); none for the 80-query main */
-                const int tolerance = main80 ? 0 : 512;
+                /* path_sm90.c's frame_tolerance of bwd_main90 (level 0 kept up to this stack frame,
+                 * the cubin's record, measured faster than its clean fallbacks); none for the
+                 * 80-query main */
+                const int tolerance = main80 ? 0 : 192;
                 const int base_opts = job.num_opts;
                 int fell_back = 0;
                 while (!no_fallback && fell_back < 2 && st == FA4_OK && job.info.registers >= 0 &&
-                       (job.info.spill_stores + job.info.spill_loads > tolerance || job.info.wgmma_serialized)) {
+                       (job.cubin_frame > tolerance || job.info.wgmma_serialized)) {
                     fa4__nvrtc_job_release(&job);
                     job.num_opts = base_opts;
                     job.opts[job.num_opts++] = levels[fell_back++];
@@ -264,7 +265,8 @@ int main(int argc, char **argv)
                     /* -1: NVRTC served the cubin from the CUDA compute cache, no report */
                     const int spilled = in->spill_stores + in->spill_loads;
                     /* a stack frame only with the tolerated spills (a local array otherwise) */
-                    const int bad = in->registers < 0 || spilled > tolerance || (in->stack_frame != 0 && spilled == 0) ||
+                    const int bad = in->registers < 0 || job.cubin_frame < 0 || (spilled > 0 && job.cubin_frame > tolerance) ||
+                                    (in->stack_frame != 0 && spilled == 0) ||
                                     in->wgmma_serialized != 0 || log_has_warning(job.log);
                     printf("%s %-32s regs %3d  spill st/ld %d/%d  stack %d  smem static %d  wgmma serialized %d  "
                            "%.0f ms%s%s%s\n",
