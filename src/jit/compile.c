@@ -60,6 +60,15 @@ const fa4__path_ops *fa4__path_for(int path)
     }
 }
 
+int fa4__frame_tolerance(int path, const char *program)
+{
+    const fa4__path_ops *ops = fa4__path_for(path);
+    for (int i = 0; ops && program && i < ops->num_programs; i++)
+        if (!strcmp(ops->programs[i].name, program))
+            return ops->programs[i].frame_tolerance;
+    return 0;
+}
+
 void fa4_kernel_spec_init(fa4_kernel_spec *spec)
 {
     if (!spec)
@@ -331,14 +340,11 @@ static const fa4__embedded_file *find_source(const fa4__embedded_file *files, in
  * live there; the shipped kernels have no other local memory), which is known whether or not
  * ptxas' report came with the build (NVRTC's compute cache returns cubins without one), so the
  * same source and options always keep the same build; a serialized wgmma counts as worse than any
- * frame. Without a readable cubin, the report's figures. */
+ * frame. Without a readable cubin, the report's stack frame. */
 static int fallback_cost(const fa4__nvrtc_job *j)
 {
     const fa4_program_info *i = &j->info;
-    const int frame = j->cubin_frame >= 0 ? j->cubin_frame
-                                          : (i->stack_frame > 0 ? i->stack_frame : 0) +
-                                                (i->spill_stores > 0 ? i->spill_stores : 0) +
-                                                (i->spill_loads > 0 ? i->spill_loads : 0);
+    const int frame = j->cubin_frame >= 0 ? j->cubin_frame : i->stack_frame > 0 ? i->stack_frame : 0;
     return frame + (i->wgmma_serialized > 0 ? 1 << 20 : 0);
 }
 

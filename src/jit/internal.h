@@ -197,6 +197,9 @@ typedef struct fa4__path_ops {
 extern const fa4__path_ops fa4__sm80_ops;
 extern const fa4__path_ops fa4__sm90_ops;
 const fa4__path_ops *fa4__path_for(int path);
+/* The frame_tolerance of a path's program by name; 0 where there is no such program (the resource
+ * guards' allowance, from the table compile.c decides on). */
+int fa4__frame_tolerance(int path, const char *program);
 
 /* --------------------------------------------------------------------------- embedded sources */
 typedef struct fa4__embedded_file {

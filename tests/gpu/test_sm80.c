@@ -229,10 +229,9 @@ static int compile_all(void)
                 printf(" %s:%d/%d/%d/%d", info.programs[p].name, info.programs[p].registers,
                        info.programs[p].spill_stores, info.programs[p].spill_loads,
                        info.programs[p].shared_dynamic);
-                /* path_sm90.c's frame_tolerance: bwd_main90 keeps level 0 up to a 192-byte frame */
+                /* the path's frame_tolerance (path_sm90.c: bwd_main90 keeps level 0 up to a 192-byte frame) */
                 const int spilled = info.programs[p].spill_stores + info.programs[p].spill_loads;
-                if (spilled > 0 &&
-                    !(strcmp(info.programs[p].name, "bwd_main90") == 0 && info.programs[p].stack_frame <= 192))
+                if (spilled > 0 && info.programs[p].stack_frame > fa4__frame_tolerance(info.path, info.programs[p].name))
                     bad++;
             }
         printf("\n");

@@ -213,9 +213,9 @@ static void compile_and_guard(const char *arch, const char *source, int head_dim
     assert_true(info.num_programs >= 4);
     for (int i = 0; i < info.num_programs; i++) {
         const fa4_program_info *p = &info.programs[i];
-        /* path_sm90.c's frame_tolerance: bwd_main90 keeps level 0 up to a 192-byte stack frame */
+        /* the path's frame_tolerance (path_sm90.c: bwd_main90 keeps level 0 up to a 192-byte frame) */
         const int spilled = p->spill_stores + p->spill_loads;
-        const int tolerated = !strcmp(arch, "sm_90a") && !strcmp(p->name, "bwd_main90") ? 192 : 0;
+        const int tolerated = fa4__frame_tolerance(k->path, p->name);
         if (p->registers <= 0 || (spilled > 0 && p->stack_frame > tolerated) || p->wgmma_serialized)
             fail_msg("%s d%d program %s: %d registers, spills %d/%d, %d serialized wgmma\n%s",
                      arch, head_dim, p->name, p->registers, p->spill_stores, p->spill_loads,

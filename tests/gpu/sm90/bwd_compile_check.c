@@ -237,9 +237,9 @@ int main(int argc, char **argv)
                  * fallback), and the last one must be clean */
                 static const char *const levels[] = {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"};
                 /* path_sm90.c's frame_tolerance of bwd_main90 (level 0 kept up to this stack frame,
-                 * the cubin's record, measured faster than its clean fallbacks); none for the
-                 * 80-query main */
-                const int tolerance = main80 ? 0 : 192;
+                 * the cubin's record, measured faster than its clean fallbacks; 192 bytes); none for
+                 * the 80-query main */
+                const int tolerance = fa4__frame_tolerance(FA4_PATH_SM90, main80 ? "bwd_main90m80" : "bwd_main90");
                 const int base_opts = job.num_opts;
                 int fell_back = 0;
                 while (!no_fallback && fell_back < 2 && st == FA4_OK && job.info.registers >= 0 &&
