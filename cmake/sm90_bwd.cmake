@@ -3,7 +3,7 @@
 #   sm90_bwd_compile   compiles fa4_sm90_bwd_main for sm_90a with NVRTC through the library's
 #                      machinery (embedded kernel sources, the mod front end's fa4_mod.cuh, the
 #                      options of compile.c) for D 64/128/256 (bwd256.cuh's kernel), bf16,
-#                      plain/alibi/causal/softcap_causal/rel_bias (trainable); fails on any
+#                      plain/alibi/causal/softcap_causal/rel_bias, t5_bias (trainable); fails on any
 #                      spill, stack frame, serialized wgmma (C7520) or ptxas warning; skips (77)
 #                      without NVRTC. bf16 only in CI (fp16 allocates alike; the CI run took 12
 #                      minutes with both): `bwd_compile_check` without --filter checks fp16 too.

@@ -275,6 +275,8 @@ const bench_shape bench_shapes[] = {
     /* mods/t5_bias.mod (32 buckets, max distance 128; not trainable here) */
     {"T5 bias (score_mod)", M_T5, 4, 16, 16, 4096, 128, 0, 0},
     {"T5 bias D=256", M_T5, 4, 16, 16, 4096, 256, 0, 0},
+    /* the same with its table trainable (bench/run.py's T5 case) */
+    {"T5 bias trainable", M_T5_TRAIN, 4, 16, 16, 4096, 128, 0, 0},
     {"sliding window 1024 (bm)", M_WINDOW, 4, 16, 16, 4096, 128, 1, 1024},
     /* bench/run.py's document and prefix-LM cases (issue 8) */
     {"document (bm)", M_DOC_CAUSAL, 8, 16, 16, 4096, 128, 1, 0},

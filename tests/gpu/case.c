@@ -174,7 +174,8 @@ void make_aux(aux_set *a, const tcase *c, rng *r, int64_t idx_len)
         a->grad_numel = n;
         break;
     }
-    case M_T5: {
+    case M_T5:
+    case M_T5_TRAIN: {
         /* mods/t5_bias.mod's aux: bias[h * num_buckets + bucket], num_buckets 32, max distance 128 */
         const int n = c->hq * 32;
         float *s = malloc(sizeof(float) * n);
@@ -183,6 +184,10 @@ void make_aux(aux_set *a, const tcase *c, rng *r, int64_t idx_len)
         a->hbuf = s;
         CK(g_cu->memAlloc(&a->dbuf, sizeof(float) * n));
         CK(g_cu->memcpyHtoD(a->dbuf, s, sizeof(float) * n));
+        if (c->mod == M_T5_TRAIN) {
+            CK(g_cu->memAlloc(&a->grad, sizeof(float) * n));
+            a->grad_numel = n;
+        }
         fa4_aux_value nb, md;
         memset(&nb, 0, sizeof nb);
         memset(&md, 0, sizeof md);
@@ -198,6 +203,7 @@ void make_aux(aux_set *a, const tcase *c, rng *r, int64_t idx_len)
         a->n = 3;
         a->dev[0] = a->host[0] = v;
         a->dev[0].data = (const void *)(uintptr_t)a->dbuf;
+        a->dev[0].grad = (void *)(uintptr_t)a->grad;
         a->host[0].data = a->hbuf;
         a->dev[1] = a->host[1] = nb;
         a->dev[2] = a->host[2] = md;
@@ -630,7 +636,10 @@ void run_case(tcase *c, case_out *res)
         rp.dlse = hdl;
         rp.trainable_aux = aux.grad ? 0 : -1;
         rp.trainable_numel = aux.grad_numel;
-        rp.trainable_index = !aux.grad ? NULL : c->mod == M_WIDEBIAS ? widebias_index : relbias_index;
+        rp.trainable_index = !aux.grad                ? NULL
+                             : c->mod == M_WIDEBIAS   ? widebias_index
+                             : c->mod == M_T5_TRAIN   ? t5_index
+                                                      : relbias_index;
         ref_result rr;
         if (ref_attention(&rp, c->bwd, &rr, g_threads) != 0)
             snprintf(res->note, sizeof res->note, "CPU evaluator failed");

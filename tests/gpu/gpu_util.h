@@ -136,7 +136,7 @@ typedef struct ref_problem {
     int trainable_aux;        /* index of the trainable aux tensor, -1 none */
     int64_t trainable_numel;
     /* d mod / d aux[elem] is 1 at elem = index_of(q_idx, kv_idx) (the test's relative bias) */
-    int64_t (*trainable_index)(int q_idx, int kv_idx);
+    int64_t (*trainable_index)(int h, int q_idx, int kv_idx);
 } ref_problem;
 
 typedef struct ref_result {

@@ -121,7 +121,7 @@ static void *worker(void *arg)
                     const int64_t kr = p->kbase[b] + j;
                     const double g = pr[j] * (ds[j] - dsum); /* d loss / d modded score */
                     if (jb->daux && p->trainable_index) {
-                        int64_t e = p->trainable_index(qi, (int)(j + p->kv_offset));
+                        int64_t e = p->trainable_index(h, qi, (int)(j + p->kv_offset));
                         if (e >= p->trainable_numel) /* the kernel clamps out-of-range reads */
                             e = p->trainable_numel - 1;
                         double der = 0;

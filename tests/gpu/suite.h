@@ -15,9 +15,10 @@ extern int g_threads;
 /* The suite's "every mod" group uses mods below M_COUNT; of the ones after it the bench uses the
  * shipped mods/document.mod and mods/prefix_lm.mod (with the aux of bench/cases.py), and group I
  * the wide relative bias (a trainable table whose indices per CTA exceed the sm90 backward's
- * aux-gradient window), group O and the bench mods/t5_bias.mod (32 buckets, max distance 128). */
+ * aux-gradient window), group O and the bench mods/t5_bias.mod (32 buckets, max distance 128), as
+ * it is and with its table trainable (M_T5_TRAIN). */
 enum { M_NONE, M_CAUSAL, M_ALIBI, M_SOFTCAP, M_WINDOW, M_RELBIAS, M_ALIBI_CAUSAL, M_DOCUMENT, M_COUNT,
-       M_DOC_CAUSAL = M_COUNT, M_PREFIX_LM, M_WIDEBIAS, M_T5, M_ALL };
+       M_DOC_CAUSAL = M_COUNT, M_PREFIX_LM, M_WIDEBIAS, M_T5, M_T5_TRAIN, M_ALL };
 
 typedef struct mod_def {
     const char *name;
@@ -27,8 +28,9 @@ typedef struct mod_def {
 } mod_def;
 
 extern const mod_def mods[M_ALL];
-int64_t relbias_index(int q_idx, int kv_idx);
-int64_t widebias_index(int q_idx, int kv_idx);
+int64_t relbias_index(int h, int q_idx, int kv_idx);
+int64_t widebias_index(int h, int q_idx, int kv_idx);
+int64_t t5_index(int h, int q_idx, int kv_idx);
 #define WIDEBIAS_NUMEL 24000
 
 typedef struct kvariant {

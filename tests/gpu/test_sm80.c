@@ -99,18 +99,46 @@ const mod_def mods[M_ALL] = {
      "                int num_buckets, int max_distance) {\n"
      "    return score + bias[h * num_buckets + t5_bucket(kv_idx - q_idx, num_buckets, max_distance)];\n}\n",
      NULL, 0},
+    /* the same with its table trainable (the sm90 backward's grads_rel) */
+    {"t5_train",
+     "int t5_bucket(int rel, int num_buckets, int max_distance) {\n"
+     "    int half_buckets = num_buckets / 2;\n    int bucket = 0;\n"
+     "    if (rel > 0) {\n        bucket = half_buckets;\n    }\n"
+     "    int n = abs(rel);\n    int max_exact = half_buckets / 2;\n"
+     "    if (n < max_exact) {\n        return bucket + n;\n    }\n"
+     "    float scaled = logf((float)n / (float)max_exact) / logf((float)max_distance / (float)max_exact);\n"
+     "    int large = max_exact + (int)(scaled * (float)(half_buckets - max_exact));\n"
+     "    return bucket + min(large, half_buckets - 1);\n}\n"
+     "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias,\n"
+     "                int num_buckets, int max_distance) {\n"
+     "    return score + bias[h * num_buckets + t5_bucket(kv_idx - q_idx, num_buckets, max_distance)];\n}\n",
+     "bias", 0},
 };
 
-int64_t widebias_index(int q_idx, int kv_idx)
+int64_t widebias_index(int h, int q_idx, int kv_idx)
 {
+    (void)h;
     int e = 16 * (kv_idx - q_idx) + 12000;
     return e < 0 ? 0 : (e > WIDEBIAS_NUMEL - 1 ? WIDEBIAS_NUMEL - 1 : e);
 }
 
-int64_t relbias_index(int q_idx, int kv_idx)
+int64_t relbias_index(int h, int q_idx, int kv_idx)
 {
+    (void)h;
     int e = kv_idx - q_idx + 256;
     return e < 0 ? 0 : (e > 511 ? 511 : e);
+}
+
+/* mods/t5_bias.mod's index (32 buckets, max distance 128) as the CPU evaluator computes it, in
+ * double (a float log gives the same buckets for every distance: checked for 8 <= n < 200) */
+int64_t t5_index(int h, int q_idx, int kv_idx)
+{
+    const int rel = kv_idx - q_idx, n = rel < 0 ? -rel : rel;
+    const int bucket = rel > 0 ? 16 : 0;
+    if (n < 8)
+        return (int64_t)h * 32 + bucket + n;
+    const int large = 8 + (int)(log((double)n / 8.0) / log(128.0 / 8.0) * 8.0);
+    return (int64_t)h * 32 + bucket + (large < 15 ? large : 15);
 }
 
 /* --------------------------------------------------------------------------------- kernels */
@@ -611,6 +639,32 @@ static void make_cases(int quick)
         }
         add_case(c);
     }
+    /* P: T5 with its table trainable (the sm90 backward's grads_rel: the mod once per offset of a
+     * fragment, the two elements of an offset summed before the runs): sizes off the tiles,
+     * offsets wide enough that both the exact and the logarithmic buckets and the clamp are read,
+     * every padded D, GQA, varlen, a block mask, deterministic; generator of its own */
+    rng rt5t = {5115};
+    static const int pdims[6] = {128, 64, 256, 96, 128, 64};
+    for (int k = 0; k < (quick ? 3 : 6); k++) {
+        tcase c = random_case(&rt5t, M_T5_TRAIN, dtypes[k % 2], pdims[k], pdims[k]);
+        c.sq = rng_int(&rt5t, 100, 700);
+        c.skv = rng_int(&rt5t, 100, 700);
+        c.q_off = rng_int(&rt5t, 0, 300);
+        c.kv_off = rng_int(&rt5t, 0, 300);
+        c.bwd = 1;
+        c.varlen = k == 4;
+        c.determ = k == 5;
+        if (k == 1) {
+            c.hq = 4;
+            c.hkv = 2;
+        }
+        if (k == 3) {
+            c.bm = BM_RANDOM;
+            c.q_block = 128;
+            c.kv_block = 128;
+        }
+        add_case(c);
+    }
     /* P: deterministic block-masked GQA with one mask for every head (sm90: the 64-query main of a
      * kernel with a mask_mod walks the group's heads innermost, FA4_DET_HEADS_INNER, path_sm90.c):
      * GQA 32:4, 8:2, 6:3 and MQA 4:1, causal, document and window masks from the GPU and random
@@ -693,7 +747,7 @@ static void case_tags(tcase *c)
     TAG(c->q_off || c->kv_off, "offsets");
     TAG(c->kv_off > c->q_off && mods[c->mod].has_mask, "empty-rows");
     TAG(c->determ, "deterministic");
-    TAG(c->mod == M_RELBIAS || c->mod == M_WIDEBIAS, "trainable-aux");
+    TAG(c->mod == M_RELBIAS || c->mod == M_WIDEBIAS || c->mod == M_T5_TRAIN, "trainable-aux");
     TAG(c->aux_small, "aux-clamp");
     TAG(c->checked, "checked");
     TAG(c->validation, "validation");

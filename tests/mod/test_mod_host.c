@@ -118,8 +118,8 @@ typedef struct {
     int box[4]; /* q_lo, q_hi, kv_lo, kv_hi around (c[2], c[3]), for the tile form */
 } point;
 
-/* The driver: aux values and points as static data, one output line per point. */
-static void write_driver(FILE *f, const fa4__mod *m, const fa4_aux_value *aux, const point *pts)
+/* The aux tensors' bytes as static arrays fa4_t<i> */
+static void write_aux_data(FILE *f, const fa4__mod *m, const fa4_aux_value *aux)
 {
     int n = fa4__mod_num_aux(m);
     for (int i = 0; i < n; i++) {
@@ -132,18 +132,13 @@ static void write_driver(FILE *f, const fa4__mod *m, const fa4_aux_value *aux, c
             fprintf(f, "%s%u", k ? "," : "", ((const unsigned char *)aux[i].data)[k]);
         fprintf(f, "};\n");
     }
-    fprintf(f, "static const float fa4_s[%d] = {", NPOINTS);
-    for (int p = 0; p < NPOINTS; p++)
-        fprintf(f, "%s%af", p ? "," : "", (double)pts[p].score);
-    fprintf(f, "};\nstatic const int fa4_c[%d][4] = {", NPOINTS);
-    for (int p = 0; p < NPOINTS; p++)
-        fprintf(f, "%s{%d,%d,%d,%d}", p ? "," : "", pts[p].c[0], pts[p].c[1], pts[p].c[2],
-                pts[p].c[3]);
-    fprintf(f, "};\nstatic const int fa4_box[%d][4] = {", NPOINTS);
-    for (int p = 0; p < NPOINTS; p++)
-        fprintf(f, "%s{%d,%d,%d,%d}", p ? "," : "", pts[p].box[0], pts[p].box[1], pts[p].box[2],
-                pts[p].box[3]);
-    fprintf(f, "};\nint main(void)\n{\n    fa4_aux a;\n    memset(&a, 0, sizeof a);\n");
+}
+
+/* main's `fa4_aux a` set up from the arrays and scalars */
+static void write_aux_setup(FILE *f, const fa4__mod *m, const fa4_aux_value *aux)
+{
+    int n = fa4__mod_num_aux(m);
+    fprintf(f, "    fa4_aux a;\n    memset(&a, 0, sizeof a);\n");
     for (int i = 0; i < n; i++) {
         const fa4__aux_decl *a = fa4__mod_aux(m, i);
         if (a->is_tensor)
@@ -156,6 +151,25 @@ static void write_driver(FILE *f, const fa4__mod *m, const fa4_aux_value *aux, c
         else
             fprintf(f, "    a.%s = %lld;\n", a->name, (long long)aux[i].i);
     }
+}
+
+/* The driver: aux values and points as static data, one output line per point. */
+static void write_driver(FILE *f, const fa4__mod *m, const fa4_aux_value *aux, const point *pts)
+{
+    write_aux_data(f, m, aux);
+    fprintf(f, "static const float fa4_s[%d] = {", NPOINTS);
+    for (int p = 0; p < NPOINTS; p++)
+        fprintf(f, "%s%af", p ? "," : "", (double)pts[p].score);
+    fprintf(f, "};\nstatic const int fa4_c[%d][4] = {", NPOINTS);
+    for (int p = 0; p < NPOINTS; p++)
+        fprintf(f, "%s{%d,%d,%d,%d}", p ? "," : "", pts[p].c[0], pts[p].c[1], pts[p].c[2],
+                pts[p].c[3]);
+    fprintf(f, "};\nstatic const int fa4_box[%d][4] = {", NPOINTS);
+    for (int p = 0; p < NPOINTS; p++)
+        fprintf(f, "%s{%d,%d,%d,%d}", p ? "," : "", pts[p].box[0], pts[p].box[1], pts[p].box[2],
+                pts[p].box[3]);
+    fprintf(f, "};\nint main(void)\n{\n");
+    write_aux_setup(f, m, aux);
     fprintf(f, "    for (int p = 0; p < %d; p++) {\n"
                "        const int *c = fa4_c[p];\n"
                "        float d = 0.0f;\n"
@@ -526,11 +540,158 @@ static void uniform_int_division(void **state)
     assert_int_equal(rc, 0);
 }
 
+/* The relative form's backward entry points (emit_deriv.c: fa4_score_mod_rel_sites and
+ * fa4_score_mod_rel_grad_acc, which the sm90 backward's grads_rel runs once per offset of a
+ * fragment): with every float tensor trainable, at random points g is score_mod's value less the
+ * score, the index and coefficient of each trainable site are what fa4_score_mod_aux_grad_terms
+ * gives there, bit for bit, and all three are unchanged where both positions shift (by 8: the
+ * kernel's reuse; by -37); terms fed through the runs and flushed add up to the direct sums. */
+static const char rel_two_tensors[] =
+    "float score_mod(float score, int b, int h, int q, int kv, const float *w, const float *u) {\n"
+    "    int r = kv - q;\n"
+    "    return score + (w[clamp(r, -4, 4) + 4] * u[h] + u[clamp(r, 0, 7)]);\n"
+    "}\n";
+
+static int check_rel_sites(const char *dir, const char *name, const char *src, size_t len, uint64_t seed)
+{
+    fa4__mod *m = mt_parse(src, len, name);
+    assert_non_null(m);
+    const int n = fa4__mod_num_aux(m);
+    const char *names[FA4__MOD_MAX_AUX];
+    int nt = 0;
+    for (int i = 0; i < n; i++) {
+        const fa4__aux_decl *a = fa4__mod_aux(m, i);
+        if (a->is_tensor && a->dtype == FA4_DTYPE_FP32)
+            names[nt++] = a->name;
+    }
+    assert_true(nt > 0);
+    fa4__diag dg;
+    assert_int_equal(fa4__mod_set_trainable(m, names, nt, &dg), FA4_OK);
+    fa4_aux_value aux[FA4__MOD_MAX_AUX];
+    mt_make_aux(m, &seed, NUMEL, aux);
+    char *cu = fa4__mod_emit_cuda(m, name, 0);
+    assert_non_null(cu);
+    assert_non_null(strstr(cu, "#define FA4_SCORE_MOD_REL_SITES 1"));
+    char srcf[600], exe[600], cmd[2048];
+    snprintf(srcf, sizeof srcf, "%s/%s.relsites.cpp", dir, name);
+    snprintf(exe, sizeof exe, "%s/%s.relsites", dir, name);
+    FILE *f = fopen(srcf, "w");
+    assert_non_null(f);
+    char *text = host_text(cu);
+    fprintf(f, "#define FA4_CHECKED 0\n%s\n%s\n", shim, text);
+    free(text);
+    write_aux_data(f, m, aux);
+    for (int i = 0; i < nt; i++)
+        fprintf(f, "static float fa4_g%d[%d], fa4_r%d[%d];\n", i, NUMEL, i, NUMEL);
+    fprintf(f, "static unsigned long long st = %lluull;\n"
+               "static unsigned rnd(void) { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return (unsigned)st; }\n"
+               "static int same(float x, float y) { return __float_as_int(x) == __float_as_int(y); }\n"
+               "int main(void)\n{\n",
+            (unsigned long long)seed | 1ull);
+    write_aux_setup(f, m, aux);
+    for (int i = 0; i < nt; i++)
+        fprintf(f, "    a.%s_grad = fa4_g%d;\n", names[i], i);
+    fprintf(f,
+            "    const int S = FA4_NUM_AUX_GRAD_SITES;\n"
+            "    float *ref[%d] = {", nt);
+    for (int i = 0; i < nt; i++)
+        fprintf(f, "%sfa4_r%d", i ? ", " : "", i);
+    fprintf(f, "};\n    float *grads[%d] = {", nt);
+    for (int i = 0; i < nt; i++)
+        fprintf(f, "%sfa4_g%d", i ? ", " : "", i);
+    fprintf(f,
+            "};\n"
+            "    long bad = 0, runs_at = 0;\n"
+            "    fa4_aux_grad_acc acc;\n"
+            "    fa4_aux_grad_begin(acc);\n"
+            "    for (int p = 0; p < 4000; p++) {\n"
+            "        const int b = (int)(rnd() %% 4), h = (int)(rnd() %% 8), q = (int)(rnd() %% 400);\n"
+            "        const int kv = p %% 2 ? (int)(rnd() %% 400) : q + (int)(rnd() %% 61) - 30;\n"
+            "        const float sc = (float)((int)(rnd() %% 2001) - 1000) / 64.0f;\n"
+            "        int at[S], at8[S], atm[S];\n"
+            "        float cf[S], cf8[S], cfm[S], what[S];\n"
+            "        float *where[S];\n"
+            "        const float g = fa4_score_mod_rel_sites(b, h, q, kv, a, at, cf);\n"
+            "        const float g8 = fa4_score_mod_rel_sites(b, h, q + 8, kv + 8, a, at8, cf8);\n"
+            "        const float gm = fa4_score_mod_rel_sites(b, h, q - 37, kv - 37, a, atm, cfm);\n"
+            "        fa4_score_mod_aux_grad_terms(sc, b, h, q, kv, a, 1.0f, where, what);\n"
+            "        if (!(sc + g == fa4_score_mod(sc, b, h, q, kv, a)) || !same(g, g8) || !same(g, gm)) {\n"
+            "            if (bad++ < 5) printf(\"point %%d (%%d %%d %%d %%d): g %%a (+8: %%a, -37: %%a), score %%a, mod %%a\\n\",\n"
+            "                                  p, b, h, q, kv, g, g8, gm, sc, fa4_score_mod(sc, b, h, q, kv, a));\n"
+            "        }\n"
+            "        for (int k = 0; k < S; k++) {\n"
+            "            float *base = fa4_aux_grad_site_grad(k, a);\n"
+            "            const int idx = where[k] ? (int)(where[k] - base) : -1;\n"
+            "            if (at[k] != idx || !same(cf[k], what[k]) || at8[k] != at[k] || atm[k] != at[k] ||\n"
+            "                !same(cf8[k], cf[k]) || !same(cfm[k], cf[k])) {\n"
+            "                if (bad++ < 5) printf(\"point %%d (%%d %%d %%d %%d) site %%d: index %%d coef %%a, terms %%d %%a, \"\n"
+            "                                      \"+8: %%d %%a, -37: %%d %%a\\n\", p, b, h, q, kv, k, at[k], cf[k], idx,\n"
+            "                                      what[k], at8[k], cf8[k], atm[k], cfm[k]);\n"
+            "            }\n"
+            "        }\n"
+            "        /* a term (zero one time in eight) through the runs, and the same added directly */\n"
+            "        const float d = rnd() %% 8 ? (float)((int)(rnd() %% 2001) - 1000) / 512.0f : 0.0f;\n"
+            "        runs_at += S;\n"
+            "        fa4_score_mod_rel_grad_acc(a, at, cf, d, acc);\n"
+            "        for (int k = 0; k < S; k++)\n"
+            "            for (int t = 0; t < %d; t++)\n"
+            "                if (fa4_aux_grad_site_grad(k, a) == grads[t] && at[k] >= 0 && d != 0.0f)\n"
+            "                    ref[t][at[k]] += d * cf[k];\n"
+            "    }\n"
+            "    fa4_aux_grad_flush(a, acc);\n"
+            "    for (int t = 0; t < %d; t++)\n"
+            "        for (int i = 0; i < %d; i++)\n"
+            "            if (fabsf(grads[t][i] - ref[t][i]) > 1e-4f * (1.0f + fabsf(ref[t][i]))) {\n"
+            "                if (bad++ < 5) printf(\"tensor %%d entry %%d: runs %%a, direct %%a\\n\", t, i, grads[t][i], ref[t][i]);\n"
+            "            }\n"
+            "    printf(\"%s: 4000 points, %%ld site terms, %%ld mismatches\\n\", runs_at, bad);\n"
+            "    return bad != 0;\n}\n",
+            nt, nt, NUMEL, name);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -o '%s' '%s' -lm && '%s'", exe, srcf, exe);
+    const int rc = system(cmd);
+    free(cu);
+    mt_free_aux(aux, n);
+    fa4__mod_free(m);
+    return rc != 0;
+}
+
+static void relative_sites_match_terms(void **state)
+{
+    (void)state;
+    if (system("c++ --version > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "skipped: no C++ compiler (c++) on this machine\n");
+        skip();
+    }
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/mod_relsites_XXXXXX", FA4_TEST_BINARY_DIR);
+    assert_non_null(mkdtemp(dir));
+    int bad = 0;
+    static const char *const shipped[] = {"rel_bias", "t5_bias", "alibi"};
+    for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
+        char path[512];
+        size_t len = 0;
+        snprintf(path, sizeof path, "%s/mods/%s.mod", FA4_TEST_SOURCE_DIR, shipped[i]);
+        char *src = mt_read_file(path, &len);
+        assert_non_null(src);
+        bad += check_rel_sites(dir, shipped[i], src, len, 3000u + (uint64_t)i);
+        free(src);
+    }
+    bad += check_rel_sites(dir, "rel_two_tensors", rel_two_tensors, strlen(rel_two_tensors), 3100u);
+    if (!getenv("FA4_MOD_HOST_KEEP")) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(emitted_matches_evaluator),
         cmocka_unit_test(uniform_int_division),
+        cmocka_unit_test(relative_sites_match_terms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,6 +47,61 @@ static void collect_sites(const fa4__stmt *s, const fa4__expr **sites, int *n, i
  * and compared pointers under nested branches cost ~60 SASS instructions per element, which
  * was most of the remaining time once the atomics were combined.
  */
+/*
+ * The relative form's backward entry points (score_mod = score + g(b, h, kv_idx - q_idx),
+ * emit_rel.c, which defines FA4_SCORE_MOD_REL before this text). There g, the index each trainable
+ * site reads and d score_mod / d x at that index are functions of the offset kv_idx - q_idx alone
+ * (score is read only in `score + g`, so no derivative with respect to an aux read involves it),
+ * and the sm90 backward evaluates them once per offset of a thread's fragment instead of twice
+ * per element (bwd_consumer.cuh, grads_rel). fa4_score_mod_rel_sites runs the dual form with the
+ * score a constant 0 and site k seeded, one pass per site: its value is 0 + g, which is g except
+ * that -0 becomes +0 (score + g then differs only in the sign of a zero score, which exp2 does not
+ * see). fa4_score_mod_rel_grad_acc hands one offset's summed term to the runs; a zero sum adds
+ * nothing, so a masked pair never meets an infinite coefficient (0 * inf).
+ */
+static void emit_rel_sites(fa4__emitter *E, const fa4__expr *const *sites, int n, int nall)
+{
+    fa4__out(E,
+             "#if FA4_SCORE_MOD_REL\n"
+             "// g of score_mod = score + g(kv_idx - q_idx) and, per trainable site k, the index it read\n"
+             "// (at[k]; -1: the site did not run) and d score_mod / d x[at[k]] (coef[k]); all three\n"
+             "// depend on the positions only through kv_idx - q_idx\n"
+             "#define FA4_SCORE_MOD_REL_SITES 1\n"
+             "__device__ __forceinline__ float fa4_score_mod_rel_sites(int b, int h, int q_idx, int kv_idx, "
+             "const fa4_aux &fa4_a,\n"
+             "                                                         int *at, float *coef)\n{\n"
+             "    long long s[%d];\n"
+             "    float v = 0.0f;\n",
+             nall);
+    for (int k = 0; k < n; k++)
+        fa4__out(E,
+                 "    { // site %d: %s[...] at line %d\n"
+                 "        for (int j = 0; j < %d; j++)\n"
+                 "            s[j] = -1;\n"
+                 "        const fa4_dual r = fa4_score_mod_dual(fa4_dconst(0.0f), b, h, q_idx, kv_idx, "
+                 "fa4_a, %d, s);\n"
+                 "        at[%d] = (int)s[%d];\n"
+                 "        coef[%d] = r.d;\n"
+                 "        v = r.v;\n"
+                 "    }\n",
+                 k, sites[k]->var->name, sites[k]->line, nall, sites[k]->site, k, sites[k]->site, k);
+    fa4__out(E, "    return v;\n}\n"
+                "// the summed term d of one offset (indices at, coefficients coef) into the runs\n"
+                "__device__ __forceinline__ void fa4_score_mod_rel_grad_acc(const fa4_aux &fa4_a, "
+                "const int *at, const float *coef,\n"
+                "                                                          float d, fa4_aux_grad_acc &acc)\n{\n");
+    for (int k = 0; k < n; k++)
+        fa4__out(E,
+                 "    { // site %d\n"
+                 "        const int i = at[%d], prev = acc.at[%d];\n"
+                 "        fa4_aux_grad_red_if(%d, fa4_a.%s_grad, acc.sum[%d], i, prev);\n"
+                 "        acc.sum[%d] = (i == prev ? acc.sum[%d] : 0.0f) + (d != 0.0f ? d * coef[%d] : 0.0f);\n"
+                 "        acc.at[%d] = i;\n"
+                 "    }\n",
+                 k, k, k, k, sites[k]->var->name, k, k, k, k, k);
+    fa4__out(E, "}\n#else\n#define FA4_SCORE_MOD_REL_SITES 0\n#endif\n");
+}
+
 static void emit_aux_grad_acc(fa4__emitter *E, const fa4__expr *const *sites, int n, int nall)
 {
     fa4__out(
@@ -119,8 +174,10 @@ static void emit_aux_grad_acc(fa4__emitter *E, const fa4__expr *const *sites, in
                  "    }\n",
                  k, x->var->name, x->line, x->site, k, k, k, x->var->name, k, k, k, k);
     }
-    fa4__out(E, "}\n"
-                "__device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &fa4_a, "
+    fa4__out(E, "}\n");
+    if (E->rel_form)
+        emit_rel_sites(E, sites, n, nall);
+    fa4__out(E, "__device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &fa4_a, "
                 "fa4_aux_grad_acc &acc)\n{\n"
                 "    const unsigned act = __activemask();\n");
     for (int k = 0; k < n; k++)

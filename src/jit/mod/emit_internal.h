@@ -39,6 +39,7 @@ typedef struct fa4__emitter {
     unsigned char hoist_rcp[FA4__MAX_HOIST];
     int nhoist;
     int use_hoist;     /* emitting fa4_score_mod_u */
+    int rel_form;      /* score_mod has the relative form (emit_rel.c): the backward's offset entry points are emitted */
     /* emitting fa4_score_mod_t (emit_tile.c): these subexpressions read fa4_t.c<k> */
     const fa4__expr *const *tile_cand;
     int ntile_cand;

@@ -90,6 +90,7 @@ void fa4__emit_rel_form(fa4__emitter *E)
         fa4__out(E, "#define FA4_SCORE_MOD_REL 0\n");
         return;
     }
+    E->rel_form = 1;
     fa4__out(E, "#if FA4_CHECKED\n#define FA4_SCORE_MOD_REL 0\n#else\n#define FA4_SCORE_MOD_REL 1\n");
     fa4__out(E, "__device__ __forceinline__ float fa4_score_mod_rel(int %s, int %s, int %s, int %s, "
                 "const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)\n{\n",

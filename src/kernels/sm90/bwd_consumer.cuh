@@ -174,6 +174,28 @@
 #endif
 #endif
 
+/* 1: where score_mod is score + g(kv_idx - q_idx) (FA4_SCORE_MOD_REL, emit_rel.c), the one-pass
+ * score stage evaluates g once per offset of a thread's fragment (grads_rel) instead of the dual
+ * form at every element (grads), with trainable reads through fa4_score_mod_rel_sites
+ * (emit_deriv.c; FA4_SM90_BWD_REL_SITES). 64-query steps only. FA4_SM90_BWD_REL 0 keeps grads()
+ * (A/B runs). FA4_SM90_BWD_RELP (after the affine form below): the same for the first pass of the
+ * split stage (probs_rel), where the affine form does not take the fast tiles. */
+#ifndef FA4_SM90_BWD_REL
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_BWD_BM == 64 && !FA4_BWD_WALK80 && !FA4_SM90_BWD_SPLIT && \
+    (!(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0) || (defined(FA4_SCORE_MOD_REL_SITES) && FA4_SCORE_MOD_REL_SITES))
+#define FA4_SM90_BWD_REL 1
+#else
+#define FA4_SM90_BWD_REL 0
+#endif
+#endif
+#if FA4_SM90_BWD_REL && FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
+#define FA4_SM90_BWD_REL_SITES 1
+constexpr int kRelSites = FA4_NUM_AUX_GRAD_SITES;
+#else
+#define FA4_SM90_BWD_REL_SITES 0
+constexpr int kRelSites = 1;
+#endif
+
 /* 1: where score_mod has an affine form over a step's box (emit_affine.c: alibi, head_scale), the
  * first pass takes P from ds * scale * s + c + dq * (q - q_lo) + dk * (kv - k_lo) (two FMAs a
  * score) and d score_mod / d score = ds, instead of score_mod's forward and derivative at every
@@ -191,6 +213,14 @@
 /* The affine form over every query of the sequence and a warp's 16 keys (one box: each step's
  * box lies inside it, with the same ds, dq, dk), asked when the walk reaches a new head (a CTA
  * walks every query head of its kv head's group), not at every step. */
+#ifndef FA4_SM90_BWD_RELP
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_BWD_SPLIT && FA4_SM90_BWD_BM == 64 && !FA4_BWD_WALK80 && \
+    !FA4_SM90_BWD_AFFINE && !(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0)
+#define FA4_SM90_BWD_RELP 1
+#else
+#define FA4_SM90_BWD_RELP 0
+#endif
+#endif
 struct fa4_bwd_aff {
     int h; /* the head it was asked for (-1: none yet) */
 #if FA4_SM90_BWD_AFFINE
@@ -510,6 +540,119 @@ struct fa4_bwd_consumer {
 #endif
     }
 
+#if FA4_SM90_BWD_REL || FA4_SM90_BWD_RELP
+    /* g of score_mod = score + g(kv_idx - q_idx) at (q, k) (emit_rel.c: rel_bias, t5_bias, alibi)
+     * and, with trainable reads, the index each trainable site reads there and its coefficient
+     * d score_mod / d x (emit_deriv.c's fa4_score_mod_rel_sites); all depend on the positions only
+     * through k - q */
+    __device__ __forceinline__ float rel_g(int h, int q, int k, const fa4_score_uniform &su, int (&at)[kRelSites],
+                                           float (&coef)[kRelSites]) const
+    {
+#if FA4_SM90_BWD_REL_SITES
+        (void)su;
+        return fa4_score_mod_rel_sites(b, h, q, k, aux, at, coef);
+#else
+        (void)at;
+        (void)coef;
+        return fa4_score_mod_rel(b, h, q, k, aux, su);
+#endif
+    }
+#endif
+
+#if FA4_SM90_BWD_REL
+    /* grads() where score_mod is score + g(kv_idx - q_idx) (rel_g). A thread's element (c, 2 + j)
+     * (key g + 8, query 8c + 2t + j) has the offset of its element (c - 1, j) (key g, query
+     * 8c - 8 + 2t + j), so the mod runs once per offset, at 2 kBM / 8 + 2 of the thread's 4 kBM / 8
+     * elements (18 of 32), where grads() runs its dual form at every element, twice with
+     * trainable reads (value and index, then the coefficient); and the two elements of an offset
+     * sum their gradient terms before one enters the runs. d score_mod / d score = 1; P is formed
+     * as the forward forms it (scaled score + g). */
+    template <bool kCheck>
+    __device__ __forceinline__ void grads_rel(const float (&sc)[kBM / 8][4], const float (&dp)[kBM / 8][4],
+                                              unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4], int s,
+                                              int h, int m0, fa4_bwd_full_t full) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
+        const int kl = (int)(key0 + p.kv_offset);
+        const int ql = (int)(m0 + 2 * t + p.q_offset);
+#if FA4_SM90_BWD_REL_SITES
+        fa4_aux_grad_acc acc;
+        fa4_aux_grad_begin(acc);
+        const fa4_score_uniform su{};
+#else
+        const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
+#endif
+        /* the offsets of chunk c's second row (e = 2 + j), carried from chunk c - 1's first row:
+         * g, the sites' indices and coefficients, and chunk c - 1's dS there */
+        float gc[2], dc[2] = {0.f, 0.f};
+        int ic[2][kRelSites];
+        float cc[2][kRelSites];
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            gc[j] = rel_g(h, ql + j, kl + 8, su, ic[j], cc[j]);
+#pragma unroll
+        for (int c = 0; c < kBM / 8; ++c) {
+            float l2[2], dps[2];
+            fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
+            fa4_bwd_lds2(sm.rows(s) + kBRowBytes / 2 + (8 * c + 2 * t) * 4, dps[0], dps[1]);
+            float gn[2];
+            int in[2][kRelSites];
+            float cn[2][kRelSites];
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+                gn[j] = rel_g(h, ql + 8 * c + j, kl, su, in[j], cn[j]);
+            float pr[4], ds[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                bool ok = true;
+                if (kCheck) {
+                    const int ki = key0 + (e >= 2 ? 8 : 0);
+                    const int qi = m0 + 8 * c + 2 * t + (e & 1);
+#if FA4_HAS_MASK_MOD
+                    ok = !(qi >= len_q || ki >= len_k) &
+                         (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#else
+                    ok = !(qi >= len_q || ki >= len_k);
+#endif
+                }
+                const float x = sc[c][e] * p.scale + (e >= 2 ? gc[e & 1] : gn[e & 1]);
+                const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
+                pr[e] = pv;
+                ds[e] = ok ? pv * (dp[c][e] - dps[e & 1]) : 0.f;
+            }
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+#if FA4_SM90_BWD_REL_SITES
+                /* chunk c - 1's (j) and chunk c's (2 + j): one offset, one term */
+                fa4_score_mod_rel_grad_acc(aux, ic[j], cc[j], dc[j] + ds[2 + j], acc);
+                dc[j] = ds[j];
+#pragma unroll
+                for (int k = 0; k < kRelSites; ++k) {
+                    ic[j][k] = in[j][k];
+                    cc[j][k] = cn[j][k];
+                }
+#endif
+                gc[j] = gn[j];
+            }
+            const int kk = c / 2, hi = (c & 1) * 2;
+            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
+            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
+            pds[kk][hi] = fa4_pack2(ds[0], ds[1]);
+            pds[kk][hi + 1] = fa4_pack2(ds[2], ds[3]);
+            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+r"(pds[kk][hi]), "+r"(pds[kk][hi + 1])::"memory");
+        }
+        (void)dc;
+#if FA4_SM90_BWD_REL_SITES
+        /* the last chunk's first-row offsets have no second-row partner in this step */
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            fa4_score_mod_rel_grad_acc(aux, ic[j], cc[j], dc[j], acc);
+        fa4_aux_grad_flush(aux, acc); /* the warpgroup is converged here */
+#endif
+    }
+#endif
+
 #if FA4_SM90_BWD_TILE_ADD
     /* Whether score_mod is score + c over this warp's 16 keys and query tile m0's kBM queries
      * (rel_bias away from the diagonal; emit_tile.c): the same for every lane of the warp. Asked at
@@ -771,6 +914,67 @@ struct fa4_bwd_consumer {
         }
     }
 
+#if FA4_SM90_BWD_RELP
+    /* probs() where score_mod is score + g(kv_idx - q_idx) without trainable reads (t5_bias): g
+     * once per offset of the thread's fragment (grads_rel), d score_mod / d score = 1 */
+    template <bool kCheck>
+    __device__ __forceinline__ void probs_rel(float (&sc)[kBM / 8][4], unsigned (&pp)[kBM / 16][4], int s, int h,
+                                              int m0, bool full, unsigned mbits) const
+    {
+        (void)mbits;
+        const int g = lane >> 2, t = lane & 3;
+        const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
+        const int kl = (int)(key0 + p.kv_offset);
+        const int ql = (int)(m0 + 2 * t + p.q_offset);
+        const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
+        int at[kRelSites];
+        float coef[kRelSites];
+        float gc[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            gc[j] = rel_g(h, ql + j, kl + 8, su, at, coef);
+#pragma unroll
+        for (int c = 0; c < kBM / 8; ++c) {
+            float l2[2];
+            fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
+            float gn[2];
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+                gn[j] = rel_g(h, ql + 8 * c + j, kl, su, at, coef);
+            float pr[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                bool ok = true;
+                if (kCheck) {
+                    const int ki = key0 + (e >= 2 ? 8 : 0);
+                    const int qi = m0 + 8 * c + 2 * t + (e & 1);
+#if FA4_SM90_BWD_MASK_EARLY
+                    (void)ki;
+                    (void)qi;
+                    ok = (mbits >> (4 * c + e)) & 1u;
+#elif FA4_HAS_MASK_MOD
+                    ok = !(qi >= len_q || ki >= len_k) &
+                         (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#else
+                    ok = !(qi >= len_q || ki >= len_k);
+#endif
+                }
+                const float x = sc[c][e] * p.scale + (e >= 2 ? gc[e & 1] : gn[e & 1]);
+                const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
+                sc[c][e] = pv;
+                pr[e] = pv;
+            }
+            gc[0] = gn[0];
+            gc[1] = gn[1];
+            const int kk = c / 2, hi = (c & 1) * 2;
+            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
+            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
+            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+f"(sc[c][0]), "+f"(sc[c][1]),
+                         "+f"(sc[c][2]), "+f"(sc[c][3])::"memory");
+        }
+    }
+#endif
+
     /* FA4_SM90_BWD_SPLIT, second pass (dP^T complete): dS^T = sc (dP^T - dpsum) into pds (and,
      * without a score_mod, P^T = sc into pp). Rows past the sequence read whatever follows in the
      * workspace as dpsum: kCheck zeroes it there (sc is 0 already), so no NaN reaches dS. */
@@ -842,7 +1046,11 @@ struct fa4_bwd_consumer {
                                                 unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4], int s,
                                                 int h, int m0, bool full, unsigned mbits) const
     {
+#if FA4_SM90_BWD_RELP
+        probs_rel<kCheck>(sc, pp, s, h, m0, full, mbits);
+#else
         probs<kCheck>(sc, pp, s, h, m0, full, mbits);
+#endif
         fa4_wgmma_wait<0>();
         fa4_reg_fence(dp);
         dsgrads<kCheck>(sc, dp, pp, pds, s, m0);
@@ -1222,10 +1430,17 @@ struct fa4_bwd_consumer {
                 grads_add<true>(sc, dp, pp, pds, s, h, m0, full, tl);
             else
 #endif
+#if FA4_SM90_BWD_REL
+            if (FA4_SM90_BWD_FAST_TILES && inside)
+                grads_rel<false>(sc, dp, pp, pds, s, h, m0, full);
+            else
+                grads_rel<true>(sc, dp, pp, pds, s, h, m0, full);
+#else
             if (FA4_SM90_BWD_FAST_TILES && inside)
                 grads<false>(sc, dp, pp, pds, s, h, m0, full);
             else
                 grads<true>(sc, dp, pp, pds, s, h, m0, full);
+#endif
 #endif
         }
 #if FA4_SM90_BWD_DQ_LAG

@@ -4,7 +4,7 @@
  * sm_90a with NVRTC through the library's own machinery (the embedded kernel sources, the mod front
  * end's emitted fa4_mod.cuh, the options of compile.c's compile_programs) for D 64, 128 and 256
  * (sm90/bwd256.cuh's kernel there), bf16 and fp16, with no mod, alibi (score_mod), causal
- * (mask_mod), softcap_causal (both) and rel_bias with a trainable table, and fails on spills whose
+ * (mask_mod), softcap_causal (both), rel_bias and t5_bias with trainable tables, and fails on spills whose
  * stack frame is over the library's tolerance for bwd_main90 (192 bytes, path_sm90.c; kept at
  * level 0 as the library keeps them), a stack frame without spills, serialized wgmma (C7520) or any other
  * ptxas warning. Prints one resource line per variant.
@@ -39,6 +39,7 @@ typedef struct variant {
 
 static const variant variants[] = {
     {NULL, NULL}, {"alibi", NULL}, {"causal", NULL}, {"softcap_causal", NULL}, {"rel_bias", "bias"},
+    {"t5_bias", "bias"},
 };
 
 static char *read_file(const char *path, size_t *len)

@@ -559,6 +559,40 @@ __device__ __forceinline__ void fa4_score_mod_aux_grad_acc(float score, int b, i
         acc.at[0] = i;
     }
 }
+#if FA4_SCORE_MOD_REL
+// g of score_mod = score + g(kv_idx - q_idx) and, per trainable site k, the index it read
+// (at[k]; -1: the site did not run) and d score_mod / d x[at[k]] (coef[k]); all three
+// depend on the positions only through kv_idx - q_idx
+#define FA4_SCORE_MOD_REL_SITES 1
+__device__ __forceinline__ float fa4_score_mod_rel_sites(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a,
+                                                         int *at, float *coef)
+{
+    long long s[1];
+    float v = 0.0f;
+    { // site 0: bias[...] at line 23
+        for (int j = 0; j < 1; j++)
+            s[j] = -1;
+        const fa4_dual r = fa4_score_mod_dual(fa4_dconst(0.0f), b, h, q_idx, kv_idx, fa4_a, 0, s);
+        at[0] = (int)s[0];
+        coef[0] = r.d;
+        v = r.v;
+    }
+    return v;
+}
+// the summed term d of one offset (indices at, coefficients coef) into the runs
+__device__ __forceinline__ void fa4_score_mod_rel_grad_acc(const fa4_aux &fa4_a, const int *at, const float *coef,
+                                                          float d, fa4_aux_grad_acc &acc)
+{
+    { // site 0
+        const int i = at[0], prev = acc.at[0];
+        fa4_aux_grad_red_if(0, fa4_a.bias_grad, acc.sum[0], i, prev);
+        acc.sum[0] = (i == prev ? acc.sum[0] : 0.0f) + (d != 0.0f ? d * coef[0] : 0.0f);
+        acc.at[0] = i;
+    }
+}
+#else
+#define FA4_SCORE_MOD_REL_SITES 0
+#endif
 __device__ __forceinline__ void fa4_aux_grad_flush(const fa4_aux &fa4_a, fa4_aux_grad_acc &acc)
 {
     const unsigned act = __activemask();
