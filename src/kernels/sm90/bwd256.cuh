@@ -55,6 +55,21 @@ static_assert(kDp == 256 && kDvp == 256, "bwd256.cuh: padded head dims of 256");
 static_assert(kBSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
 static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnreg inside the CTA's registers");
 
+/* FA4_B256_REL 1: where score_mod is score + g(kv_idx - q_idx) (FA4_SCORE_MOD_REL, emit_rel.c; with
+ * trainable reads through fa4_score_mod_rel_sites, emit_deriv.c), probs() and grads_aux() evaluate
+ * g once per offset of a thread's fragment: its element (c, 2 + j) (query row qr + 8, key
+ * 8c + 2t + j) has the offset of its element (c - 1, j) (row qr, key 8c - 8 + 2t + j), so 10 of
+ * its 16 elements instead of the dual form at all 16 (twice with trainable reads). 0: as before
+ * (A/B runs). */
+#ifndef FA4_B256_REL
+#if FA4_HAS_SCORE_MOD && defined(FA4_SCORE_MOD_REL) && FA4_SCORE_MOD_REL && \
+    (!(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0) || (defined(FA4_SCORE_MOD_REL_SITES) && FA4_SCORE_MOD_REL_SITES))
+#define FA4_B256_REL 1
+#else
+#define FA4_B256_REL 0
+#endif
+#endif
+
 /* Trainable read sites: the one-pass score stage with the aux-gradient terms (grads_aux). */
 #if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
 #define FA4_B256_AUX_GRAD 1
@@ -341,9 +356,23 @@ struct fa4_b256_consumer {
         const float k2 = p.scale * FA4_LOG2E;
 #endif
         unsigned pk[4][2];
+#if FA4_HAS_SCORE_MOD && FA4_B256_REL && !FA4_B256_AUX_GRAD
+        /* g of chunk c's second row (e = 2 + j), carried from chunk c - 1's first row */
+        const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
+        const int qa = (int)(m0 + qr + p.q_offset), ka = (int)(n0 + cw * kBWgKeys + 2 * t + p.kv_offset);
+        float gc[2], gn[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            gc[j] = fa4_score_mod_rel(b, h, qa + 8, ka + j, aux, su);
+#endif
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
             float pr[4];
+#if FA4_HAS_SCORE_MOD && FA4_B256_REL && !FA4_B256_AUX_GRAD
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+                gn[j] = fa4_score_mod_rel(b, h, qa, ka + 8 * c + j, aux, su);
+#endif
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int qi = m0 + qr + (e >= 2 ? 8 : 0);
@@ -357,7 +386,12 @@ struct fa4_b256_consumer {
                     ok = !(qi >= len_q || ki >= len_k);
 #endif
                 }
-#if FA4_HAS_SCORE_MOD
+#if FA4_HAS_SCORE_MOD && FA4_B256_REL && !FA4_B256_AUX_GRAD
+                const float x = sc[c][e] * p.scale + (e >= 2 ? gc[e & 1] : gn[e & 1]);
+                const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e >> 1])) : 0.f;
+                sc[c][e] = pv; /* d score_mod / d score = 1 */
+                pr[e] = pv;
+#elif FA4_HAS_SCORE_MOD
                 float dmod = 1.f;
                 const float x = fa4_score_mod_fwd_deriv(sc[c][e] * p.scale, b, h, (int)(qi + p.q_offset),
                                                         (int)(ki + p.kv_offset), aux, &dmod);
@@ -370,6 +404,10 @@ struct fa4_b256_consumer {
                 pr[e] = pv;
 #endif
             }
+#if FA4_HAS_SCORE_MOD && FA4_B256_REL && !FA4_B256_AUX_GRAD
+            gc[0] = gn[0];
+            gc[1] = gn[1];
+#endif
             pk[c][0] = fa4_pack2(pr[0], pr[1]);
             pk[c][1] = fa4_pack2(pr[2], pr[3]);
             asm volatile("" : "+r"(pk[c][0]), "+r"(pk[c][1]), "+f"(sc[c][0]), "+f"(sc[c][1]), "+f"(sc[c][2]),
@@ -419,9 +457,28 @@ struct fa4_b256_consumer {
         fa4_aux_grad_acc acc;
         fa4_aux_grad_begin(acc);
         unsigned pk[4][2], dk2[4][2];
+#if FA4_B256_REL
+        /* chunk c's second-row offsets (e = 2 + j), carried from chunk c - 1's first row: g, the
+         * sites' indices and coefficients, and chunk c - 1's dS there (one term per offset) */
+        const int qa = (int)(m0 + qr + p.q_offset), ka = (int)(n0 + cw * kBWgKeys + 2 * t + p.kv_offset);
+        float gc[2], dc[2] = {0.f, 0.f};
+        int ic[2][FA4_NUM_AUX_GRAD_SITES];
+        float cc[2][FA4_NUM_AUX_GRAD_SITES];
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            gc[j] = fa4_score_mod_rel_sites(b, h, qa + 8, ka + j, aux, ic[j], cc[j]);
+#endif
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
             float pr[4], ds[4];
+#if FA4_B256_REL
+            float gn[2];
+            int in[2][FA4_NUM_AUX_GRAD_SITES];
+            float cn[2][FA4_NUM_AUX_GRAD_SITES];
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+                gn[j] = fa4_score_mod_rel_sites(b, h, qa, ka + 8 * c + j, aux, in[j], cn[j]);
+#endif
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int qi = m0 + qr + (e >= 2 ? 8 : 0);
@@ -436,6 +493,12 @@ struct fa4_b256_consumer {
 #endif
                 }
                 const float xs = sc[c][e] * p.scale;
+#if FA4_B256_REL
+                const float x = xs + (e >= 2 ? gc[e & 1] : gn[e & 1]);
+                const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e >> 1])) : 0.f;
+                pr[e] = pv;
+                ds[e] = ok ? pv * (dp[c][e] - dps[e >> 1]) : 0.f;
+#else
                 float dmod = 1.f;
                 int at[FA4_NUM_AUX_GRAD_SITES];
                 const float x = fa4_score_mod_fwd_deriv_sites(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset),
@@ -447,13 +510,34 @@ struct fa4_b256_consumer {
                                                acc);
                 pr[e] = pv;
                 ds[e] = ok ? d * dmod : 0.f;
+#endif
             }
+#if FA4_B256_REL
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                /* chunk c - 1's (j) and chunk c's (2 + j): one offset, one term */
+                fa4_score_mod_rel_grad_acc(aux, ic[j], cc[j], dc[j] + ds[2 + j], acc);
+                gc[j] = gn[j];
+                dc[j] = ds[j];
+#pragma unroll
+                for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; ++k) {
+                    ic[j][k] = in[j][k];
+                    cc[j][k] = cn[j][k];
+                }
+            }
+#endif
             pk[c][0] = fa4_pack2(pr[0], pr[1]);
             pk[c][1] = fa4_pack2(pr[2], pr[3]);
             dk2[c][0] = fa4_pack2(ds[0], ds[1]);
             dk2[c][1] = fa4_pack2(ds[2], ds[3]);
             asm volatile("" : "+r"(pk[c][0]), "+r"(pk[c][1]), "+r"(dk2[c][0]), "+r"(dk2[c][1])::"memory");
         }
+#if FA4_B256_REL
+        /* the last chunk's first-row offsets have no second-row partner in this step */
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            fa4_score_mod_rel_grad_acc(aux, ic[j], cc[j], dc[j], acc);
+#endif
         fa4_aux_grad_flush(aux, acc); /* the warpgroup is converged here */
         store_t(sm.pt(buf), pk);
         store_t(sm.dst(buf), dk2);
