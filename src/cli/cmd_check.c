@@ -182,8 +182,11 @@ static void print_summary(const char *path, const fa4__mod *m)
     else
         printf("  sm90: score_mod is not affine in the score and the positions\n");
     if (rel)
-        printf("  sm90 forward: score_mod is score + g(kv_idx - q_idx): g evaluated at 34 of a fragment's 64 "
-               "positions (the second row reuses the first's)%s\n",
+        printf("  sm90: score_mod is score + g(kv_idx - q_idx): the forward %s; the backward evaluates g (and "
+               "a trainable read's index and derivative) once per offset, at 18 of a thread's 32 elements "
+               "(10 of 16 at D 256)%s\n",
+               tile ? "evaluates g at 34 of a fragment's 64 positions where the tile form does not hold"
+                    : "reads g from a table filled once per key tile",
                affine ? "; the affine form comes first where it is used" : "");
 }
 
