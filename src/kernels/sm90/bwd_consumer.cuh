@@ -188,6 +188,15 @@
 #define FA4_SM90_BWD_REL 0
 #endif
 #endif
+/* FA4_SM90_BWD_REL_SHFL 1 (grads_rel, probs_rel): a warp's step needs g at 79 offsets (its 16 keys
+ * against 64 queries); lane L evaluates slot k's offset 16 k + 1 + L (from the warp's lowest), and
+ * a thread reads each of its 18 from the lane that holds it (one shuffle each; with trainable
+ * reads the index and coefficient too). Slot k covers 32 offsets and slots start 16 apart, so
+ * every chunk's 15 first-row offsets lie in one slot, chosen at compile time: 4 evaluations a
+ * thread and step instead of 18. 0: each thread evaluates its own 18. */
+#ifndef FA4_SM90_BWD_REL_SHFL
+#define FA4_SM90_BWD_REL_SHFL 1
+#endif
 #if FA4_SM90_BWD_REL && FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
 #define FA4_SM90_BWD_REL_SITES 1
 constexpr int kRelSites = FA4_NUM_AUX_GRAD_SITES;
@@ -557,6 +566,40 @@ struct fa4_bwd_consumer {
         return fa4_score_mod_rel(b, h, q, k, aux, su);
 #endif
     }
+
+    /* FA4_SM90_BWD_REL_SHFL: slot k of the warp's offsets, 16 k + 1 + lane - kBM from the local
+     * offset 0 (the warp's first key against query m0): lane L evaluates g there at (qb, kb +
+     * that), qb = m0 and kb = the warp's first key with their offsets (int32, as rel_g's callers
+     * form positions; the int32 difference is what g reads) */
+    struct rel_slot {
+        float g;
+        int at[kRelSites];
+        float coef[kRelSites];
+    };
+    __device__ __forceinline__ void rel_slot_eval(int h, int k, int qb, int kb, const fa4_score_uniform &su,
+                                                  rel_slot &r) const
+    {
+        r.g = rel_g(h, qb, kb + 16 * k + 1 + lane - kBM, su, r.at, r.coef);
+    }
+    /* the slot's entry at lane src (every lane of the warp takes part) */
+    __device__ __forceinline__ float rel_slot_get(const rel_slot &r, int src, int (&at)[kRelSites],
+                                                  float (&coef)[kRelSites]) const
+    {
+#if FA4_SM90_BWD_REL_SITES
+#pragma unroll
+        for (int k = 0; k < kRelSites; ++k) {
+            at[k] = __shfl_sync(0xffffffffu, r.at[k], src);
+            coef[k] = __shfl_sync(0xffffffffu, r.coef[k], src);
+        }
+#else
+        (void)at;
+        (void)coef;
+#endif
+        return __shfl_sync(0xffffffffu, r.g, src);
+    }
+    /* the slot of chunk c's first-row offsets (local kBM - 7 - 8c .. kBM + 7 - 8c), and the lane of
+     * the one at local offset d (d = g - 2t - j - 8c, or + 8 for chunk 0's second row) */
+    static constexpr __device__ int rel_slot_of(int c) { return (kBM - 8 - 8 * c) / 16; }
 #endif
 
 #if FA4_SM90_BWD_REL
@@ -588,9 +631,19 @@ struct fa4_bwd_consumer {
         float gc[2], dc[2] = {0.f, 0.f};
         int ic[2][kRelSites];
         float cc[2][kRelSites];
+#if FA4_SM90_BWD_REL_SHFL
+        (void)ql;
+        const int qb = (int)(m0 + p.q_offset), kb = kl - g, d0 = g - 2 * t;
+        rel_slot sl;
+        rel_slot_eval(h, rel_slot_of(0), qb, kb, su, sl);
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            gc[j] = rel_slot_get(sl, d0 - j + 8 + kBM - 16 * rel_slot_of(0) - 1, ic[j], cc[j]);
+#else
 #pragma unroll
         for (int j = 0; j < 2; ++j)
             gc[j] = rel_g(h, ql + j, kl + 8, su, ic[j], cc[j]);
+#endif
 #pragma unroll
         for (int c = 0; c < kBM / 8; ++c) {
             float l2[2], dps[2];
@@ -599,9 +652,17 @@ struct fa4_bwd_consumer {
             float gn[2];
             int in[2][kRelSites];
             float cn[2][kRelSites];
+#if FA4_SM90_BWD_REL_SHFL
+            if (c > 0 && rel_slot_of(c) != rel_slot_of(c - 1))
+                rel_slot_eval(h, rel_slot_of(c), qb, kb, su, sl);
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+                gn[j] = rel_slot_get(sl, d0 - j - 8 * c + kBM - 16 * rel_slot_of(c) - 1, in[j], cn[j]);
+#else
 #pragma unroll
             for (int j = 0; j < 2; ++j)
                 gn[j] = rel_g(h, ql + 8 * c + j, kl, su, in[j], cn[j]);
+#endif
             float pr[4], ds[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
@@ -930,17 +991,35 @@ struct fa4_bwd_consumer {
         int at[kRelSites];
         float coef[kRelSites];
         float gc[2];
+#if FA4_SM90_BWD_REL_SHFL
+        (void)ql;
+        const int qb = (int)(m0 + p.q_offset), kb = kl - g, d0 = g - 2 * t;
+        rel_slot sl;
+        rel_slot_eval(h, rel_slot_of(0), qb, kb, su, sl);
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            gc[j] = rel_slot_get(sl, d0 - j + 8 + kBM - 16 * rel_slot_of(0) - 1, at, coef);
+#else
 #pragma unroll
         for (int j = 0; j < 2; ++j)
             gc[j] = rel_g(h, ql + j, kl + 8, su, at, coef);
+#endif
 #pragma unroll
         for (int c = 0; c < kBM / 8; ++c) {
             float l2[2];
             fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
             float gn[2];
+#if FA4_SM90_BWD_REL_SHFL
+            if (c > 0 && rel_slot_of(c) != rel_slot_of(c - 1))
+                rel_slot_eval(h, rel_slot_of(c), qb, kb, su, sl);
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+                gn[j] = rel_slot_get(sl, d0 - j - 8 * c + kBM - 16 * rel_slot_of(c) - 1, at, coef);
+#else
 #pragma unroll
             for (int j = 0; j < 2; ++j)
                 gn[j] = rel_g(h, ql + 8 * c + j, kl, su, at, coef);
+#endif
             float pr[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
