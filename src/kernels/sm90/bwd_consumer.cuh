@@ -193,9 +193,11 @@
  * a thread reads each of its 18 from the lane that holds it (one shuffle each; with trainable
  * reads the index and coefficient too). Slot k covers 32 offsets and slots start 16 apart, so
  * every chunk's 15 first-row offsets lie in one slot, chosen at compile time: 4 evaluations a
- * thread and step instead of 18. 0: each thread evaluates its own 18. */
+ * thread and step instead of 18 (SASS: t5_bias D 128 bwd_main90 5992 -> 4488 instructions,
+ * trainable 7928 -> 6264; rel_bias, whose g is one gather, 4904 -> 5592). Not yet run on a GPU,
+ * so off by default. 0: each thread evaluates its own 18 (measured, notes/sm90-bwd.md). */
 #ifndef FA4_SM90_BWD_REL_SHFL
-#define FA4_SM90_BWD_REL_SHFL 1
+#define FA4_SM90_BWD_REL_SHFL 0
 #endif
 #if FA4_SM90_BWD_REL && FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
 #define FA4_SM90_BWD_REL_SITES 1
