@@ -39,6 +39,19 @@ static int g_verbose = 0;
 
 /* ------------------------------------------------------------------------------------ mods */
 
+/* mods/t5_bias.mod (32 buckets, max distance 128 at launch) */
+#define T5_MOD_SRC \
+     "int t5_bucket(int rel, int num_buckets, int max_distance) {\n" \
+     "    int half_buckets = num_buckets / 2;\n    int bucket = 0;\n" \
+     "    if (rel > 0) {\n        bucket = half_buckets;\n    }\n" \
+     "    int n = abs(rel);\n    int max_exact = half_buckets / 2;\n" \
+     "    if (n < max_exact) {\n        return bucket + n;\n    }\n" \
+     "    float scaled = logf((float)n / (float)max_exact) / logf((float)max_distance / (float)max_exact);\n" \
+     "    int large = max_exact + (int)(scaled * (float)(half_buckets - max_exact));\n" \
+     "    return bucket + min(large, half_buckets - 1);\n}\n" \
+     "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias,\n" \
+     "                int num_buckets, int max_distance) {\n" \
+     "    return score + bias[h * num_buckets + t5_bucket(kv_idx - q_idx, num_buckets, max_distance)];\n}\n"
 
 const mod_def mods[M_ALL] = {
     {"none", NULL, NULL, 0},
@@ -86,33 +99,9 @@ const mod_def mods[M_ALL] = {
      "bias", 0},
     /* mods/t5_bias.mod: a helper, logf, divisions, a clamp and a gather (the sm90 forward's
      * relative-form table, softmax.cuh) */
-    {"t5",
-     "int t5_bucket(int rel, int num_buckets, int max_distance) {\n"
-     "    int half_buckets = num_buckets / 2;\n    int bucket = 0;\n"
-     "    if (rel > 0) {\n        bucket = half_buckets;\n    }\n"
-     "    int n = abs(rel);\n    int max_exact = half_buckets / 2;\n"
-     "    if (n < max_exact) {\n        return bucket + n;\n    }\n"
-     "    float scaled = logf((float)n / (float)max_exact) / logf((float)max_distance / (float)max_exact);\n"
-     "    int large = max_exact + (int)(scaled * (float)(half_buckets - max_exact));\n"
-     "    return bucket + min(large, half_buckets - 1);\n}\n"
-     "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias,\n"
-     "                int num_buckets, int max_distance) {\n"
-     "    return score + bias[h * num_buckets + t5_bucket(kv_idx - q_idx, num_buckets, max_distance)];\n}\n",
-     NULL, 0},
+    {"t5", T5_MOD_SRC, NULL, 0},
     /* the same with its table trainable (the sm90 backward's grads_rel) */
-    {"t5_train",
-     "int t5_bucket(int rel, int num_buckets, int max_distance) {\n"
-     "    int half_buckets = num_buckets / 2;\n    int bucket = 0;\n"
-     "    if (rel > 0) {\n        bucket = half_buckets;\n    }\n"
-     "    int n = abs(rel);\n    int max_exact = half_buckets / 2;\n"
-     "    if (n < max_exact) {\n        return bucket + n;\n    }\n"
-     "    float scaled = logf((float)n / (float)max_exact) / logf((float)max_distance / (float)max_exact);\n"
-     "    int large = max_exact + (int)(scaled * (float)(half_buckets - max_exact));\n"
-     "    return bucket + min(large, half_buckets - 1);\n}\n"
-     "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias,\n"
-     "                int num_buckets, int max_distance) {\n"
-     "    return score + bias[h * num_buckets + t5_bucket(kv_idx - q_idx, num_buckets, max_distance)];\n}\n",
-     "bias", 0},
+    {"t5_train", T5_MOD_SRC, "bias", 0},
 };
 
 int64_t widebias_index(int h, int q_idx, int kv_idx)

@@ -551,6 +551,29 @@ struct fa4_bwd_consumer {
 #endif
     }
 
+#if FA4_SM90_BWD_RELP
+    /* Whether element e of chunk c (key g + 8 (e >= 2), query m0 + 8c + 2t + (e & 1)) may attend on a
+     * checked tile (key0 = the thread's first key, t = lane % 4): inside the sequence and mask_mod,
+     * or the early mask's bit where kEarly */
+    template <bool kEarly>
+    __device__ __forceinline__ bool elem_ok(int h, int key0, int m0, int t, int c, int e, bool full,
+                                            unsigned mbits) const
+    {
+        if (kEarly)
+            return (mbits >> (4 * c + e)) & 1u;
+        const int ki = key0 + (e >= 2 ? 8 : 0);
+        const int qi = m0 + 8 * c + 2 * t + (e & 1);
+#if FA4_HAS_MASK_MOD
+        return !(qi >= len_q || ki >= len_k) &
+               (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+#else
+        (void)h;
+        (void)full;
+        return !(qi >= len_q || ki >= len_k);
+#endif
+    }
+#endif
+
 #if FA4_SM90_BWD_REL || FA4_SM90_BWD_RELP
     /* g of score_mod = score + g(kv_idx - q_idx) at (q, k) (emit_rel.c: rel_bias, t5_bias, alibi)
      * and, with trainable reads, the index each trainable site reads there and its coefficient
@@ -1025,21 +1048,7 @@ struct fa4_bwd_consumer {
             float pr[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                bool ok = true;
-                if (kCheck) {
-                    const int ki = key0 + (e >= 2 ? 8 : 0);
-                    const int qi = m0 + 8 * c + 2 * t + (e & 1);
-#if FA4_SM90_BWD_MASK_EARLY
-                    (void)ki;
-                    (void)qi;
-                    ok = (mbits >> (4 * c + e)) & 1u;
-#elif FA4_HAS_MASK_MOD
-                    ok = !(qi >= len_q || ki >= len_k) &
-                         (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
-#else
-                    ok = !(qi >= len_q || ki >= len_k);
-#endif
-                }
+                const bool ok = !kCheck || elem_ok<FA4_SM90_BWD_MASK_EARLY != 0>(h, key0, m0, t, c, e, full, mbits);
                 const float x = sc[c][e] * p.scale + (e >= 2 ? gc[e & 1] : gn[e & 1]);
                 const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
                 sc[c][e] = pv;
