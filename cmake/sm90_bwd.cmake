@@ -7,6 +7,8 @@
 #                      spill, stack frame, serialized wgmma (C7520) or ptxas warning; skips (77)
 #                      without NVRTC. bf16 only in CI (fp16 allocates alike; the CI run took 12
 #                      minutes with both): `bwd_compile_check` without --filter checks fp16 too.
+#   sm90_bwd_rel_shfl  the same for trainable t5_bias at D 128 with -DFA4_SM90_BWD_REL_SHFL=1 (the
+#                      relative backward's shuffle form, opt-in).
 #   sm90_all_mods_resources  every shipped mod and plain attention through the library and the
 #                      fa4jit command (all programs, the spill fallback included), bf16 D 128:
 #                      fails on any spill, stack frame or serialized wgmma.
@@ -23,6 +25,12 @@ if(FA4JIT_BUILD_TESTS)
                              FA4_TEST_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_link_libraries(bwd_compile_check PRIVATE fa4jit_static)
   add_test(NAME sm90_bwd_compile COMMAND bwd_compile_check --filter bf16)
+  # the opt-in shuffle form of the relative backward (bwd_consumer.cuh, off by default until it
+  # has run on a GPU) keeps compiling clean
+  add_test(NAME sm90_bwd_rel_shfl COMMAND bwd_compile_check --mod t5_bias --filter "d128 bf16"
+           -DFA4_SM90_BWD_REL_SHFL=1)
+  set_tests_properties(sm90_bwd_rel_shfl PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
   set_tests_properties(sm90_bwd_compile PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
                        ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
   find_package(Python3 COMPONENTS Interpreter QUIET)
