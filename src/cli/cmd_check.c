@@ -166,16 +166,23 @@ static void print_summary(const char *path, const fa4__mod *m)
                    a->name);
     }
     printf("\n");
-    int hoisted = 0, tile = 0, add = 0, affine = 0, rel = 0;
-    if (!fa4__mod_has_score(m) || fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine, &rel) != 0)
+    int hoisted = 0, tile = 0, add = 0, affine = 0, rel = 0, calls = 0;
+    if (!fa4__mod_has_score(m) || fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine, &rel, &calls) != 0)
         return;
+    /* a tile test through helper calls: the forward keeps the relative form's table instead */
+    const int fwd_tile = tile && !(calls && rel && !affine);
     printf("  sm90 forward: %d position-independent part%s of score_mod computed once per "
            "fragment; %s\n",
            hoisted, hoisted == 1 ? "" : "s",
-           tile ? (add ? "a tile form (score + c where its index-dependent parts are one value "
-                         "over a tile; the backward's too)"
-                       : "a tile form (where its index-dependent parts are one value over a tile)")
-                : "no tile form (every position evaluates score_mod)");
+           fwd_tile ? (add ? "a tile form (score + c where its index-dependent parts are one value "
+                             "over a tile; the backward's too)"
+                           : "a tile form (where its index-dependent parts are one value over a tile)")
+           : tile   ? "no tile form (its test would evaluate a helper over every tile; the table below instead)"
+                    : "no tile form (every position evaluates score_mod)");
+    if (tile && !fwd_tile)
+        printf("  sm90 backward: a tile form (score + c where its index-dependent parts, helper calls "
+               "included, are one value over a warp's 64 x 16 tile%s)\n",
+               add ? "; there d score_mod / d score = 1 and a trainable read's gradient is the tile's dS sum" : "");
     if (affine)
         printf("  sm90: score_mod is affine (ds * score + c + dq * q_idx + dk * kv_idx, the numbers the same "
                "at every position of a head): one FMA a score in the forward, two in the backward (with no trainable aux)\n");
@@ -185,7 +192,7 @@ static void print_summary(const char *path, const fa4__mod *m)
         printf("  sm90: score_mod is score + g(kv_idx - q_idx): the forward %s; the backward evaluates g (and "
                "a trainable read's index and derivative) once per offset, at 18 of a thread's 32 elements "
                "(10 of 16 at D 256)%s\n",
-               tile ? "evaluates g at 34 of a fragment's 64 positions where the tile form does not hold"
+               fwd_tile ? "evaluates g at 34 of a fragment's 64 positions where the tile form does not hold"
                     : "reads g from a table filled once per key tile",
                affine ? "; the affine form comes first where it is used" : "");
 }

@@ -533,7 +533,12 @@ static void tile_forms(void **state)
         {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[h] * "
          "(float)(kv - q); }",
          0, NULL, NULL},
+        /* a helper call: its body evaluated over the box (emit_tile.c tile_call) */
         {"int f(int r) { return r > 0 ? 1 : 0; }\n"
+         "float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[f(kv - q)]; }",
+         1, "fa4_t.c0 = fa4_aux_t(fa4_a, fa4_h_f(fa4_isub(kv, q)));", "return s + fa4_t.c0;"},
+        /* a helper that never saturates: no tile form */
+        {"int f(int r) { return r * 2 + 1; }\n"
          "float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[f(kv - q)]; }",
          0, NULL, NULL},
         {"float score_mod(float s, int b, int h, int q, int kv) { if (q > kv) { return s; } return 0.0f; }",
@@ -593,7 +598,7 @@ static void tile_forms(void **state)
     out = fa4__mod_emit_cuda(m, "t", 0);
     assert_non_null(out);
     assert_non_null(strstr(out, "#else\n#define FA4_SCORE_MOD_TILE 1\n"));
-    assert_non_null(strstr(out, "#define FA4_SCORE_MOD_TILE_ADD 0\n#define FA4_SCORE_MOD_TILE_GRAD 0\n#endif"));
+    assert_non_null(strstr(out, "#define FA4_SCORE_MOD_TILE_ADD 0\n#define FA4_SCORE_MOD_TILE_GRAD 0\n#define FA4_SCORE_MOD_TILE_CALLS 0\n#endif"));
     free(out);
     fa4__mod_free(m);
 }
@@ -694,7 +699,7 @@ static void rel_forms(void **state)
             fail_msg("case %zu: expected no relative form", i);
         }
         int hoisted, tile, add, affine, rel = -1;
-        assert_int_equal(fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine, &rel), 0);
+        assert_int_equal(fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine, &rel, NULL), 0);
         assert_int_equal(rel, cases[i].rel);
         free(out);
         fa4__mod_free(m);

@@ -540,6 +540,180 @@ static void uniform_int_division(void **state)
     assert_int_equal(rc, 0);
 }
 
+/* Where fa4_score_mod_tile takes a box, score_mod is what the tile form gives at every position of
+ * it, bit for bit (and score + fa4_score_mod_tile_add where the backward's add form exists): the
+ * whole box checked, not one point, for every mod with a tile form (the shipped ones, the test
+ * cases and helper-call mods below, whose tests the abstract evaluation runs through the helper:
+ * ifs, returns, int and float bounds, log2f, sqrtf, floorf, a bool helper), at random aux values
+ * and at named ones (t5_bias with 32 buckets and max distance 128, as the benchmarks), over boxes
+ * of the kernels' sizes at random distances from the diagonal, up to 5000 away. */
+static const char *const box_mods[][2] = {
+    {"ramp", "float ramp(int d) {\n    if (d > 100) { return 1.5f; }\n    if (d < -100) { return -1.5f; }\n"
+             "    return (float)d * 0.015f;\n}\n"
+             "float score_mod(float s, int b, int h, int q, int kv) { return s + ramp(kv - q); }\n"},
+    {"logbucket", "int lb(int d, int cap) {\n    int n = abs(d);\n    if (n < 4) { return n; }\n"
+                  "    int v = 4 + (int)(log2f((float)n) * 2.0f);\n    return min(v, cap);\n}\n"
+                  "float score_mod(float s, int b, int h, int q, int kv, const float *t, int cap) {\n"
+                  "    return s + t[lb(kv - q, cap)];\n}\n"},
+    {"sqrtbucket", "int sb(int d) {\n    float x = sqrtf((float)abs(d));\n    int k = (int)floorf(x);\n"
+                   "    if (d < 0) { k = -k; }\n    return clamp(k, -12, 12) + 12;\n}\n"
+                   "float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[sb(kv - q)]; }\n"},
+    {"farnear", "bool far(int d, int w) { return d > w || d < -w; }\n"
+                "float pick(int d, float a, float c) {\n    float r = c;\n    if (far(d, 64)) { r = a; } else { r = c * 0.5f; }\n"
+                "    return r;\n}\n"
+                "float score_mod(float s, int b, int h, int q, int kv, float a, float c) { return s + pick(kv - q, a, c); }\n"},
+    {"expdecay", "float dec(int d) {\n    float x = expf(-0.05f * (float)abs(d));\n    if (x < 0.001f) { return 0.0f; }\n"
+                 "    return x;\n}\n"
+                 "float score_mod(float s, int b, int h, int q, int kv) { return s + dec(kv - q); }\n"},
+};
+
+static int check_boxes(const char *dir, const char *name, const char *src, size_t len, uint64_t seed,
+                       const char *const *set, int *boxes_taken)
+{
+    fa4__mod *m = mt_parse(src, len, name);
+    assert_non_null(m);
+    const int n = fa4__mod_num_aux(m);
+    fa4_aux_value aux[FA4__MOD_MAX_AUX];
+    mt_make_aux(m, &seed, 4096, aux);
+    for (int k = 0; set && set[k]; k += 2) /* named scalars: "name", "value" */
+        for (int i = 0; i < n; i++)
+            if (!strcmp(aux[i].name, set[k]))
+                aux[i].i = atoi(set[k + 1]);
+    char *cu = fa4__mod_emit_cuda(m, name, 0);
+    assert_non_null(cu);
+    if (!strstr(cu, "#define FA4_SCORE_MOD_TILE 1") && !strstr(cu, "#define FA4_SCORE_MOD_TILE 2")) {
+        free(cu);
+        mt_free_aux(aux, n);
+        fa4__mod_free(m);
+        *boxes_taken = -1;
+        return 0;
+    }
+    char srcp[600], exe[600], cmd[2048];
+    snprintf(srcp, sizeof srcp, "%s/%s.box.cpp", dir, name);
+    snprintf(exe, sizeof exe, "%s/%s.box", dir, name);
+    FILE *f = fopen(srcp, "w");
+    assert_non_null(f);
+    char *text = host_text(cu);
+    fprintf(f, "#define FA4_CHECKED 0\n%s\n%s\n", shim, text);
+    free(text);
+    write_aux_data(f, m, aux);
+    fprintf(f, "static unsigned long long st = %lluull;\n"
+               "static unsigned rnd(void) { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return (unsigned)st; }\n"
+               "int main(void)\n{\n", (unsigned long long)(seed | 1u));
+    write_aux_setup(f, m, aux);
+    fputs("    static const int bq[5] = {64, 16, 64, 128, 1}, bk[5] = {16, 176, 128, 176, 1};\n"
+          "    long taken = 0, pos = 0, bad = 0;\n"
+          "    for (int i = 0; i < 600; i++) {\n"
+          "        const int sz = (int)(rnd() % 5), bb = (int)(rnd() % 2), h = (int)(rnd() % 8);\n"
+          "        const int q0 = (int)(rnd() % 8192);\n"
+          "        const int dist = i % 3 == 0 ? (int)(rnd() % 10001) - 5000 : (int)(rnd() % 601) - 300;\n"
+          "        const int k0 = q0 + dist;\n"
+          "        fa4_score_tile tl;\n"
+          "        if (!fa4_score_mod_tile(bb, h, q0, q0 + bq[sz] - 1, k0, k0 + bk[sz] - 1, a, tl))\n"
+          "            continue;\n"
+          "        taken++;\n"
+          "        for (int q = q0; q < q0 + bq[sz]; q++)\n"
+          "            for (int kv = k0; kv < k0 + bk[sz]; kv++) {\n"
+          "                const float sc = (float)((int)(rnd() % 2001) - 1000) * 0.01f;\n"
+          "                const float want = fa4_score_mod(sc, bb, h, q, kv, a);\n"
+          "                const float got = fa4_score_mod_t(sc, bb, h, q, kv, a, tl);\n"
+          "                int ok = __float_as_int(want) == __float_as_int(got) || (want != want && got != got);\n"
+          "#if FA4_SCORE_MOD_TILE_ADD\n"
+          "                const float add = sc + fa4_score_mod_tile_add(tl);\n"
+          "                ok = ok && (__float_as_int(want) == __float_as_int(add) || (want != want && add != add));\n"
+          "#endif\n"
+          "                pos++;\n"
+          "                if (!ok && bad++ < 5)\n"
+          "                    printf(\"mismatch b %d h %d box q %d+%d kv %d+%d at (%d, %d): %a, tile form %a\\n\", bb, h, "
+          "q0, bq[sz], k0, bk[sz], q, kv, want, got);\n"
+          "            }\n"
+          "    }\n"
+          "    printf(\"%ld %ld %ld\\n\", taken, pos, bad);\n"
+          "    return 0;\n}\n",
+          f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -o '%s' '%s' -lm && '%s'", exe, srcp, exe);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[512], last[512] = "";
+    while (fgets(line, sizeof line, p)) {
+        if (!strncmp(line, "mismatch", 8))
+            fprintf(stderr, "%s: %s", name, line);
+        snprintf(last, sizeof last, "%s", line);
+    }
+    const int rc = pclose(p);
+    long taken = -1, pos = 0, bad = 1;
+    if (rc != 0 || sscanf(last, "%ld %ld %ld", &taken, &pos, &bad) != 3) {
+        fprintf(stderr, "%s: the box check did not build or run (rc %d)\n", name, rc);
+        bad = 1;
+    }
+    printf("%s: tile form taken in %ld of 600 boxes, %ld positions checked, %ld mismatches\n", name, taken, pos, bad);
+    *boxes_taken = (int)taken;
+    free(cu);
+    mt_free_aux(aux, n);
+    fa4__mod_free(m);
+    return bad != 0;
+}
+
+static void tile_form_holds_over_box(void **state)
+{
+    (void)state;
+    if (system("c++ --version > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "skipped: no C++ compiler (c++) on this machine\n");
+        skip();
+    }
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/mod_box_XXXXXX", FA4_TEST_BINARY_DIR);
+    assert_non_null(mkdtemp(dir));
+    int bad = 0, taken = 0;
+    char *names[MT_MAX_MODS];
+    const int n = mt_list_mods(names);
+    for (int i = 0; i < n; i++) {
+        size_t len = 0;
+        char *src = mt_read_mod(names[i], &len);
+        assert_non_null(src);
+        bad += check_boxes(dir, names[i], src, len, 3000u + (uint64_t)i, NULL, &taken);
+        if (!strcmp(names[i], "t5_bias") || !strcmp(names[i], "rel_bias")) {
+            if (taken <= 0)
+                fprintf(stderr, "%s: no box took the tile form\n", names[i]);
+            bad += taken <= 0;
+        }
+        if (!strcmp(names[i], "t5_bias")) {
+            static const char *const bench[] = {"num_buckets", "32", "max_distance", "128", NULL};
+            static const char *const small[] = {"num_buckets", "8", "max_distance", "16", NULL};
+            bad += check_boxes(dir, "t5_bias_32_128", src, len, 3100u, bench, &taken);
+            bad += taken < 100; /* the far boxes (a third of them at up to 5000) */
+            bad += check_boxes(dir, "t5_bias_8_16", src, len, 3101u, small, &taken);
+            bad += taken <= 0;
+        }
+        free(src);
+        free(names[i]);
+    }
+    for (size_t i = 0; i < sizeof box_mods / sizeof box_mods[0]; i++) {
+        bad += check_boxes(dir, box_mods[i][0], box_mods[i][1], strlen(box_mods[i][1]), 3200u + (uint64_t)i, NULL,
+                           &taken);
+        if (taken <= 0)
+            fprintf(stderr, "%s: no tile form taken (expected one)\n", box_mods[i][0]);
+        bad += taken <= 0;
+    }
+    static const char *const cases[] = {"tiles"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512];
+        size_t len = 0;
+        snprintf(path, sizeof path, "%s/tests/mod/cases/%s.mod", FA4_TEST_SOURCE_DIR, cases[i]);
+        char *src = mt_read_file(path, &len);
+        assert_non_null(src);
+        bad += check_boxes(dir, cases[i], src, len, 3300u + (uint64_t)i, NULL, &taken);
+        free(src);
+    }
+    if (!getenv("FA4_MOD_HOST_KEEP")) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* The relative form's backward entry points (emit_deriv.c: fa4_score_mod_rel_sites and
  * fa4_score_mod_rel_grad_acc, which the sm90 backward's grads_rel runs once per offset of a
  * fragment): with every float tensor trainable, at random points g is score_mod's value less the
@@ -691,6 +865,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(emitted_matches_evaluator),
         cmocka_unit_test(uniform_int_division),
+        cmocka_unit_test(tile_form_holds_over_box),
         cmocka_unit_test(relative_sites_match_terms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

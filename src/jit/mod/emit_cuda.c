@@ -683,7 +683,7 @@ static int define_after(const char *text, const char *anchor, const char *name)
 }
 
 int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add, int *affine,
-                           int *rel)
+                           int *rel, int *tile_calls)
 {
     char *text = fa4__mod_emit_cuda(m, m ? m->name : "mod", 0);
     if (!text)
@@ -694,6 +694,10 @@ int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int
     *tile_add = *tile_parts ? define_after(text, "#else\n#define FA4_SCORE_MOD_TILE ",
                                            "#define FA4_SCORE_MOD_TILE_ADD ")
                             : 0;
+    if (tile_calls)
+        *tile_calls = *tile_parts ? define_after(text, "#else\n#define FA4_SCORE_MOD_TILE ",
+                                                 "#define FA4_SCORE_MOD_TILE_CALLS ")
+                                  : 0;
     *affine = strstr(text, "#else\n#define FA4_SCORE_MOD_AFFINE 1\n") != NULL;
     *rel = strstr(text, "#else\n#define FA4_SCORE_MOD_REL 1\n") != NULL;
     free(text);

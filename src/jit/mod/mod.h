@@ -151,9 +151,11 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
  * position-independent parts it computes once per fragment, how many index-dependent parts can
  * be one value over a tile (0: no tile form), and whether the tile form is score + c (the
  * backward's add form), whether it has the affine form (emit_affine.c) and whether the relative
- * form (score + g(kv_idx - q_idx), emit_rel.c). Returns 0, or -1 when out of memory. */
+ * form (score + g(kv_idx - q_idx), emit_rel.c); tile_calls (may be NULL): whether the tile
+ * form's test evaluates a helper call over the box (which the sm90 forward leaves to its
+ * relative-form table). Returns 0, or -1 when out of memory. */
 int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add, int *affine,
-                           int *rel);
+                           int *rel, int *tile_calls);
 
 /* CPU evaluator. Aux values are fa4_aux_value with HOST pointers in data (same order and types as
  * declared). Floats are evaluated in double, ints with int32 wrap-around semantics. Out-of-range

@@ -120,10 +120,22 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
 #endif
 #if defined(FA4_SCORE_MOD_REL) && FA4_SCORE_MOD_REL && FA4_HAS_SCORE_MOD && FA4_SM90_REL == 2 && \
     FA4_SM90_CONSUMERS != 3 && !(defined(FA4_SCORE_MOD_AFFINE) && FA4_SCORE_MOD_AFFINE) &&             \
-    (!(defined(FA4_SCORE_MOD_TILE) && FA4_SCORE_MOD_TILE) || FA4_SM90_RELT_TILE)
+    (!(defined(FA4_SCORE_MOD_TILE) && FA4_SCORE_MOD_TILE) || FA4_SM90_RELT_TILE ||                      \
+     (defined(FA4_SCORE_MOD_TILE_CALLS) && FA4_SCORE_MOD_TILE_CALLS))
 #define FA4_SM90_RELT 1
 #else
 #define FA4_SM90_RELT 0
+#endif
+/* FA4_SM90_FWD_TILE: the forward asks the tile form (emit_tile.c) per warp and tile, except where
+ * its test evaluates a helper call over the box (FA4_SCORE_MOD_TILE_CALLS: t5_bias's bucket, a
+ * few hundred instructions a tile) and the relative form's table serves: there the forward is
+ * what it was before such mods had a tile form, which only the backward (64 x 16 per warp and
+ * step, bwd_consumer.cuh grads_add) then takes. */
+#if defined(FA4_SCORE_MOD_TILE) && FA4_SCORE_MOD_TILE &&                                               \
+    !(FA4_SM90_RELT && defined(FA4_SCORE_MOD_TILE_CALLS) && FA4_SCORE_MOD_TILE_CALLS && !FA4_SM90_RELT_TILE)
+#define FA4_SM90_FWD_TILE 1
+#else
+#define FA4_SM90_FWD_TILE 0
 #endif
 #define FA4_SM90_RELT_WG_BYTES 768
 #define FA4_SM90_RELT_BYTES (FA4_SM90_RELT ? 2 * FA4_SM90_RELT_WG_BYTES : 0)

@@ -88,7 +88,7 @@ __device__ __forceinline__ void fa4_sm90_affw_init(fa4_sm90_affw<NT> &aw, const 
 #endif
 }
 
-#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_TILE
+#if FA4_HAS_SCORE_MOD && FA4_SM90_FWD_TILE
 /* Whether score_mod's index-dependent parts are one value over rows [q_lo, q_hi] and keys [k_lo,
  * k_hi] (with the offsets), and those parts in t (emit_tile.c) */
 __device__ __forceinline__ bool fa4_sm90_tile_box(int b, int h, long long q_lo, long long q_hi, long long k_lo,
@@ -114,7 +114,7 @@ constexpr int kRelEntries = kN + 63;
 __device__ __forceinline__ void fa4_sm90_rel_fill(unsigned tab, int cw, const fa4_params &p, const fa4_aux &aux,
                                                   int b, int h, int q0, int n0)
 {
-#if FA4_SCORE_MOD_TILE
+#if FA4_SM90_FWD_TILE
     /* FA4_SM90_RELT_TILE: no table where the tile form holds over the warpgroup's box (the score
      * stage asks the same box; the answer is the same for all 128 threads, barrier included) */
     {
@@ -186,7 +186,7 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
         return;
     }
 #endif
-#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_TILE
+#if FA4_HAS_SCORE_MOD && FA4_SM90_FWD_TILE
     /* score_mod's index-dependent parts one value over the warp's 16 rows and this tile's keys
      * (rel_bias away from the diagonal): take them once, apply the rest (emit_tile.c). The test is
      * the same for every lane of the warp. */

@@ -326,6 +326,7 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 #define FA4_SCORE_MOD_TILE 0
 #define FA4_SCORE_MOD_TILE_ADD 0
 #define FA4_SCORE_MOD_TILE_GRAD 0
+#define FA4_SCORE_MOD_TILE_CALLS 0
 
 // ---- score_mod as ds * score + c + dq * (q_idx - q_lo) + dk * (kv_idx - kv_lo) over a box
 #if FA4_CHECKED
@@ -388,7 +389,7 @@ __device__ __forceinline__ bool fa4_score_mod_affine(int b, int h, int fa4_q_lo,
            fa4_aff_finite(fa4_r.dk);
 }
 #endif
-#line 392 "fa4_mod.cuh"
+#line 393 "fa4_mod.cuh"
 
 // ---- score_mod as score + g(b, h, kv_idx - q_idx): g shared by positions with the same offset
 #if FA4_CHECKED
@@ -400,10 +401,10 @@ __device__ __forceinline__ float fa4_score_mod_rel(int b, int h, int q_idx, int 
     (void)b, (void)h, (void)fa4_a, (void)fa4_u;
 #line 5 "alibi.mod"
     return fa4_u.u0 * ((float)fa4_isub(kv_idx, q_idx));
-#line 404 "fa4_mod.cuh"
+#line 405 "fa4_mod.cuh"
 }
 #endif
-#line 407 "fa4_mod.cuh"
+#line 408 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -434,7 +435,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 5 "alibi.mod"
     return fa4_dadd(score, fa4_dmul(fa4_daux_slopes(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr), fa4_dconst((float)fa4_isub(kv_idx, q_idx))));
 }
-#line 438 "fa4_mod.cuh"
+#line 439 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

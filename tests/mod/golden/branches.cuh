@@ -459,6 +459,7 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 #define FA4_SCORE_MOD_TILE 0
 #define FA4_SCORE_MOD_TILE_ADD 0
 #define FA4_SCORE_MOD_TILE_GRAD 0
+#define FA4_SCORE_MOD_TILE_CALLS 0
 
 // ---- score_mod as ds * score + c + dq * (q_idx - q_lo) + dk * (kv_idx - kv_lo) over a box
 #define FA4_SCORE_MOD_AFFINE 0
@@ -473,7 +474,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 477 "fa4_mod.cuh"
+#line 478 "fa4_mod.cuh"
 #else
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -481,9 +482,9 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 485 "fa4_mod.cuh"
+#line 486 "fa4_mod.cuh"
 #endif
-#line 487 "fa4_mod.cuh"
+#line 488 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -527,7 +528,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 531 "fa4_mod.cuh"
+#line 532 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -560,9 +561,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 564 "fa4_mod.cuh"
+#line 565 "fa4_mod.cuh"
 #endif
-#line 566 "fa4_mod.cuh"
+#line 567 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -584,7 +585,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 588 "fa4_mod.cuh"
+#line 589 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -609,9 +610,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 613 "fa4_mod.cuh"
+#line 614 "fa4_mod.cuh"
 #endif
-#line 615 "fa4_mod.cuh"
+#line 616 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
@@ -786,6 +787,45 @@ __device__ __forceinline__ void fa4_tdiv(long long al, long long ah, long long b
     else
         lo = ah / bl, hi = al / bl;
     fa4_tnorm(lo, hi);
+}
+struct fa4_tf {
+    float l, h;
+    bool b;
+};
+__device__ __forceinline__ fa4_tf fa4_tfx(float l, float h, bool b)
+{
+    fa4_tf r;
+    r.l = l;
+    r.h = h;
+    r.b = b && fabsf(l) <= 3.0e38f && fabsf(h) <= 3.0e38f;
+    return r;
+}
+__device__ __forceinline__ fa4_tf fa4_tfw(float l, float h, bool b, float rel, float ab)
+{
+    return fa4_tfx(l - (fabsf(l) * rel + ab), h + (fabsf(h) * rel + ab), b);
+}
+__device__ __forceinline__ fa4_tf fa4_tfadd(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    return fa4_tfw(al + bl, ah + bh, ab && bb, 0x1p-16f, 0x1p-120f);
+}
+__device__ __forceinline__ fa4_tf fa4_tfsub(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    return fa4_tfw(al - bh, ah - bl, ab && bb, 0x1p-16f, 0x1p-120f);
+}
+__device__ __forceinline__ fa4_tf fa4_tfmul(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    const float p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;
+    return fa4_tfw(fminf(fminf(p0, p1), fminf(p2, p3)), fmaxf(fmaxf(p0, p1), fmaxf(p2, p3)), ab && bb,
+                   0x1p-16f, 0x1p-120f);
+}
+// a divisor's bounds must exclude 0 and stay under 2^120 (fast math's division is 0 above 2^126)
+__device__ __forceinline__ fa4_tf fa4_tfdiv(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    if (!(ab && bb && (bl > 0.0f || bh < 0.0f) && fabsf(bl) <= 0x1p120f && fabsf(bh) <= 0x1p120f))
+        return fa4_tfx(0.0f, 0.0f, false);
+    const float p0 = al / bl, p1 = al / bh, p2 = ah / bl, p3 = ah / bh;
+    return fa4_tfw(fminf(fminf(p0, p1), fminf(p2, p3)), fmaxf(fmaxf(p0, p1), fmaxf(p2, p3)), true,
+                   0x1p-16f, 0x1p-120f);
 }
 #endif
 // The indices trainable site k can read over a box of positions (batch b, heads

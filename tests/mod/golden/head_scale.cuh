@@ -333,6 +333,7 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 #define FA4_SCORE_MOD_TILE 0
 #define FA4_SCORE_MOD_TILE_ADD 0
 #define FA4_SCORE_MOD_TILE_GRAD 0
+#define FA4_SCORE_MOD_TILE_CALLS 0
 
 // ---- score_mod as ds * score + c + dq * (q_idx - q_lo) + dk * (kv_idx - kv_lo) over a box
 #if FA4_CHECKED
@@ -382,7 +383,7 @@ __device__ __forceinline__ bool fa4_score_mod_affine(int b, int h, int fa4_q_lo,
            fa4_aff_finite(fa4_r.dk);
 }
 #endif
-#line 386 "fa4_mod.cuh"
+#line 387 "fa4_mod.cuh"
 
 // ---- score_mod as score + g(b, h, kv_idx - q_idx): g shared by positions with the same offset
 #define FA4_SCORE_MOD_REL 0
@@ -417,7 +418,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 6 "head_scale.mod"
     return fa4_dmul(score, fa4_d_expf(fa4_daux_log_temp(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr)));
 }
-#line 421 "fa4_mod.cuh"
+#line 422 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
@@ -592,6 +593,45 @@ __device__ __forceinline__ void fa4_tdiv(long long al, long long ah, long long b
     else
         lo = ah / bl, hi = al / bl;
     fa4_tnorm(lo, hi);
+}
+struct fa4_tf {
+    float l, h;
+    bool b;
+};
+__device__ __forceinline__ fa4_tf fa4_tfx(float l, float h, bool b)
+{
+    fa4_tf r;
+    r.l = l;
+    r.h = h;
+    r.b = b && fabsf(l) <= 3.0e38f && fabsf(h) <= 3.0e38f;
+    return r;
+}
+__device__ __forceinline__ fa4_tf fa4_tfw(float l, float h, bool b, float rel, float ab)
+{
+    return fa4_tfx(l - (fabsf(l) * rel + ab), h + (fabsf(h) * rel + ab), b);
+}
+__device__ __forceinline__ fa4_tf fa4_tfadd(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    return fa4_tfw(al + bl, ah + bh, ab && bb, 0x1p-16f, 0x1p-120f);
+}
+__device__ __forceinline__ fa4_tf fa4_tfsub(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    return fa4_tfw(al - bh, ah - bl, ab && bb, 0x1p-16f, 0x1p-120f);
+}
+__device__ __forceinline__ fa4_tf fa4_tfmul(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    const float p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;
+    return fa4_tfw(fminf(fminf(p0, p1), fminf(p2, p3)), fmaxf(fmaxf(p0, p1), fmaxf(p2, p3)), ab && bb,
+                   0x1p-16f, 0x1p-120f);
+}
+// a divisor's bounds must exclude 0 and stay under 2^120 (fast math's division is 0 above 2^126)
+__device__ __forceinline__ fa4_tf fa4_tfdiv(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    if (!(ab && bb && (bl > 0.0f || bh < 0.0f) && fabsf(bl) <= 0x1p120f && fabsf(bh) <= 0x1p120f))
+        return fa4_tfx(0.0f, 0.0f, false);
+    const float p0 = al / bl, p1 = al / bh, p2 = ah / bl, p3 = ah / bh;
+    return fa4_tfw(fminf(fminf(p0, p1), fminf(p2, p3)), fmaxf(fmaxf(p0, p1), fmaxf(p2, p3)), true,
+                   0x1p-16f, 0x1p-120f);
 }
 #endif
 // The indices trainable site k can read over a box of positions (batch b, heads

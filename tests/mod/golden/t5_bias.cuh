@@ -386,9 +386,579 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 #line 387 "fa4_mod.cuh"
 
 // ---- score_mod over a tile whose index-dependent parts are one value there
+#if FA4_CHECKED
 #define FA4_SCORE_MOD_TILE 0
 #define FA4_SCORE_MOD_TILE_ADD 0
 #define FA4_SCORE_MOD_TILE_GRAD 0
+#define FA4_SCORE_MOD_TILE_CALLS 0
+#else
+#define FA4_SCORE_MOD_TILE 1
+struct fa4_score_tile {
+    float c0;
+    int gi; /* the index c0 reads */
+};
+#ifndef FA4_TILE_IVAL_HELPERS
+#define FA4_TILE_IVAL_HELPERS 1
+__device__ __forceinline__ long long fa4_tmin(long long a, long long b) { return a < b ? a : b; }
+__device__ __forceinline__ long long fa4_tmax(long long a, long long b) { return a > b ? a : b; }
+__device__ __forceinline__ void fa4_tnorm(long long &lo, long long &hi)
+{
+    if (lo == hi)
+        lo = hi = (long long)(int)(unsigned int)(unsigned long long)lo;
+    else if (lo < -2147483648LL || hi > 2147483647LL)
+        lo = -2147483648LL, hi = 2147483647LL;
+}
+__device__ __forceinline__ void fa4_tmul(long long al, long long ah, long long bl, long long bh,
+                                         long long &lo, long long &hi)
+{
+    const long long p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;
+    lo = fa4_tmin(fa4_tmin(p0, p1), fa4_tmin(p2, p3));
+    hi = fa4_tmax(fa4_tmax(p0, p1), fa4_tmax(p2, p3));
+    fa4_tnorm(lo, hi);
+}
+// a / b for b one value (fa4_idiv: x / 0 == 0, x / -1 == -x); else any int
+__device__ __forceinline__ void fa4_tdiv(long long al, long long ah, long long bl, long long bh,
+                                         long long &lo, long long &hi)
+{
+    if (bl != bh)
+        lo = -2147483648LL, hi = 2147483647LL;
+    else if (bl == 0)
+        lo = hi = 0;
+    else if (bl == -1)
+        lo = -ah, hi = -al;
+    else if (bl > 0)
+        lo = al / bl, hi = ah / bl;
+    else
+        lo = ah / bl, hi = al / bl;
+    fa4_tnorm(lo, hi);
+}
+struct fa4_tf {
+    float l, h;
+    bool b;
+};
+__device__ __forceinline__ fa4_tf fa4_tfx(float l, float h, bool b)
+{
+    fa4_tf r;
+    r.l = l;
+    r.h = h;
+    r.b = b && fabsf(l) <= 3.0e38f && fabsf(h) <= 3.0e38f;
+    return r;
+}
+__device__ __forceinline__ fa4_tf fa4_tfw(float l, float h, bool b, float rel, float ab)
+{
+    return fa4_tfx(l - (fabsf(l) * rel + ab), h + (fabsf(h) * rel + ab), b);
+}
+__device__ __forceinline__ fa4_tf fa4_tfadd(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    return fa4_tfw(al + bl, ah + bh, ab && bb, 0x1p-16f, 0x1p-120f);
+}
+__device__ __forceinline__ fa4_tf fa4_tfsub(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    return fa4_tfw(al - bh, ah - bl, ab && bb, 0x1p-16f, 0x1p-120f);
+}
+__device__ __forceinline__ fa4_tf fa4_tfmul(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    const float p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;
+    return fa4_tfw(fminf(fminf(p0, p1), fminf(p2, p3)), fmaxf(fmaxf(p0, p1), fmaxf(p2, p3)), ab && bb,
+                   0x1p-16f, 0x1p-120f);
+}
+// a divisor's bounds must exclude 0 and stay under 2^120 (fast math's division is 0 above 2^126)
+__device__ __forceinline__ fa4_tf fa4_tfdiv(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    if (!(ab && bb && (bl > 0.0f || bh < 0.0f) && fabsf(bl) <= 0x1p120f && fabsf(bh) <= 0x1p120f))
+        return fa4_tfx(0.0f, 0.0f, false);
+    const float p0 = al / bl, p1 = al / bh, p2 = ah / bl, p3 = ah / bh;
+    return fa4_tfw(fminf(fminf(p0, p1), fminf(p2, p3)), fmaxf(fmaxf(p0, p1), fmaxf(p2, p3)), true,
+                   0x1p-16f, 0x1p-120f);
+}
+#endif
+__device__ __forceinline__ bool fa4_score_mod_tile(int b, int h, int fa4_q_lo, int fa4_q_hi, int fa4_kv_lo, int fa4_kv_hi, const fa4_aux &fa4_a, fa4_score_tile &fa4_t)
+{
+    const int q_idx = fa4_q_lo, kv_idx = fa4_kv_lo;
+    (void)q_idx, (void)kv_idx;
+    long long fa4_tl0 = (long long)(h), fa4_th0 = fa4_tl0;
+    long long fa4_tl1 = (long long)(fa4_a.num_buckets), fa4_th1 = fa4_tl1;
+    long long fa4_tl2, fa4_th2;
+    fa4_tmul(fa4_tl0, fa4_th0, fa4_tl1, fa4_th1, fa4_tl2, fa4_th2);
+    long long fa4_tl3 = (long long)fa4_kv_lo, fa4_th3 = (long long)fa4_kv_hi;
+    fa4_tnorm(fa4_tl3, fa4_th3);
+    long long fa4_tl4 = (long long)fa4_q_lo, fa4_th4 = (long long)fa4_q_hi;
+    fa4_tnorm(fa4_tl4, fa4_th4);
+    long long fa4_tl5 = fa4_tl3 - fa4_th4, fa4_th5 = fa4_th3 - fa4_tl4;
+    fa4_tnorm(fa4_tl5, fa4_th5);
+    long long fa4_tl6 = (long long)(fa4_a.num_buckets), fa4_th6 = fa4_tl6;
+    long long fa4_tl7 = (long long)(fa4_a.max_distance), fa4_th7 = fa4_tl7;
+    long long fa4_tl8 = 2147483647LL, fa4_th8 = -2147483648LL;
+    int fa4_h0rc = 0;
+    {
+    // t5_bucket, evaluated over the box
+    bool fa4_h0al = true;
+    long long fa4_h0l0 = -2147483648LL, fa4_h0h0 = 2147483647LL;
+    long long fa4_h0l1 = -2147483648LL, fa4_h0h1 = 2147483647LL;
+    long long fa4_h0l2 = -2147483648LL, fa4_h0h2 = 2147483647LL;
+    long long fa4_h0l3 = -2147483648LL, fa4_h0h3 = 2147483647LL;
+    long long fa4_h0l4 = -2147483648LL, fa4_h0h4 = 2147483647LL;
+    long long fa4_h0l5 = -2147483648LL, fa4_h0h5 = 2147483647LL;
+    long long fa4_h0l6 = -2147483648LL, fa4_h0h6 = 2147483647LL;
+    bool fa4_h0k7 = false, fa4_h0b7 = false;
+    float fa4_h0fl7 = 0.0f, fa4_h0fh7 = 0.0f;
+    long long fa4_h0l8 = -2147483648LL, fa4_h0h8 = 2147483647LL;
+    fa4_h0l0 = fa4_tl5; fa4_h0h0 = fa4_th5;
+    fa4_h0l1 = fa4_tl6; fa4_h0h1 = fa4_th6;
+    fa4_h0l2 = fa4_tl7; fa4_h0h2 = fa4_th7;
+    if (fa4_h0al) {
+    long long fa4_tl9 = fa4_h0l1, fa4_th9 = fa4_h0h1;
+    long long fa4_tl10 = 2LL, fa4_th10 = fa4_tl10;
+    long long fa4_tl11, fa4_th11;
+    fa4_tdiv(fa4_tl9, fa4_th9, fa4_tl10, fa4_th10, fa4_tl11, fa4_th11);
+    fa4_h0l3 = fa4_tl11; fa4_h0h3 = fa4_th11;
+    (void)fa4_tl9, (void)fa4_th9;
+    (void)fa4_tl10, (void)fa4_th10;
+    (void)fa4_tl11, (void)fa4_th11;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl12 = 0LL, fa4_th12 = fa4_tl12;
+    fa4_h0l4 = fa4_tl12; fa4_h0h4 = fa4_th12;
+    (void)fa4_tl12, (void)fa4_th12;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl13 = fa4_h0l0, fa4_th13 = fa4_h0h0;
+    long long fa4_tl14 = 0LL, fa4_th14 = fa4_tl14;
+    const bool fa4_tv15 = fa4_tl13 > fa4_th14, fa4_tk15 = fa4_tv15 || (fa4_th13 <= fa4_tl14);
+    const long long fa4_h0s0_l0 = fa4_h0l0;
+    const long long fa4_h0s0_h0 = fa4_h0h0;
+    const long long fa4_h0s0_l1 = fa4_h0l1;
+    const long long fa4_h0s0_h1 = fa4_h0h1;
+    const long long fa4_h0s0_l2 = fa4_h0l2;
+    const long long fa4_h0s0_h2 = fa4_h0h2;
+    const long long fa4_h0s0_l3 = fa4_h0l3;
+    const long long fa4_h0s0_h3 = fa4_h0h3;
+    const long long fa4_h0s0_l4 = fa4_h0l4;
+    const long long fa4_h0s0_h4 = fa4_h0h4;
+    const long long fa4_h0s0_l5 = fa4_h0l5;
+    const long long fa4_h0s0_h5 = fa4_h0h5;
+    const long long fa4_h0s0_l6 = fa4_h0l6;
+    const long long fa4_h0s0_h6 = fa4_h0h6;
+    const bool fa4_h0s0_k7 = fa4_h0k7;
+    const bool fa4_h0s0_b7 = fa4_h0b7;
+    const float fa4_h0s0_fl7 = fa4_h0fl7;
+    const float fa4_h0s0_fh7 = fa4_h0fh7;
+    const long long fa4_h0s0_l8 = fa4_h0l8;
+    const long long fa4_h0s0_h8 = fa4_h0h8;
+    fa4_h0al = !fa4_tk15 || fa4_tv15;
+    if (fa4_h0al) {
+    long long fa4_tl16 = fa4_h0l3, fa4_th16 = fa4_h0h3;
+    fa4_h0l4 = fa4_tl16; fa4_h0h4 = fa4_th16;
+    (void)fa4_tl16, (void)fa4_th16;
+    }
+    const long long fa4_h0t0_l0 = fa4_h0l0;
+    const long long fa4_h0t0_h0 = fa4_h0h0;
+    const long long fa4_h0t0_l1 = fa4_h0l1;
+    const long long fa4_h0t0_h1 = fa4_h0h1;
+    const long long fa4_h0t0_l2 = fa4_h0l2;
+    const long long fa4_h0t0_h2 = fa4_h0h2;
+    const long long fa4_h0t0_l3 = fa4_h0l3;
+    const long long fa4_h0t0_h3 = fa4_h0h3;
+    const long long fa4_h0t0_l4 = fa4_h0l4;
+    const long long fa4_h0t0_h4 = fa4_h0h4;
+    const long long fa4_h0t0_l5 = fa4_h0l5;
+    const long long fa4_h0t0_h5 = fa4_h0h5;
+    const long long fa4_h0t0_l6 = fa4_h0l6;
+    const long long fa4_h0t0_h6 = fa4_h0h6;
+    const bool fa4_h0t0_k7 = fa4_h0k7;
+    const bool fa4_h0t0_b7 = fa4_h0b7;
+    const float fa4_h0t0_fl7 = fa4_h0fl7;
+    const float fa4_h0t0_fh7 = fa4_h0fh7;
+    const long long fa4_h0t0_l8 = fa4_h0l8;
+    const long long fa4_h0t0_h8 = fa4_h0h8;
+    const bool fa4_h0a0 = fa4_h0al;
+    fa4_h0l0 = fa4_h0s0_l0;
+    fa4_h0h0 = fa4_h0s0_h0;
+    fa4_h0l1 = fa4_h0s0_l1;
+    fa4_h0h1 = fa4_h0s0_h1;
+    fa4_h0l2 = fa4_h0s0_l2;
+    fa4_h0h2 = fa4_h0s0_h2;
+    fa4_h0l3 = fa4_h0s0_l3;
+    fa4_h0h3 = fa4_h0s0_h3;
+    fa4_h0l4 = fa4_h0s0_l4;
+    fa4_h0h4 = fa4_h0s0_h4;
+    fa4_h0l5 = fa4_h0s0_l5;
+    fa4_h0h5 = fa4_h0s0_h5;
+    fa4_h0l6 = fa4_h0s0_l6;
+    fa4_h0h6 = fa4_h0s0_h6;
+    fa4_h0k7 = fa4_h0s0_k7;
+    fa4_h0b7 = fa4_h0s0_b7;
+    fa4_h0fl7 = fa4_h0s0_fl7;
+    fa4_h0fh7 = fa4_h0s0_fh7;
+    fa4_h0l8 = fa4_h0s0_l8;
+    fa4_h0h8 = fa4_h0s0_h8;
+    fa4_h0al = !fa4_tk15 || !fa4_tv15;
+    if (fa4_h0a0 && fa4_h0al) {
+    fa4_h0l0 = fa4_tmin(fa4_h0l0, fa4_h0t0_l0); fa4_h0h0 = fa4_tmax(fa4_h0h0, fa4_h0t0_h0);
+    fa4_h0l1 = fa4_tmin(fa4_h0l1, fa4_h0t0_l1); fa4_h0h1 = fa4_tmax(fa4_h0h1, fa4_h0t0_h1);
+    fa4_h0l2 = fa4_tmin(fa4_h0l2, fa4_h0t0_l2); fa4_h0h2 = fa4_tmax(fa4_h0h2, fa4_h0t0_h2);
+    fa4_h0l3 = fa4_tmin(fa4_h0l3, fa4_h0t0_l3); fa4_h0h3 = fa4_tmax(fa4_h0h3, fa4_h0t0_h3);
+    fa4_h0l4 = fa4_tmin(fa4_h0l4, fa4_h0t0_l4); fa4_h0h4 = fa4_tmax(fa4_h0h4, fa4_h0t0_h4);
+    fa4_h0l5 = fa4_tmin(fa4_h0l5, fa4_h0t0_l5); fa4_h0h5 = fa4_tmax(fa4_h0h5, fa4_h0t0_h5);
+    fa4_h0l6 = fa4_tmin(fa4_h0l6, fa4_h0t0_l6); fa4_h0h6 = fa4_tmax(fa4_h0h6, fa4_h0t0_h6);
+    fa4_h0k7 = fa4_h0k7 && fa4_h0t0_k7 && fa4_h0b7 && fa4_h0t0_b7 && fa4_h0fl7 == fa4_h0fh7 && fa4_h0t0_fl7 == fa4_h0t0_fh7 && fa4_h0fl7 == fa4_h0t0_fl7 && fa4_h0fl7 != 0.0f;
+    fa4_h0b7 = fa4_h0b7 && fa4_h0t0_b7; fa4_h0fl7 = fminf(fa4_h0fl7, fa4_h0t0_fl7); fa4_h0fh7 = fmaxf(fa4_h0fh7, fa4_h0t0_fh7);
+    fa4_h0l8 = fa4_tmin(fa4_h0l8, fa4_h0t0_l8); fa4_h0h8 = fa4_tmax(fa4_h0h8, fa4_h0t0_h8);
+    } else if (fa4_h0a0) {
+    fa4_h0l0 = fa4_h0t0_l0;
+    fa4_h0h0 = fa4_h0t0_h0;
+    fa4_h0l1 = fa4_h0t0_l1;
+    fa4_h0h1 = fa4_h0t0_h1;
+    fa4_h0l2 = fa4_h0t0_l2;
+    fa4_h0h2 = fa4_h0t0_h2;
+    fa4_h0l3 = fa4_h0t0_l3;
+    fa4_h0h3 = fa4_h0t0_h3;
+    fa4_h0l4 = fa4_h0t0_l4;
+    fa4_h0h4 = fa4_h0t0_h4;
+    fa4_h0l5 = fa4_h0t0_l5;
+    fa4_h0h5 = fa4_h0t0_h5;
+    fa4_h0l6 = fa4_h0t0_l6;
+    fa4_h0h6 = fa4_h0t0_h6;
+    fa4_h0k7 = fa4_h0t0_k7;
+    fa4_h0b7 = fa4_h0t0_b7;
+    fa4_h0fl7 = fa4_h0t0_fl7;
+    fa4_h0fh7 = fa4_h0t0_fh7;
+    fa4_h0l8 = fa4_h0t0_l8;
+    fa4_h0h8 = fa4_h0t0_h8;
+    }
+    fa4_h0al = fa4_h0al || fa4_h0a0;
+    (void)fa4_tl13, (void)fa4_th13;
+    (void)fa4_tl14, (void)fa4_th14;
+    (void)fa4_tk15, (void)fa4_tv15;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl17 = fa4_h0l0, fa4_th17 = fa4_h0h0;
+    long long fa4_tl18 = fa4_tl17 >= 0 ? fa4_tl17 : fa4_th17 <= 0 ? -fa4_th17 : 0LL, fa4_th18 = fa4_tmax(-fa4_tl17, fa4_th17);
+    fa4_tnorm(fa4_tl18, fa4_th18);
+    fa4_h0l5 = fa4_tl18; fa4_h0h5 = fa4_th18;
+    (void)fa4_tl17, (void)fa4_th17;
+    (void)fa4_tl18, (void)fa4_th18;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl19 = fa4_h0l3, fa4_th19 = fa4_h0h3;
+    long long fa4_tl20 = 2LL, fa4_th20 = fa4_tl20;
+    long long fa4_tl21, fa4_th21;
+    fa4_tdiv(fa4_tl19, fa4_th19, fa4_tl20, fa4_th20, fa4_tl21, fa4_th21);
+    fa4_h0l6 = fa4_tl21; fa4_h0h6 = fa4_th21;
+    (void)fa4_tl19, (void)fa4_th19;
+    (void)fa4_tl20, (void)fa4_th20;
+    (void)fa4_tl21, (void)fa4_th21;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl22 = fa4_h0l5, fa4_th22 = fa4_h0h5;
+    long long fa4_tl23 = fa4_h0l6, fa4_th23 = fa4_h0h6;
+    const bool fa4_tv24 = fa4_th22 < fa4_tl23, fa4_tk24 = fa4_tv24 || (fa4_tl22 >= fa4_th23);
+    const long long fa4_h0s1_l0 = fa4_h0l0;
+    const long long fa4_h0s1_h0 = fa4_h0h0;
+    const long long fa4_h0s1_l1 = fa4_h0l1;
+    const long long fa4_h0s1_h1 = fa4_h0h1;
+    const long long fa4_h0s1_l2 = fa4_h0l2;
+    const long long fa4_h0s1_h2 = fa4_h0h2;
+    const long long fa4_h0s1_l3 = fa4_h0l3;
+    const long long fa4_h0s1_h3 = fa4_h0h3;
+    const long long fa4_h0s1_l4 = fa4_h0l4;
+    const long long fa4_h0s1_h4 = fa4_h0h4;
+    const long long fa4_h0s1_l5 = fa4_h0l5;
+    const long long fa4_h0s1_h5 = fa4_h0h5;
+    const long long fa4_h0s1_l6 = fa4_h0l6;
+    const long long fa4_h0s1_h6 = fa4_h0h6;
+    const bool fa4_h0s1_k7 = fa4_h0k7;
+    const bool fa4_h0s1_b7 = fa4_h0b7;
+    const float fa4_h0s1_fl7 = fa4_h0fl7;
+    const float fa4_h0s1_fh7 = fa4_h0fh7;
+    const long long fa4_h0s1_l8 = fa4_h0l8;
+    const long long fa4_h0s1_h8 = fa4_h0h8;
+    fa4_h0al = !fa4_tk24 || fa4_tv24;
+    if (fa4_h0al) {
+    long long fa4_tl25 = fa4_h0l4, fa4_th25 = fa4_h0h4;
+    long long fa4_tl26 = fa4_h0l5, fa4_th26 = fa4_h0h5;
+    long long fa4_tl27 = fa4_tl25 + fa4_tl26, fa4_th27 = fa4_th25 + fa4_th26;
+    fa4_tnorm(fa4_tl27, fa4_th27);
+    fa4_tl8 = fa4_tmin(fa4_tl8, fa4_tl27); fa4_th8 = fa4_tmax(fa4_th8, fa4_th27);
+    ++fa4_h0rc;
+    (void)fa4_tl25, (void)fa4_th25;
+    (void)fa4_tl26, (void)fa4_th26;
+    (void)fa4_tl27, (void)fa4_th27;
+    }
+    fa4_h0al = false;
+    const long long fa4_h0t1_l0 = fa4_h0l0;
+    const long long fa4_h0t1_h0 = fa4_h0h0;
+    const long long fa4_h0t1_l1 = fa4_h0l1;
+    const long long fa4_h0t1_h1 = fa4_h0h1;
+    const long long fa4_h0t1_l2 = fa4_h0l2;
+    const long long fa4_h0t1_h2 = fa4_h0h2;
+    const long long fa4_h0t1_l3 = fa4_h0l3;
+    const long long fa4_h0t1_h3 = fa4_h0h3;
+    const long long fa4_h0t1_l4 = fa4_h0l4;
+    const long long fa4_h0t1_h4 = fa4_h0h4;
+    const long long fa4_h0t1_l5 = fa4_h0l5;
+    const long long fa4_h0t1_h5 = fa4_h0h5;
+    const long long fa4_h0t1_l6 = fa4_h0l6;
+    const long long fa4_h0t1_h6 = fa4_h0h6;
+    const bool fa4_h0t1_k7 = fa4_h0k7;
+    const bool fa4_h0t1_b7 = fa4_h0b7;
+    const float fa4_h0t1_fl7 = fa4_h0fl7;
+    const float fa4_h0t1_fh7 = fa4_h0fh7;
+    const long long fa4_h0t1_l8 = fa4_h0l8;
+    const long long fa4_h0t1_h8 = fa4_h0h8;
+    const bool fa4_h0a1 = fa4_h0al;
+    fa4_h0l0 = fa4_h0s1_l0;
+    fa4_h0h0 = fa4_h0s1_h0;
+    fa4_h0l1 = fa4_h0s1_l1;
+    fa4_h0h1 = fa4_h0s1_h1;
+    fa4_h0l2 = fa4_h0s1_l2;
+    fa4_h0h2 = fa4_h0s1_h2;
+    fa4_h0l3 = fa4_h0s1_l3;
+    fa4_h0h3 = fa4_h0s1_h3;
+    fa4_h0l4 = fa4_h0s1_l4;
+    fa4_h0h4 = fa4_h0s1_h4;
+    fa4_h0l5 = fa4_h0s1_l5;
+    fa4_h0h5 = fa4_h0s1_h5;
+    fa4_h0l6 = fa4_h0s1_l6;
+    fa4_h0h6 = fa4_h0s1_h6;
+    fa4_h0k7 = fa4_h0s1_k7;
+    fa4_h0b7 = fa4_h0s1_b7;
+    fa4_h0fl7 = fa4_h0s1_fl7;
+    fa4_h0fh7 = fa4_h0s1_fh7;
+    fa4_h0l8 = fa4_h0s1_l8;
+    fa4_h0h8 = fa4_h0s1_h8;
+    fa4_h0al = !fa4_tk24 || !fa4_tv24;
+    if (fa4_h0a1 && fa4_h0al) {
+    fa4_h0l0 = fa4_tmin(fa4_h0l0, fa4_h0t1_l0); fa4_h0h0 = fa4_tmax(fa4_h0h0, fa4_h0t1_h0);
+    fa4_h0l1 = fa4_tmin(fa4_h0l1, fa4_h0t1_l1); fa4_h0h1 = fa4_tmax(fa4_h0h1, fa4_h0t1_h1);
+    fa4_h0l2 = fa4_tmin(fa4_h0l2, fa4_h0t1_l2); fa4_h0h2 = fa4_tmax(fa4_h0h2, fa4_h0t1_h2);
+    fa4_h0l3 = fa4_tmin(fa4_h0l3, fa4_h0t1_l3); fa4_h0h3 = fa4_tmax(fa4_h0h3, fa4_h0t1_h3);
+    fa4_h0l4 = fa4_tmin(fa4_h0l4, fa4_h0t1_l4); fa4_h0h4 = fa4_tmax(fa4_h0h4, fa4_h0t1_h4);
+    fa4_h0l5 = fa4_tmin(fa4_h0l5, fa4_h0t1_l5); fa4_h0h5 = fa4_tmax(fa4_h0h5, fa4_h0t1_h5);
+    fa4_h0l6 = fa4_tmin(fa4_h0l6, fa4_h0t1_l6); fa4_h0h6 = fa4_tmax(fa4_h0h6, fa4_h0t1_h6);
+    fa4_h0k7 = fa4_h0k7 && fa4_h0t1_k7 && fa4_h0b7 && fa4_h0t1_b7 && fa4_h0fl7 == fa4_h0fh7 && fa4_h0t1_fl7 == fa4_h0t1_fh7 && fa4_h0fl7 == fa4_h0t1_fl7 && fa4_h0fl7 != 0.0f;
+    fa4_h0b7 = fa4_h0b7 && fa4_h0t1_b7; fa4_h0fl7 = fminf(fa4_h0fl7, fa4_h0t1_fl7); fa4_h0fh7 = fmaxf(fa4_h0fh7, fa4_h0t1_fh7);
+    fa4_h0l8 = fa4_tmin(fa4_h0l8, fa4_h0t1_l8); fa4_h0h8 = fa4_tmax(fa4_h0h8, fa4_h0t1_h8);
+    } else if (fa4_h0a1) {
+    fa4_h0l0 = fa4_h0t1_l0;
+    fa4_h0h0 = fa4_h0t1_h0;
+    fa4_h0l1 = fa4_h0t1_l1;
+    fa4_h0h1 = fa4_h0t1_h1;
+    fa4_h0l2 = fa4_h0t1_l2;
+    fa4_h0h2 = fa4_h0t1_h2;
+    fa4_h0l3 = fa4_h0t1_l3;
+    fa4_h0h3 = fa4_h0t1_h3;
+    fa4_h0l4 = fa4_h0t1_l4;
+    fa4_h0h4 = fa4_h0t1_h4;
+    fa4_h0l5 = fa4_h0t1_l5;
+    fa4_h0h5 = fa4_h0t1_h5;
+    fa4_h0l6 = fa4_h0t1_l6;
+    fa4_h0h6 = fa4_h0t1_h6;
+    fa4_h0k7 = fa4_h0t1_k7;
+    fa4_h0b7 = fa4_h0t1_b7;
+    fa4_h0fl7 = fa4_h0t1_fl7;
+    fa4_h0fh7 = fa4_h0t1_fh7;
+    fa4_h0l8 = fa4_h0t1_l8;
+    fa4_h0h8 = fa4_h0t1_h8;
+    }
+    fa4_h0al = fa4_h0al || fa4_h0a1;
+    (void)fa4_tl22, (void)fa4_th22;
+    (void)fa4_tl23, (void)fa4_th23;
+    (void)fa4_tk24, (void)fa4_tv24;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl28 = fa4_h0l5, fa4_th28 = fa4_h0h5;
+    const bool fa4_tk29 = true && (fa4_tl28 == fa4_th28);
+    const fa4_tf fa4_tf29_ = fa4_tfx((float)fa4_tl28, (float)fa4_th28, true);
+    const float fa4_tfl29 = fa4_tf29_.l, fa4_tfh29 = fa4_tf29_.h;
+    const bool fa4_tb29 = fa4_tf29_.b;
+    long long fa4_tl30 = fa4_h0l6, fa4_th30 = fa4_h0h6;
+    const bool fa4_tk31 = true && (fa4_tl30 == fa4_th30);
+    const fa4_tf fa4_tf31_ = fa4_tfx((float)fa4_tl30, (float)fa4_th30, true);
+    const float fa4_tfl31 = fa4_tf31_.l, fa4_tfh31 = fa4_tf31_.h;
+    const bool fa4_tb31 = fa4_tf31_.b;
+    const bool fa4_tk32 = true && fa4_tk29 && fa4_tk31;
+    const fa4_tf fa4_tf32_ = fa4_tfdiv(fa4_tfl29, fa4_tfh29, fa4_tb29, fa4_tfl31, fa4_tfh31, fa4_tb31);
+    const float fa4_tfl32 = fa4_tf32_.l, fa4_tfh32 = fa4_tf32_.h;
+    const bool fa4_tb32 = fa4_tf32_.b;
+    const bool fa4_tk33 = true && fa4_tk32;
+    const fa4_tf fa4_tf33_ = fa4_tfw(fa4_logf(fa4_tb32 ? fa4_tfl32 : 1.0f), fa4_logf(fa4_tb32 ? fa4_tfh32 : 1.0f), fa4_tb32 && fa4_tfl32 > 0.0f, 0x1p-12f, 0x1p-16f);
+    const float fa4_tfl33 = fa4_tf33_.l, fa4_tfh33 = fa4_tf33_.h;
+    const bool fa4_tb33 = fa4_tf33_.b;
+    long long fa4_tl34 = fa4_h0l2, fa4_th34 = fa4_h0h2;
+    const bool fa4_tk35 = true && (fa4_tl34 == fa4_th34);
+    const fa4_tf fa4_tf35_ = fa4_tfx((float)fa4_tl34, (float)fa4_th34, true);
+    const float fa4_tfl35 = fa4_tf35_.l, fa4_tfh35 = fa4_tf35_.h;
+    const bool fa4_tb35 = fa4_tf35_.b;
+    long long fa4_tl36 = fa4_h0l6, fa4_th36 = fa4_h0h6;
+    const bool fa4_tk37 = true && (fa4_tl36 == fa4_th36);
+    const fa4_tf fa4_tf37_ = fa4_tfx((float)fa4_tl36, (float)fa4_th36, true);
+    const float fa4_tfl37 = fa4_tf37_.l, fa4_tfh37 = fa4_tf37_.h;
+    const bool fa4_tb37 = fa4_tf37_.b;
+    const bool fa4_tk38 = true && fa4_tk35 && fa4_tk37;
+    const fa4_tf fa4_tf38_ = fa4_tfdiv(fa4_tfl35, fa4_tfh35, fa4_tb35, fa4_tfl37, fa4_tfh37, fa4_tb37);
+    const float fa4_tfl38 = fa4_tf38_.l, fa4_tfh38 = fa4_tf38_.h;
+    const bool fa4_tb38 = fa4_tf38_.b;
+    const bool fa4_tk39 = true && fa4_tk38;
+    const fa4_tf fa4_tf39_ = fa4_tfw(fa4_logf(fa4_tb38 ? fa4_tfl38 : 1.0f), fa4_logf(fa4_tb38 ? fa4_tfh38 : 1.0f), fa4_tb38 && fa4_tfl38 > 0.0f, 0x1p-12f, 0x1p-16f);
+    const float fa4_tfl39 = fa4_tf39_.l, fa4_tfh39 = fa4_tf39_.h;
+    const bool fa4_tb39 = fa4_tf39_.b;
+    const bool fa4_tk40 = true && fa4_tk33 && fa4_tk39;
+    const fa4_tf fa4_tf40_ = fa4_tfdiv(fa4_tfl33, fa4_tfh33, fa4_tb33, fa4_tfl39, fa4_tfh39, fa4_tb39);
+    const float fa4_tfl40 = fa4_tf40_.l, fa4_tfh40 = fa4_tf40_.h;
+    const bool fa4_tb40 = fa4_tf40_.b;
+    fa4_h0k7 = fa4_tk40; fa4_h0b7 = fa4_tb40; fa4_h0fl7 = fa4_tfl40; fa4_h0fh7 = fa4_tfh40;
+    (void)fa4_tl28, (void)fa4_th28;
+    (void)fa4_tk29, (void)fa4_tfl29, (void)fa4_tfh29, (void)fa4_tb29;
+    (void)fa4_tl30, (void)fa4_th30;
+    (void)fa4_tk31, (void)fa4_tfl31, (void)fa4_tfh31, (void)fa4_tb31;
+    (void)fa4_tk32, (void)fa4_tfl32, (void)fa4_tfh32, (void)fa4_tb32;
+    (void)fa4_tk33, (void)fa4_tfl33, (void)fa4_tfh33, (void)fa4_tb33;
+    (void)fa4_tl34, (void)fa4_th34;
+    (void)fa4_tk35, (void)fa4_tfl35, (void)fa4_tfh35, (void)fa4_tb35;
+    (void)fa4_tl36, (void)fa4_th36;
+    (void)fa4_tk37, (void)fa4_tfl37, (void)fa4_tfh37, (void)fa4_tb37;
+    (void)fa4_tk38, (void)fa4_tfl38, (void)fa4_tfh38, (void)fa4_tb38;
+    (void)fa4_tk39, (void)fa4_tfl39, (void)fa4_tfh39, (void)fa4_tb39;
+    (void)fa4_tk40, (void)fa4_tfl40, (void)fa4_tfh40, (void)fa4_tb40;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl41 = fa4_h0l6, fa4_th41 = fa4_h0h6;
+    const bool fa4_tk42 = fa4_h0k7;
+    const float fa4_tfl42 = fa4_h0fl7, fa4_tfh42 = fa4_h0fh7;
+    const bool fa4_tb42 = fa4_h0b7;
+    long long fa4_tl43 = fa4_h0l3, fa4_th43 = fa4_h0h3;
+    long long fa4_tl44 = fa4_h0l6, fa4_th44 = fa4_h0h6;
+    long long fa4_tl45 = fa4_tl43 - fa4_th44, fa4_th45 = fa4_th43 - fa4_tl44;
+    fa4_tnorm(fa4_tl45, fa4_th45);
+    const bool fa4_tk46 = true && (fa4_tl45 == fa4_th45);
+    const fa4_tf fa4_tf46_ = fa4_tfx((float)fa4_tl45, (float)fa4_th45, true);
+    const float fa4_tfl46 = fa4_tf46_.l, fa4_tfh46 = fa4_tf46_.h;
+    const bool fa4_tb46 = fa4_tf46_.b;
+    const bool fa4_tk47 = true && fa4_tk42 && fa4_tk46;
+    const fa4_tf fa4_tf47_ = fa4_tfmul(fa4_tfl42, fa4_tfh42, fa4_tb42, fa4_tfl46, fa4_tfh46, fa4_tb46);
+    const float fa4_tfl47 = fa4_tf47_.l, fa4_tfh47 = fa4_tf47_.h;
+    const bool fa4_tb47 = fa4_tf47_.b;
+    const long long fa4_tl48 = fa4_tb47 ? (long long)__float2int_rz(fa4_tfl47) : -2147483648LL,
+                    fa4_th48 = fa4_tb47 ? (long long)__float2int_rz(fa4_tfh47) : 2147483647LL;
+    long long fa4_tl49 = fa4_tl41 + fa4_tl48, fa4_th49 = fa4_th41 + fa4_th48;
+    fa4_tnorm(fa4_tl49, fa4_th49);
+    fa4_h0l8 = fa4_tl49; fa4_h0h8 = fa4_th49;
+    (void)fa4_tl41, (void)fa4_th41;
+    (void)fa4_tk42, (void)fa4_tfl42, (void)fa4_tfh42, (void)fa4_tb42;
+    (void)fa4_tl43, (void)fa4_th43;
+    (void)fa4_tl44, (void)fa4_th44;
+    (void)fa4_tl45, (void)fa4_th45;
+    (void)fa4_tk46, (void)fa4_tfl46, (void)fa4_tfh46, (void)fa4_tb46;
+    (void)fa4_tk47, (void)fa4_tfl47, (void)fa4_tfh47, (void)fa4_tb47;
+    (void)fa4_tl48, (void)fa4_th48;
+    (void)fa4_tl49, (void)fa4_th49;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl50 = fa4_h0l4, fa4_th50 = fa4_h0h4;
+    long long fa4_tl51 = fa4_h0l8, fa4_th51 = fa4_h0h8;
+    long long fa4_tl52 = fa4_h0l3, fa4_th52 = fa4_h0h3;
+    long long fa4_tl53 = 1LL, fa4_th53 = fa4_tl53;
+    long long fa4_tl54 = fa4_tl52 - fa4_th53, fa4_th54 = fa4_th52 - fa4_tl53;
+    fa4_tnorm(fa4_tl54, fa4_th54);
+    long long fa4_tl55 = fa4_tmin(fa4_tl51, fa4_tl54), fa4_th55 = fa4_tmin(fa4_th51, fa4_th54);
+    fa4_tnorm(fa4_tl55, fa4_th55);
+    long long fa4_tl56 = fa4_tl50 + fa4_tl55, fa4_th56 = fa4_th50 + fa4_th55;
+    fa4_tnorm(fa4_tl56, fa4_th56);
+    fa4_tl8 = fa4_tmin(fa4_tl8, fa4_tl56); fa4_th8 = fa4_tmax(fa4_th8, fa4_th56);
+    ++fa4_h0rc;
+    (void)fa4_tl50, (void)fa4_th50;
+    (void)fa4_tl51, (void)fa4_th51;
+    (void)fa4_tl52, (void)fa4_th52;
+    (void)fa4_tl53, (void)fa4_th53;
+    (void)fa4_tl54, (void)fa4_th54;
+    (void)fa4_tl55, (void)fa4_th55;
+    (void)fa4_tl56, (void)fa4_th56;
+    }
+    fa4_h0al = false;
+    (void)fa4_h0l0;
+    (void)fa4_h0h0;
+    (void)fa4_h0l1;
+    (void)fa4_h0h1;
+    (void)fa4_h0l2;
+    (void)fa4_h0h2;
+    (void)fa4_h0l3;
+    (void)fa4_h0h3;
+    (void)fa4_h0l4;
+    (void)fa4_h0h4;
+    (void)fa4_h0l5;
+    (void)fa4_h0h5;
+    (void)fa4_h0l6;
+    (void)fa4_h0h6;
+    (void)fa4_h0k7;
+    (void)fa4_h0b7;
+    (void)fa4_h0fl7;
+    (void)fa4_h0fh7;
+    (void)fa4_h0l8;
+    (void)fa4_h0h8;
+    (void)fa4_h0al;
+    }
+    if (fa4_h0rc <= 0)
+        fa4_tl8 = -2147483648LL, fa4_th8 = 2147483647LL;
+    if (true && (fa4_tl5 == fa4_th5) && (fa4_tl6 == fa4_th6) && (fa4_tl7 == fa4_th7))
+        fa4_tl8 = fa4_th8 = (long long)(fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance));
+    long long fa4_tl57 = fa4_tl2 + fa4_tl8, fa4_th57 = fa4_th2 + fa4_th8;
+    fa4_tnorm(fa4_tl57, fa4_th57);
+    const bool fa4_tk58 = true && (fa4_tl57 == fa4_th57);
+    const fa4_tf fa4_tf58_ = fa4_tfx(0.0f, 0.0f, false);
+    const float fa4_tx58 = fa4_tk58 ? (float)(fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)))) : 0.0f;
+    const float fa4_tfl58 = fa4_tk58 ? fa4_tx58 : fa4_tf58_.l, fa4_tfh58 = fa4_tk58 ? fa4_tx58 : fa4_tf58_.h;
+    const bool fa4_tb58 = fa4_tk58 ? fabsf(fa4_tx58) <= 3.0e38f : fa4_tf58_.b;
+    if (!(true && fa4_tk58))
+        return false;
+#line 23 "t5_bias.mod"
+    fa4_t.c0 = fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
+    fa4_t.gi = fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance));
+#line 918 "fa4_mod.cuh"
+    (void)fa4_tl0, (void)fa4_th0;
+    (void)fa4_tl1, (void)fa4_th1;
+    (void)fa4_tl2, (void)fa4_th2;
+    (void)fa4_tl3, (void)fa4_th3;
+    (void)fa4_tl4, (void)fa4_th4;
+    (void)fa4_tl5, (void)fa4_th5;
+    (void)fa4_tl6, (void)fa4_th6;
+    (void)fa4_tl7, (void)fa4_th7;
+    (void)fa4_tl8, (void)fa4_th8;
+    (void)fa4_tl57, (void)fa4_th57;
+    (void)fa4_tk58, (void)fa4_tfl58, (void)fa4_tfh58, (void)fa4_tb58;
+    return true;
+}
+#line 21 "t5_bias.mod"
+__device__ __forceinline__ float fa4_score_mod_t(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_tile &fa4_t)
+{
+    return score + fa4_t.c0;
+}
+#line 937 "fa4_mod.cuh"
+#define FA4_SCORE_MOD_TILE_ADD 1
+#define FA4_SCORE_MOD_TILE_GRAD 1
+#define FA4_SCORE_MOD_TILE_CALLS 1
+// score_mod is score + this over the tile (d score_mod / d score = 1)
+__device__ __forceinline__ float fa4_score_mod_tile_add(const fa4_score_tile &fa4_t) { return fa4_t.c0; }
+// where the gradient of that read goes (its index clamped as the read clamps it)
+__device__ __forceinline__ float *fa4_score_mod_tile_grad(const fa4_aux &fa4_a, const fa4_score_tile &fa4_t)
+{
+    const long long n = fa4_a.bias_len;
+    if (n <= 0)
+        return nullptr;
+    const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);
+    return fa4_a.bias_grad + (fa4_t.gi < 0 ? 0 : fa4_t.gi > hi ? hi : fa4_t.gi);
+}
+#define FA4_SCORE_MOD_TILE_GRAD_SITE 0
+__device__ __forceinline__ int fa4_score_mod_tile_grad_index(const fa4_aux &fa4_a, const fa4_score_tile &fa4_t)
+{
+    const long long n = fa4_a.bias_len;
+    if (n <= 0)
+        return -1;
+    const int hi = n > 2147483647LL ? 2147483647 : (int)(n - 1);
+    return fa4_t.gi < 0 ? 0 : fa4_t.gi > hi ? hi : fa4_t.gi;
+}
+#endif
+#line 962 "fa4_mod.cuh"
 
 // ---- score_mod as ds * score + c + dq * (q_idx - q_lo) + dk * (kv_idx - kv_lo) over a box
 #define FA4_SCORE_MOD_AFFINE 0
@@ -403,10 +973,10 @@ __device__ __forceinline__ float fa4_score_mod_rel(int b, int h, int q_idx, int 
     (void)b, (void)h, (void)fa4_a, (void)fa4_u;
 #line 23 "t5_bias.mod"
     return fa4_aux_bias(fa4_a, fa4_iadd(fa4_u.u0, fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
-#line 407 "fa4_mod.cuh"
+#line 977 "fa4_mod.cuh"
 }
 #endif
-#line 410 "fa4_mod.cuh"
+#line 980 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -439,7 +1009,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
     return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr));
 }
-#line 443 "fa4_mod.cuh"
+#line 1013 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
@@ -649,6 +1219,45 @@ __device__ __forceinline__ void fa4_tdiv(long long al, long long ah, long long b
         lo = ah / bl, hi = al / bl;
     fa4_tnorm(lo, hi);
 }
+struct fa4_tf {
+    float l, h;
+    bool b;
+};
+__device__ __forceinline__ fa4_tf fa4_tfx(float l, float h, bool b)
+{
+    fa4_tf r;
+    r.l = l;
+    r.h = h;
+    r.b = b && fabsf(l) <= 3.0e38f && fabsf(h) <= 3.0e38f;
+    return r;
+}
+__device__ __forceinline__ fa4_tf fa4_tfw(float l, float h, bool b, float rel, float ab)
+{
+    return fa4_tfx(l - (fabsf(l) * rel + ab), h + (fabsf(h) * rel + ab), b);
+}
+__device__ __forceinline__ fa4_tf fa4_tfadd(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    return fa4_tfw(al + bl, ah + bh, ab && bb, 0x1p-16f, 0x1p-120f);
+}
+__device__ __forceinline__ fa4_tf fa4_tfsub(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    return fa4_tfw(al - bh, ah - bl, ab && bb, 0x1p-16f, 0x1p-120f);
+}
+__device__ __forceinline__ fa4_tf fa4_tfmul(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    const float p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;
+    return fa4_tfw(fminf(fminf(p0, p1), fminf(p2, p3)), fmaxf(fmaxf(p0, p1), fmaxf(p2, p3)), ab && bb,
+                   0x1p-16f, 0x1p-120f);
+}
+// a divisor's bounds must exclude 0 and stay under 2^120 (fast math's division is 0 above 2^126)
+__device__ __forceinline__ fa4_tf fa4_tfdiv(float al, float ah, bool ab, float bl, float bh, bool bb)
+{
+    if (!(ab && bb && (bl > 0.0f || bh < 0.0f) && fabsf(bl) <= 0x1p120f && fabsf(bh) <= 0x1p120f))
+        return fa4_tfx(0.0f, 0.0f, false);
+    const float p0 = al / bl, p1 = al / bh, p2 = ah / bl, p3 = ah / bh;
+    return fa4_tfw(fminf(fminf(p0, p1), fminf(p2, p3)), fmaxf(fmaxf(p0, p1), fmaxf(p2, p3)), true,
+                   0x1p-16f, 0x1p-120f);
+}
 #endif
 // The indices trainable site k can read over a box of positions (batch b, heads
 // [h_lo, h_hi], queries [q_lo, q_hi], keys [kv_lo, kv_hi]; positions as score_mod sees
@@ -680,13 +1289,424 @@ __device__ __forceinline__ void fa4_aux_grad_site_range(int fa4_k, int fa4_b, in
     fa4_tnorm(fa4_tl5, fa4_th5);
     long long fa4_tl6 = (long long)(fa4_a.num_buckets), fa4_th6 = fa4_tl6;
     long long fa4_tl7 = (long long)(fa4_a.max_distance), fa4_th7 = fa4_tl7;
-    long long fa4_tl8 = -2147483648LL, fa4_th8 = 2147483647LL;
+    long long fa4_tl8 = 2147483647LL, fa4_th8 = -2147483648LL;
+    int fa4_h0rc = 0;
+    {
+    // t5_bucket, evaluated over the box
+    bool fa4_h0al = true;
+    long long fa4_h0l0 = -2147483648LL, fa4_h0h0 = 2147483647LL;
+    long long fa4_h0l1 = -2147483648LL, fa4_h0h1 = 2147483647LL;
+    long long fa4_h0l2 = -2147483648LL, fa4_h0h2 = 2147483647LL;
+    long long fa4_h0l3 = -2147483648LL, fa4_h0h3 = 2147483647LL;
+    long long fa4_h0l4 = -2147483648LL, fa4_h0h4 = 2147483647LL;
+    long long fa4_h0l5 = -2147483648LL, fa4_h0h5 = 2147483647LL;
+    long long fa4_h0l6 = -2147483648LL, fa4_h0h6 = 2147483647LL;
+    bool fa4_h0k7 = false, fa4_h0b7 = false;
+    float fa4_h0fl7 = 0.0f, fa4_h0fh7 = 0.0f;
+    long long fa4_h0l8 = -2147483648LL, fa4_h0h8 = 2147483647LL;
+    fa4_h0l0 = fa4_tl5; fa4_h0h0 = fa4_th5;
+    fa4_h0l1 = fa4_tl6; fa4_h0h1 = fa4_th6;
+    fa4_h0l2 = fa4_tl7; fa4_h0h2 = fa4_th7;
+    if (fa4_h0al) {
+    long long fa4_tl9 = fa4_h0l1, fa4_th9 = fa4_h0h1;
+    long long fa4_tl10 = 2LL, fa4_th10 = fa4_tl10;
+    long long fa4_tl11, fa4_th11;
+    fa4_tdiv(fa4_tl9, fa4_th9, fa4_tl10, fa4_th10, fa4_tl11, fa4_th11);
+    fa4_h0l3 = fa4_tl11; fa4_h0h3 = fa4_th11;
+    (void)fa4_tl9, (void)fa4_th9;
+    (void)fa4_tl10, (void)fa4_th10;
+    (void)fa4_tl11, (void)fa4_th11;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl12 = 0LL, fa4_th12 = fa4_tl12;
+    fa4_h0l4 = fa4_tl12; fa4_h0h4 = fa4_th12;
+    (void)fa4_tl12, (void)fa4_th12;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl13 = fa4_h0l0, fa4_th13 = fa4_h0h0;
+    long long fa4_tl14 = 0LL, fa4_th14 = fa4_tl14;
+    const bool fa4_tv15 = fa4_tl13 > fa4_th14, fa4_tk15 = fa4_tv15 || (fa4_th13 <= fa4_tl14);
+    const long long fa4_h0s0_l0 = fa4_h0l0;
+    const long long fa4_h0s0_h0 = fa4_h0h0;
+    const long long fa4_h0s0_l1 = fa4_h0l1;
+    const long long fa4_h0s0_h1 = fa4_h0h1;
+    const long long fa4_h0s0_l2 = fa4_h0l2;
+    const long long fa4_h0s0_h2 = fa4_h0h2;
+    const long long fa4_h0s0_l3 = fa4_h0l3;
+    const long long fa4_h0s0_h3 = fa4_h0h3;
+    const long long fa4_h0s0_l4 = fa4_h0l4;
+    const long long fa4_h0s0_h4 = fa4_h0h4;
+    const long long fa4_h0s0_l5 = fa4_h0l5;
+    const long long fa4_h0s0_h5 = fa4_h0h5;
+    const long long fa4_h0s0_l6 = fa4_h0l6;
+    const long long fa4_h0s0_h6 = fa4_h0h6;
+    const bool fa4_h0s0_k7 = fa4_h0k7;
+    const bool fa4_h0s0_b7 = fa4_h0b7;
+    const float fa4_h0s0_fl7 = fa4_h0fl7;
+    const float fa4_h0s0_fh7 = fa4_h0fh7;
+    const long long fa4_h0s0_l8 = fa4_h0l8;
+    const long long fa4_h0s0_h8 = fa4_h0h8;
+    fa4_h0al = !fa4_tk15 || fa4_tv15;
+    if (fa4_h0al) {
+    long long fa4_tl16 = fa4_h0l3, fa4_th16 = fa4_h0h3;
+    fa4_h0l4 = fa4_tl16; fa4_h0h4 = fa4_th16;
+    (void)fa4_tl16, (void)fa4_th16;
+    }
+    const long long fa4_h0t0_l0 = fa4_h0l0;
+    const long long fa4_h0t0_h0 = fa4_h0h0;
+    const long long fa4_h0t0_l1 = fa4_h0l1;
+    const long long fa4_h0t0_h1 = fa4_h0h1;
+    const long long fa4_h0t0_l2 = fa4_h0l2;
+    const long long fa4_h0t0_h2 = fa4_h0h2;
+    const long long fa4_h0t0_l3 = fa4_h0l3;
+    const long long fa4_h0t0_h3 = fa4_h0h3;
+    const long long fa4_h0t0_l4 = fa4_h0l4;
+    const long long fa4_h0t0_h4 = fa4_h0h4;
+    const long long fa4_h0t0_l5 = fa4_h0l5;
+    const long long fa4_h0t0_h5 = fa4_h0h5;
+    const long long fa4_h0t0_l6 = fa4_h0l6;
+    const long long fa4_h0t0_h6 = fa4_h0h6;
+    const bool fa4_h0t0_k7 = fa4_h0k7;
+    const bool fa4_h0t0_b7 = fa4_h0b7;
+    const float fa4_h0t0_fl7 = fa4_h0fl7;
+    const float fa4_h0t0_fh7 = fa4_h0fh7;
+    const long long fa4_h0t0_l8 = fa4_h0l8;
+    const long long fa4_h0t0_h8 = fa4_h0h8;
+    const bool fa4_h0a0 = fa4_h0al;
+    fa4_h0l0 = fa4_h0s0_l0;
+    fa4_h0h0 = fa4_h0s0_h0;
+    fa4_h0l1 = fa4_h0s0_l1;
+    fa4_h0h1 = fa4_h0s0_h1;
+    fa4_h0l2 = fa4_h0s0_l2;
+    fa4_h0h2 = fa4_h0s0_h2;
+    fa4_h0l3 = fa4_h0s0_l3;
+    fa4_h0h3 = fa4_h0s0_h3;
+    fa4_h0l4 = fa4_h0s0_l4;
+    fa4_h0h4 = fa4_h0s0_h4;
+    fa4_h0l5 = fa4_h0s0_l5;
+    fa4_h0h5 = fa4_h0s0_h5;
+    fa4_h0l6 = fa4_h0s0_l6;
+    fa4_h0h6 = fa4_h0s0_h6;
+    fa4_h0k7 = fa4_h0s0_k7;
+    fa4_h0b7 = fa4_h0s0_b7;
+    fa4_h0fl7 = fa4_h0s0_fl7;
+    fa4_h0fh7 = fa4_h0s0_fh7;
+    fa4_h0l8 = fa4_h0s0_l8;
+    fa4_h0h8 = fa4_h0s0_h8;
+    fa4_h0al = !fa4_tk15 || !fa4_tv15;
+    if (fa4_h0a0 && fa4_h0al) {
+    fa4_h0l0 = fa4_tmin(fa4_h0l0, fa4_h0t0_l0); fa4_h0h0 = fa4_tmax(fa4_h0h0, fa4_h0t0_h0);
+    fa4_h0l1 = fa4_tmin(fa4_h0l1, fa4_h0t0_l1); fa4_h0h1 = fa4_tmax(fa4_h0h1, fa4_h0t0_h1);
+    fa4_h0l2 = fa4_tmin(fa4_h0l2, fa4_h0t0_l2); fa4_h0h2 = fa4_tmax(fa4_h0h2, fa4_h0t0_h2);
+    fa4_h0l3 = fa4_tmin(fa4_h0l3, fa4_h0t0_l3); fa4_h0h3 = fa4_tmax(fa4_h0h3, fa4_h0t0_h3);
+    fa4_h0l4 = fa4_tmin(fa4_h0l4, fa4_h0t0_l4); fa4_h0h4 = fa4_tmax(fa4_h0h4, fa4_h0t0_h4);
+    fa4_h0l5 = fa4_tmin(fa4_h0l5, fa4_h0t0_l5); fa4_h0h5 = fa4_tmax(fa4_h0h5, fa4_h0t0_h5);
+    fa4_h0l6 = fa4_tmin(fa4_h0l6, fa4_h0t0_l6); fa4_h0h6 = fa4_tmax(fa4_h0h6, fa4_h0t0_h6);
+    fa4_h0k7 = fa4_h0k7 && fa4_h0t0_k7 && fa4_h0b7 && fa4_h0t0_b7 && fa4_h0fl7 == fa4_h0fh7 && fa4_h0t0_fl7 == fa4_h0t0_fh7 && fa4_h0fl7 == fa4_h0t0_fl7 && fa4_h0fl7 != 0.0f;
+    fa4_h0b7 = fa4_h0b7 && fa4_h0t0_b7; fa4_h0fl7 = fminf(fa4_h0fl7, fa4_h0t0_fl7); fa4_h0fh7 = fmaxf(fa4_h0fh7, fa4_h0t0_fh7);
+    fa4_h0l8 = fa4_tmin(fa4_h0l8, fa4_h0t0_l8); fa4_h0h8 = fa4_tmax(fa4_h0h8, fa4_h0t0_h8);
+    } else if (fa4_h0a0) {
+    fa4_h0l0 = fa4_h0t0_l0;
+    fa4_h0h0 = fa4_h0t0_h0;
+    fa4_h0l1 = fa4_h0t0_l1;
+    fa4_h0h1 = fa4_h0t0_h1;
+    fa4_h0l2 = fa4_h0t0_l2;
+    fa4_h0h2 = fa4_h0t0_h2;
+    fa4_h0l3 = fa4_h0t0_l3;
+    fa4_h0h3 = fa4_h0t0_h3;
+    fa4_h0l4 = fa4_h0t0_l4;
+    fa4_h0h4 = fa4_h0t0_h4;
+    fa4_h0l5 = fa4_h0t0_l5;
+    fa4_h0h5 = fa4_h0t0_h5;
+    fa4_h0l6 = fa4_h0t0_l6;
+    fa4_h0h6 = fa4_h0t0_h6;
+    fa4_h0k7 = fa4_h0t0_k7;
+    fa4_h0b7 = fa4_h0t0_b7;
+    fa4_h0fl7 = fa4_h0t0_fl7;
+    fa4_h0fh7 = fa4_h0t0_fh7;
+    fa4_h0l8 = fa4_h0t0_l8;
+    fa4_h0h8 = fa4_h0t0_h8;
+    }
+    fa4_h0al = fa4_h0al || fa4_h0a0;
+    (void)fa4_tl13, (void)fa4_th13;
+    (void)fa4_tl14, (void)fa4_th14;
+    (void)fa4_tk15, (void)fa4_tv15;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl17 = fa4_h0l0, fa4_th17 = fa4_h0h0;
+    long long fa4_tl18 = fa4_tl17 >= 0 ? fa4_tl17 : fa4_th17 <= 0 ? -fa4_th17 : 0LL, fa4_th18 = fa4_tmax(-fa4_tl17, fa4_th17);
+    fa4_tnorm(fa4_tl18, fa4_th18);
+    fa4_h0l5 = fa4_tl18; fa4_h0h5 = fa4_th18;
+    (void)fa4_tl17, (void)fa4_th17;
+    (void)fa4_tl18, (void)fa4_th18;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl19 = fa4_h0l3, fa4_th19 = fa4_h0h3;
+    long long fa4_tl20 = 2LL, fa4_th20 = fa4_tl20;
+    long long fa4_tl21, fa4_th21;
+    fa4_tdiv(fa4_tl19, fa4_th19, fa4_tl20, fa4_th20, fa4_tl21, fa4_th21);
+    fa4_h0l6 = fa4_tl21; fa4_h0h6 = fa4_th21;
+    (void)fa4_tl19, (void)fa4_th19;
+    (void)fa4_tl20, (void)fa4_th20;
+    (void)fa4_tl21, (void)fa4_th21;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl22 = fa4_h0l5, fa4_th22 = fa4_h0h5;
+    long long fa4_tl23 = fa4_h0l6, fa4_th23 = fa4_h0h6;
+    const bool fa4_tv24 = fa4_th22 < fa4_tl23, fa4_tk24 = fa4_tv24 || (fa4_tl22 >= fa4_th23);
+    const long long fa4_h0s1_l0 = fa4_h0l0;
+    const long long fa4_h0s1_h0 = fa4_h0h0;
+    const long long fa4_h0s1_l1 = fa4_h0l1;
+    const long long fa4_h0s1_h1 = fa4_h0h1;
+    const long long fa4_h0s1_l2 = fa4_h0l2;
+    const long long fa4_h0s1_h2 = fa4_h0h2;
+    const long long fa4_h0s1_l3 = fa4_h0l3;
+    const long long fa4_h0s1_h3 = fa4_h0h3;
+    const long long fa4_h0s1_l4 = fa4_h0l4;
+    const long long fa4_h0s1_h4 = fa4_h0h4;
+    const long long fa4_h0s1_l5 = fa4_h0l5;
+    const long long fa4_h0s1_h5 = fa4_h0h5;
+    const long long fa4_h0s1_l6 = fa4_h0l6;
+    const long long fa4_h0s1_h6 = fa4_h0h6;
+    const bool fa4_h0s1_k7 = fa4_h0k7;
+    const bool fa4_h0s1_b7 = fa4_h0b7;
+    const float fa4_h0s1_fl7 = fa4_h0fl7;
+    const float fa4_h0s1_fh7 = fa4_h0fh7;
+    const long long fa4_h0s1_l8 = fa4_h0l8;
+    const long long fa4_h0s1_h8 = fa4_h0h8;
+    fa4_h0al = !fa4_tk24 || fa4_tv24;
+    if (fa4_h0al) {
+    long long fa4_tl25 = fa4_h0l4, fa4_th25 = fa4_h0h4;
+    long long fa4_tl26 = fa4_h0l5, fa4_th26 = fa4_h0h5;
+    long long fa4_tl27 = fa4_tl25 + fa4_tl26, fa4_th27 = fa4_th25 + fa4_th26;
+    fa4_tnorm(fa4_tl27, fa4_th27);
+    fa4_tl8 = fa4_tmin(fa4_tl8, fa4_tl27); fa4_th8 = fa4_tmax(fa4_th8, fa4_th27);
+    ++fa4_h0rc;
+    (void)fa4_tl25, (void)fa4_th25;
+    (void)fa4_tl26, (void)fa4_th26;
+    (void)fa4_tl27, (void)fa4_th27;
+    }
+    fa4_h0al = false;
+    const long long fa4_h0t1_l0 = fa4_h0l0;
+    const long long fa4_h0t1_h0 = fa4_h0h0;
+    const long long fa4_h0t1_l1 = fa4_h0l1;
+    const long long fa4_h0t1_h1 = fa4_h0h1;
+    const long long fa4_h0t1_l2 = fa4_h0l2;
+    const long long fa4_h0t1_h2 = fa4_h0h2;
+    const long long fa4_h0t1_l3 = fa4_h0l3;
+    const long long fa4_h0t1_h3 = fa4_h0h3;
+    const long long fa4_h0t1_l4 = fa4_h0l4;
+    const long long fa4_h0t1_h4 = fa4_h0h4;
+    const long long fa4_h0t1_l5 = fa4_h0l5;
+    const long long fa4_h0t1_h5 = fa4_h0h5;
+    const long long fa4_h0t1_l6 = fa4_h0l6;
+    const long long fa4_h0t1_h6 = fa4_h0h6;
+    const bool fa4_h0t1_k7 = fa4_h0k7;
+    const bool fa4_h0t1_b7 = fa4_h0b7;
+    const float fa4_h0t1_fl7 = fa4_h0fl7;
+    const float fa4_h0t1_fh7 = fa4_h0fh7;
+    const long long fa4_h0t1_l8 = fa4_h0l8;
+    const long long fa4_h0t1_h8 = fa4_h0h8;
+    const bool fa4_h0a1 = fa4_h0al;
+    fa4_h0l0 = fa4_h0s1_l0;
+    fa4_h0h0 = fa4_h0s1_h0;
+    fa4_h0l1 = fa4_h0s1_l1;
+    fa4_h0h1 = fa4_h0s1_h1;
+    fa4_h0l2 = fa4_h0s1_l2;
+    fa4_h0h2 = fa4_h0s1_h2;
+    fa4_h0l3 = fa4_h0s1_l3;
+    fa4_h0h3 = fa4_h0s1_h3;
+    fa4_h0l4 = fa4_h0s1_l4;
+    fa4_h0h4 = fa4_h0s1_h4;
+    fa4_h0l5 = fa4_h0s1_l5;
+    fa4_h0h5 = fa4_h0s1_h5;
+    fa4_h0l6 = fa4_h0s1_l6;
+    fa4_h0h6 = fa4_h0s1_h6;
+    fa4_h0k7 = fa4_h0s1_k7;
+    fa4_h0b7 = fa4_h0s1_b7;
+    fa4_h0fl7 = fa4_h0s1_fl7;
+    fa4_h0fh7 = fa4_h0s1_fh7;
+    fa4_h0l8 = fa4_h0s1_l8;
+    fa4_h0h8 = fa4_h0s1_h8;
+    fa4_h0al = !fa4_tk24 || !fa4_tv24;
+    if (fa4_h0a1 && fa4_h0al) {
+    fa4_h0l0 = fa4_tmin(fa4_h0l0, fa4_h0t1_l0); fa4_h0h0 = fa4_tmax(fa4_h0h0, fa4_h0t1_h0);
+    fa4_h0l1 = fa4_tmin(fa4_h0l1, fa4_h0t1_l1); fa4_h0h1 = fa4_tmax(fa4_h0h1, fa4_h0t1_h1);
+    fa4_h0l2 = fa4_tmin(fa4_h0l2, fa4_h0t1_l2); fa4_h0h2 = fa4_tmax(fa4_h0h2, fa4_h0t1_h2);
+    fa4_h0l3 = fa4_tmin(fa4_h0l3, fa4_h0t1_l3); fa4_h0h3 = fa4_tmax(fa4_h0h3, fa4_h0t1_h3);
+    fa4_h0l4 = fa4_tmin(fa4_h0l4, fa4_h0t1_l4); fa4_h0h4 = fa4_tmax(fa4_h0h4, fa4_h0t1_h4);
+    fa4_h0l5 = fa4_tmin(fa4_h0l5, fa4_h0t1_l5); fa4_h0h5 = fa4_tmax(fa4_h0h5, fa4_h0t1_h5);
+    fa4_h0l6 = fa4_tmin(fa4_h0l6, fa4_h0t1_l6); fa4_h0h6 = fa4_tmax(fa4_h0h6, fa4_h0t1_h6);
+    fa4_h0k7 = fa4_h0k7 && fa4_h0t1_k7 && fa4_h0b7 && fa4_h0t1_b7 && fa4_h0fl7 == fa4_h0fh7 && fa4_h0t1_fl7 == fa4_h0t1_fh7 && fa4_h0fl7 == fa4_h0t1_fl7 && fa4_h0fl7 != 0.0f;
+    fa4_h0b7 = fa4_h0b7 && fa4_h0t1_b7; fa4_h0fl7 = fminf(fa4_h0fl7, fa4_h0t1_fl7); fa4_h0fh7 = fmaxf(fa4_h0fh7, fa4_h0t1_fh7);
+    fa4_h0l8 = fa4_tmin(fa4_h0l8, fa4_h0t1_l8); fa4_h0h8 = fa4_tmax(fa4_h0h8, fa4_h0t1_h8);
+    } else if (fa4_h0a1) {
+    fa4_h0l0 = fa4_h0t1_l0;
+    fa4_h0h0 = fa4_h0t1_h0;
+    fa4_h0l1 = fa4_h0t1_l1;
+    fa4_h0h1 = fa4_h0t1_h1;
+    fa4_h0l2 = fa4_h0t1_l2;
+    fa4_h0h2 = fa4_h0t1_h2;
+    fa4_h0l3 = fa4_h0t1_l3;
+    fa4_h0h3 = fa4_h0t1_h3;
+    fa4_h0l4 = fa4_h0t1_l4;
+    fa4_h0h4 = fa4_h0t1_h4;
+    fa4_h0l5 = fa4_h0t1_l5;
+    fa4_h0h5 = fa4_h0t1_h5;
+    fa4_h0l6 = fa4_h0t1_l6;
+    fa4_h0h6 = fa4_h0t1_h6;
+    fa4_h0k7 = fa4_h0t1_k7;
+    fa4_h0b7 = fa4_h0t1_b7;
+    fa4_h0fl7 = fa4_h0t1_fl7;
+    fa4_h0fh7 = fa4_h0t1_fh7;
+    fa4_h0l8 = fa4_h0t1_l8;
+    fa4_h0h8 = fa4_h0t1_h8;
+    }
+    fa4_h0al = fa4_h0al || fa4_h0a1;
+    (void)fa4_tl22, (void)fa4_th22;
+    (void)fa4_tl23, (void)fa4_th23;
+    (void)fa4_tk24, (void)fa4_tv24;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl28 = fa4_h0l5, fa4_th28 = fa4_h0h5;
+    const bool fa4_tk29 = true && (fa4_tl28 == fa4_th28);
+    const fa4_tf fa4_tf29_ = fa4_tfx((float)fa4_tl28, (float)fa4_th28, true);
+    const float fa4_tfl29 = fa4_tf29_.l, fa4_tfh29 = fa4_tf29_.h;
+    const bool fa4_tb29 = fa4_tf29_.b;
+    long long fa4_tl30 = fa4_h0l6, fa4_th30 = fa4_h0h6;
+    const bool fa4_tk31 = true && (fa4_tl30 == fa4_th30);
+    const fa4_tf fa4_tf31_ = fa4_tfx((float)fa4_tl30, (float)fa4_th30, true);
+    const float fa4_tfl31 = fa4_tf31_.l, fa4_tfh31 = fa4_tf31_.h;
+    const bool fa4_tb31 = fa4_tf31_.b;
+    const bool fa4_tk32 = true && fa4_tk29 && fa4_tk31;
+    const fa4_tf fa4_tf32_ = fa4_tfdiv(fa4_tfl29, fa4_tfh29, fa4_tb29, fa4_tfl31, fa4_tfh31, fa4_tb31);
+    const float fa4_tfl32 = fa4_tf32_.l, fa4_tfh32 = fa4_tf32_.h;
+    const bool fa4_tb32 = fa4_tf32_.b;
+    const bool fa4_tk33 = true && fa4_tk32;
+    const fa4_tf fa4_tf33_ = fa4_tfw(fa4_logf(fa4_tb32 ? fa4_tfl32 : 1.0f), fa4_logf(fa4_tb32 ? fa4_tfh32 : 1.0f), fa4_tb32 && fa4_tfl32 > 0.0f, 0x1p-12f, 0x1p-16f);
+    const float fa4_tfl33 = fa4_tf33_.l, fa4_tfh33 = fa4_tf33_.h;
+    const bool fa4_tb33 = fa4_tf33_.b;
+    long long fa4_tl34 = fa4_h0l2, fa4_th34 = fa4_h0h2;
+    const bool fa4_tk35 = true && (fa4_tl34 == fa4_th34);
+    const fa4_tf fa4_tf35_ = fa4_tfx((float)fa4_tl34, (float)fa4_th34, true);
+    const float fa4_tfl35 = fa4_tf35_.l, fa4_tfh35 = fa4_tf35_.h;
+    const bool fa4_tb35 = fa4_tf35_.b;
+    long long fa4_tl36 = fa4_h0l6, fa4_th36 = fa4_h0h6;
+    const bool fa4_tk37 = true && (fa4_tl36 == fa4_th36);
+    const fa4_tf fa4_tf37_ = fa4_tfx((float)fa4_tl36, (float)fa4_th36, true);
+    const float fa4_tfl37 = fa4_tf37_.l, fa4_tfh37 = fa4_tf37_.h;
+    const bool fa4_tb37 = fa4_tf37_.b;
+    const bool fa4_tk38 = true && fa4_tk35 && fa4_tk37;
+    const fa4_tf fa4_tf38_ = fa4_tfdiv(fa4_tfl35, fa4_tfh35, fa4_tb35, fa4_tfl37, fa4_tfh37, fa4_tb37);
+    const float fa4_tfl38 = fa4_tf38_.l, fa4_tfh38 = fa4_tf38_.h;
+    const bool fa4_tb38 = fa4_tf38_.b;
+    const bool fa4_tk39 = true && fa4_tk38;
+    const fa4_tf fa4_tf39_ = fa4_tfw(fa4_logf(fa4_tb38 ? fa4_tfl38 : 1.0f), fa4_logf(fa4_tb38 ? fa4_tfh38 : 1.0f), fa4_tb38 && fa4_tfl38 > 0.0f, 0x1p-12f, 0x1p-16f);
+    const float fa4_tfl39 = fa4_tf39_.l, fa4_tfh39 = fa4_tf39_.h;
+    const bool fa4_tb39 = fa4_tf39_.b;
+    const bool fa4_tk40 = true && fa4_tk33 && fa4_tk39;
+    const fa4_tf fa4_tf40_ = fa4_tfdiv(fa4_tfl33, fa4_tfh33, fa4_tb33, fa4_tfl39, fa4_tfh39, fa4_tb39);
+    const float fa4_tfl40 = fa4_tf40_.l, fa4_tfh40 = fa4_tf40_.h;
+    const bool fa4_tb40 = fa4_tf40_.b;
+    fa4_h0k7 = fa4_tk40; fa4_h0b7 = fa4_tb40; fa4_h0fl7 = fa4_tfl40; fa4_h0fh7 = fa4_tfh40;
+    (void)fa4_tl28, (void)fa4_th28;
+    (void)fa4_tk29, (void)fa4_tfl29, (void)fa4_tfh29, (void)fa4_tb29;
+    (void)fa4_tl30, (void)fa4_th30;
+    (void)fa4_tk31, (void)fa4_tfl31, (void)fa4_tfh31, (void)fa4_tb31;
+    (void)fa4_tk32, (void)fa4_tfl32, (void)fa4_tfh32, (void)fa4_tb32;
+    (void)fa4_tk33, (void)fa4_tfl33, (void)fa4_tfh33, (void)fa4_tb33;
+    (void)fa4_tl34, (void)fa4_th34;
+    (void)fa4_tk35, (void)fa4_tfl35, (void)fa4_tfh35, (void)fa4_tb35;
+    (void)fa4_tl36, (void)fa4_th36;
+    (void)fa4_tk37, (void)fa4_tfl37, (void)fa4_tfh37, (void)fa4_tb37;
+    (void)fa4_tk38, (void)fa4_tfl38, (void)fa4_tfh38, (void)fa4_tb38;
+    (void)fa4_tk39, (void)fa4_tfl39, (void)fa4_tfh39, (void)fa4_tb39;
+    (void)fa4_tk40, (void)fa4_tfl40, (void)fa4_tfh40, (void)fa4_tb40;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl41 = fa4_h0l6, fa4_th41 = fa4_h0h6;
+    const bool fa4_tk42 = fa4_h0k7;
+    const float fa4_tfl42 = fa4_h0fl7, fa4_tfh42 = fa4_h0fh7;
+    const bool fa4_tb42 = fa4_h0b7;
+    long long fa4_tl43 = fa4_h0l3, fa4_th43 = fa4_h0h3;
+    long long fa4_tl44 = fa4_h0l6, fa4_th44 = fa4_h0h6;
+    long long fa4_tl45 = fa4_tl43 - fa4_th44, fa4_th45 = fa4_th43 - fa4_tl44;
+    fa4_tnorm(fa4_tl45, fa4_th45);
+    const bool fa4_tk46 = true && (fa4_tl45 == fa4_th45);
+    const fa4_tf fa4_tf46_ = fa4_tfx((float)fa4_tl45, (float)fa4_th45, true);
+    const float fa4_tfl46 = fa4_tf46_.l, fa4_tfh46 = fa4_tf46_.h;
+    const bool fa4_tb46 = fa4_tf46_.b;
+    const bool fa4_tk47 = true && fa4_tk42 && fa4_tk46;
+    const fa4_tf fa4_tf47_ = fa4_tfmul(fa4_tfl42, fa4_tfh42, fa4_tb42, fa4_tfl46, fa4_tfh46, fa4_tb46);
+    const float fa4_tfl47 = fa4_tf47_.l, fa4_tfh47 = fa4_tf47_.h;
+    const bool fa4_tb47 = fa4_tf47_.b;
+    const long long fa4_tl48 = fa4_tb47 ? (long long)__float2int_rz(fa4_tfl47) : -2147483648LL,
+                    fa4_th48 = fa4_tb47 ? (long long)__float2int_rz(fa4_tfh47) : 2147483647LL;
+    long long fa4_tl49 = fa4_tl41 + fa4_tl48, fa4_th49 = fa4_th41 + fa4_th48;
+    fa4_tnorm(fa4_tl49, fa4_th49);
+    fa4_h0l8 = fa4_tl49; fa4_h0h8 = fa4_th49;
+    (void)fa4_tl41, (void)fa4_th41;
+    (void)fa4_tk42, (void)fa4_tfl42, (void)fa4_tfh42, (void)fa4_tb42;
+    (void)fa4_tl43, (void)fa4_th43;
+    (void)fa4_tl44, (void)fa4_th44;
+    (void)fa4_tl45, (void)fa4_th45;
+    (void)fa4_tk46, (void)fa4_tfl46, (void)fa4_tfh46, (void)fa4_tb46;
+    (void)fa4_tk47, (void)fa4_tfl47, (void)fa4_tfh47, (void)fa4_tb47;
+    (void)fa4_tl48, (void)fa4_th48;
+    (void)fa4_tl49, (void)fa4_th49;
+    }
+    if (fa4_h0al) {
+    long long fa4_tl50 = fa4_h0l4, fa4_th50 = fa4_h0h4;
+    long long fa4_tl51 = fa4_h0l8, fa4_th51 = fa4_h0h8;
+    long long fa4_tl52 = fa4_h0l3, fa4_th52 = fa4_h0h3;
+    long long fa4_tl53 = 1LL, fa4_th53 = fa4_tl53;
+    long long fa4_tl54 = fa4_tl52 - fa4_th53, fa4_th54 = fa4_th52 - fa4_tl53;
+    fa4_tnorm(fa4_tl54, fa4_th54);
+    long long fa4_tl55 = fa4_tmin(fa4_tl51, fa4_tl54), fa4_th55 = fa4_tmin(fa4_th51, fa4_th54);
+    fa4_tnorm(fa4_tl55, fa4_th55);
+    long long fa4_tl56 = fa4_tl50 + fa4_tl55, fa4_th56 = fa4_th50 + fa4_th55;
+    fa4_tnorm(fa4_tl56, fa4_th56);
+    fa4_tl8 = fa4_tmin(fa4_tl8, fa4_tl56); fa4_th8 = fa4_tmax(fa4_th8, fa4_th56);
+    ++fa4_h0rc;
+    (void)fa4_tl50, (void)fa4_th50;
+    (void)fa4_tl51, (void)fa4_th51;
+    (void)fa4_tl52, (void)fa4_th52;
+    (void)fa4_tl53, (void)fa4_th53;
+    (void)fa4_tl54, (void)fa4_th54;
+    (void)fa4_tl55, (void)fa4_th55;
+    (void)fa4_tl56, (void)fa4_th56;
+    }
+    fa4_h0al = false;
+    (void)fa4_h0l0;
+    (void)fa4_h0h0;
+    (void)fa4_h0l1;
+    (void)fa4_h0h1;
+    (void)fa4_h0l2;
+    (void)fa4_h0h2;
+    (void)fa4_h0l3;
+    (void)fa4_h0h3;
+    (void)fa4_h0l4;
+    (void)fa4_h0h4;
+    (void)fa4_h0l5;
+    (void)fa4_h0h5;
+    (void)fa4_h0l6;
+    (void)fa4_h0h6;
+    (void)fa4_h0k7;
+    (void)fa4_h0b7;
+    (void)fa4_h0fl7;
+    (void)fa4_h0fh7;
+    (void)fa4_h0l8;
+    (void)fa4_h0h8;
+    (void)fa4_h0al;
+    }
+    if (fa4_h0rc <= 0)
+        fa4_tl8 = -2147483648LL, fa4_th8 = 2147483647LL;
     if (true && (fa4_tl5 == fa4_th5) && (fa4_tl6 == fa4_th6) && (fa4_tl7 == fa4_th7))
         fa4_tl8 = fa4_th8 = (long long)(fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance));
-    long long fa4_tl9 = fa4_tl2 + fa4_tl8, fa4_th9 = fa4_th2 + fa4_th8;
-    fa4_tnorm(fa4_tl9, fa4_th9);
-    fa4_lo = fa4_tl9;
-    fa4_hi = fa4_th9;
+    long long fa4_tl57 = fa4_tl2 + fa4_tl8, fa4_th57 = fa4_th2 + fa4_th8;
+    fa4_tnorm(fa4_tl57, fa4_th57);
+    fa4_lo = fa4_tl57;
+    fa4_hi = fa4_th57;
     (void)fa4_tl0, (void)fa4_th0;
     (void)fa4_tl1, (void)fa4_th1;
     (void)fa4_tl2, (void)fa4_th2;
@@ -696,7 +1716,7 @@ __device__ __forceinline__ void fa4_aux_grad_site_range(int fa4_k, int fa4_b, in
     (void)fa4_tl6, (void)fa4_th6;
     (void)fa4_tl7, (void)fa4_th7;
     (void)fa4_tl8, (void)fa4_th8;
-    (void)fa4_tl9, (void)fa4_th9;
+    (void)fa4_tl57, (void)fa4_th57;
     const long long n = fa4_a.bias_len;
     fa4_lo = fa4_lo < 0 ? 0 : fa4_lo;
     fa4_hi = fa4_hi > n - 1 ? n - 1 : fa4_hi;
