@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "fa4jit.h"
@@ -92,6 +93,10 @@ struct fa4_kernel {
     size_t aux_size, aux_align;
     size_t aux_offset[3 * FA4__MOD_MAX_AUX];
     int aux_members;
+    /* path_sm90.c bwd_det_rotate: 0 not yet asked, 1 the deterministic dense walk ascends by
+     * default, 2 it is rotated by default (score_mod with a relative or tile form); set at the
+     * first deterministic launch (two threads launching at once compute the same value) */
+    _Atomic int bwd_rot_pref;
 };
 
 /* Look up a __global__ function of a program; NULL when not loaded or absent. */

@@ -555,17 +555,34 @@ static void read_bwd_heads_env(void)
         g_bwd_heads_env = 0;
 }
 
-/* FA4JIT_SM90_BWD_DET_ROTATE, read at every call (A/B): 0 (unset) the deterministic dense
- * backward walks every key tile's query tiles from tile 0 up (turn = key tile: CTA n waits for
- * CTA n - 1 at every tile), 1 rotated walks where a head's key tiles can all be resident, 2
- * rotated walks in the largest groups of key tiles that can (sm90_launch_bwd). Off by default:
- * H200 2026-12-02 21:01 UTC, bf16 B4 H16 S4096 D128 deterministic bwd 3.887 / 3.866 ms off, 3.859 /
- * 3.840 on; S8192 14.22 / 14.27 -> 14.78 / 14.77; D64 B8 H8 2.70 -> 2.81 (notes/sm90-bwd.md). */
-static int bwd_det_rotate(void)
+/* FA4JIT_SM90_BWD_DET_ROTATE, read at every call (A/B): 0 the deterministic dense backward walks
+ * every key tile's query tiles from tile 0 up (turn = key tile: CTA n waits for CTA n - 1 at every
+ * tile), 1 rotated walks where a head's key tiles can all be resident, 2 rotated walks in the
+ * largest groups of key tiles that can (sm90_launch_bwd). Unset: 1 where score_mod has a relative
+ * or tile form (rel_bias, t5_bias: a step costs more near the diagonal, which every key tile meets
+ * at another step, and the ascending walk's turn chain hands each CTA's slow steps on to the next),
+ * else 0. H100 2026-12-06 03:47 UTC, bf16 B4 H16 S4096 D128 deterministic bwd TFLOP/s, 0 / 1 / 2:
+ * trainable T5 149.8 / 243.2 / 239.2 (default mode 246.7), trainable relative bias 234.7 / 303.4 /
+ * 299.1 (default 309.7). Plain stays ascending: H200 2026-12-02 21:01 UTC, 3.887 / 3.866 ms
+ * ascending, 3.859 / 3.840 rotated, S8192 14.22 / 14.27 -> 14.78 / 14.77, D64 B8 H8 2.70 -> 2.81
+ * (notes/sm90-bwd.md, sessions 9 and 16). */
+static int bwd_det_rotate(fa4_kernel *k)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_DET_ROTATE");
-    const int v = e && *e ? atoi(e) : 0;
-    return v >= 0 && v <= 2 ? v : 0;
+    if (e && *e) {
+        const int v = atoi(e);
+        return v >= 0 && v <= 2 ? v : 0;
+    }
+    int pref = atomic_load_explicit(&k->bwd_rot_pref, memory_order_relaxed);
+    if (!pref) {
+        int hoisted = 0, tile = 0, add = 0, affine = 0, rel = 0;
+        const int forms = k->mod && fa4__mod_has_score(k->mod) &&
+                          fa4__mod_forward_forms(k->mod, &hoisted, &tile, &add, &affine, &rel, NULL) == 0 &&
+                          (rel || tile);
+        pref = forms ? 2 : 1;
+        atomic_store_explicit(&k->bwd_rot_pref, pref, memory_order_relaxed);
+    }
+    return pref == 2 ? 1 : 0;
 }
 
 /* Deterministic dense calls take the 80-query main (bwd_main80.cu) where non-deterministic ones do
@@ -764,12 +781,12 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * group in key tiles): rotated CTAs also wait for larger key tiles of their group, so all G
          * of them must be resident at once: at one CTA an SM and CTAs started in linear order,
          * the group's linear span (G - 1) stride + 1 (stride: 1 head-major, the interleave, or
-         * the units when key tiles vary slowest) must fit ctx->sm_count. Only on request
-         * (FA4JIT_SM90_BWD_DET_ROTATE, bwd_det_rotate: measured no faster): =1 the whole head's
-         * key tiles where they fit, else the ascending walk (G = 1); =2 the largest group that
-         * fits. */
+         * the units when key tiles vary slowest) must fit ctx->sm_count. By default for mods with
+         * a relative or tile form, else on request (FA4JIT_SM90_BWD_DET_ROTATE, bwd_det_rotate):
+         * =1 the whole head's key tiles where they fit, else the ascending walk (G = 1); =2 the
+         * largest group that fits. */
         if (p->deterministic && !p->has_block_mask && !d256 && tiles > 1 && ctx->sm_count > 0) {
-            const int rot = bwd_det_rotate();
+            const int rot = bwd_det_rotate(k);
             const int64_t units = (int64_t)p->hkv * p->batch;
             const int64_t stride = pr.tiles_slowest == 1 ? units
                                    : pr.tiles_slowest > 1 ? (units < pr.tiles_slowest ? units : pr.tiles_slowest)
