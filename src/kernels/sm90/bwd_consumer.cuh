@@ -232,11 +232,29 @@ constexpr int kRelSites = 1;
 #define FA4_SM90_BWD_RELP 0
 #endif
 #endif
+/* FA4_SM90_BWD_TILE_RUN K (0: off; tile-form builds, FA4_SM90_BWD_TILE_ADD): the tile test
+ * (fa4_score_mod_tile, a few hundred instructions where it evaluates a helper call: t5_bias) is
+ * asked, where a step's test misses, over the warp's keys and the K query tiles from this one on
+ * (queries [m0, m0 + K kBM)); where that holds, the steps whose rows lie inside skip the test (the
+ * values are the same over the whole box). Where the last single test failed (the diagonal band)
+ * the next miss asks only its own tile. */
+#ifndef FA4_SM90_BWD_TILE_RUN
+#define FA4_SM90_BWD_TILE_RUN 0
+#endif
+#if !FA4_SM90_BWD_TILE_ADD
+#undef FA4_SM90_BWD_TILE_RUN
+#define FA4_SM90_BWD_TILE_RUN 0
+#endif
 struct fa4_bwd_aff {
     int h; /* the head it was asked for (-1: none yet) */
 #if FA4_SM90_BWD_AFFINE
     bool ok;
     float ks, c, dq, dk, ds; /* ks = ds * scale; c at (query 0, the warp's first key) */
+#endif
+#if FA4_SM90_BWD_TILE_RUN
+    int th, tlo, thi; /* FA4_SM90_BWD_TILE_RUN: rows [tlo, thi) of head th hold the tile form tl */
+    bool tfail;       /* the last single-tile test failed */
+    fa4_score_tile tl;
 #endif
 };
 
@@ -743,14 +761,36 @@ struct fa4_bwd_consumer {
     /* Whether score_mod is score + c over this warp's 16 keys and query tile m0's kBM queries
      * (rel_bias away from the diagonal; emit_tile.c): the same for every lane of the warp. Asked at
      * the step's start, before S and dP hold registers. */
-    __device__ __forceinline__ bool tile_add(int h, int m0, fa4_score_tile &tl) const
+    __device__ __forceinline__ bool tile_add(int h, int m0, fa4_score_tile &tl, int rows = kBM) const
     {
         const long long ql = (long long)m0 + p.q_offset;
         const long long kl = (long long)(n0 + cw * kBWgKeys + warp * 16) + p.kv_offset;
-        return ql >= -2147483647LL - 1 && ql + kBM - 1 <= 2147483647LL && kl >= -2147483647LL - 1 &&
+        return ql >= -2147483647LL - 1 && ql + rows - 1 <= 2147483647LL && kl >= -2147483647LL - 1 &&
                kl + 15 <= 2147483647LL &&
-               fa4_score_mod_tile(b, h, (int)ql, (int)(ql + kBM - 1), (int)kl, (int)(kl + 15), aux, tl);
+               fa4_score_mod_tile(b, h, (int)ql, (int)(ql + rows - 1), (int)kl, (int)(kl + 15), aux, tl);
     }
+
+#if FA4_SM90_BWD_TILE_RUN
+    /* tile_add through the run of steps proven before (FA4_SM90_BWD_TILE_RUN) */
+    __device__ __forceinline__ bool tile_add_run(int h, int m0, fa4_score_tile &tl, fa4_bwd_aff &a) const
+    {
+        if (h == a.th && m0 >= a.tlo && m0 + kBM <= a.thi) {
+            tl = a.tl;
+            return true;
+        }
+        constexpr int kRun = FA4_SM90_BWD_TILE_RUN * kBM;
+        if (!a.tfail && tile_add(h, m0, tl, kRun)) {
+            a.th = h;
+            a.tlo = m0;
+            a.thi = m0 + kRun;
+            a.tl = tl;
+            return true;
+        }
+        const bool ok = tile_add(h, m0, tl);
+        a.tfail = !ok;
+        return ok;
+    }
+#endif
 
     /* grads() where score_mod is score + c over the warp's tile: d score_mod / d score = 1, and
      * where c is a read of a trainable tensor its gradient is the tile's sum of dS, one atomic per
@@ -1434,7 +1474,11 @@ struct fa4_bwd_consumer {
         unsigned pp[kBM / 16][4], pds[kBM / 16][4];
 #if FA4_SM90_BWD_TILE_ADD
         fa4_score_tile tl;
+#if FA4_SM90_BWD_TILE_RUN
+        const bool add = tile_add_run(h, m0, tl, af);
+#else
         const bool add = tile_add(h, m0, tl);
+#endif
 #endif
 #if FA4_SM90_BWD_AFFINE
         if (h != af.h)
