@@ -112,6 +112,32 @@ static size_t elem_size(fa4_dtype t)
                                                                                  : 1;
 }
 
+/* Skips the test (cmocka) where there is no C++ compiler to build the host programs. */
+static void skip_without_cxx(void)
+{
+    if (system("c++ --version > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "skipped: no C++ compiler (c++) on this machine\n");
+        skip();
+    }
+}
+
+/* A fresh directory under the build directory for one test's host programs; host_dir_done
+ * removes it unless FA4_MOD_HOST_KEEP is set. */
+static void host_dir(char *dir, size_t size, const char *name)
+{
+    snprintf(dir, size, "%s/%s_XXXXXX", FA4_TEST_BINARY_DIR, name);
+    assert_non_null(mkdtemp(dir));
+}
+
+static void host_dir_done(const char *dir)
+{
+    if (!getenv("FA4_MOD_HOST_KEEP")) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+    }
+}
+
 typedef struct {
     float score;
     int c[4];
@@ -394,13 +420,9 @@ static int check_mod(const char *dir, const char *name, const char *src, size_t 
 static void emitted_matches_evaluator(void **state)
 {
     (void)state;
-    if (system("c++ --version > /dev/null 2>&1") != 0) {
-        fprintf(stderr, "skipped: no C++ compiler (c++) on this machine\n");
-        skip();
-    }
+    skip_without_cxx();
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/mod_host_XXXXXX", FA4_TEST_BINARY_DIR);
-    assert_non_null(mkdtemp(dir));
+    host_dir(dir, sizeof dir, "mod_host");
     int bad = 0, count = 0, rel_taken = -1, tiles_taken = -1, alibi_affine = -1, affine_affine = -1,
         softcap_affine = -1, relative_mods = 0, relative_want = 0;
     char *names[MT_MAX_MODS];
@@ -454,11 +476,7 @@ static void emitted_matches_evaluator(void **state)
            "relative forms in %d shipped mods (want %d)\n",
            count, NPOINTS, bad, rel_taken, tiles_taken, alibi_affine, affine_affine, softcap_affine,
            relative_mods, relative_want);
-    if (!getenv("FA4_MOD_HOST_KEEP")) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        assert_int_equal(system(cmd), 0);
-    }
+    host_dir_done(dir);
     assert_int_equal(bad, 0);
     assert_true(rel_taken > 0 && tiles_taken > 0);
     /* alibi's form is taken in every box (its positions are small); the test mod's where its
@@ -476,10 +494,7 @@ static void emitted_matches_evaluator(void **state)
 static void uniform_int_division(void **state)
 {
     (void)state;
-    if (system("c++ --version > /dev/null 2>&1") != 0) {
-        fprintf(stderr, "skipped: no C++ compiler (c++) on this machine\n");
-        skip();
-    }
+    skip_without_cxx();
     static const char mod[] = "bool mask_mod(int b, int h, int q, int kv, int d) { return q / d == kv % d; }";
     fa4__mod *m = mt_parse(mod, strlen(mod), "u");
     assert_non_null(m);
@@ -488,8 +503,7 @@ static void uniform_int_division(void **state)
     assert_non_null(strstr(cu, "fa4_idiv_u(q, fa4_a.d)"));
     assert_non_null(strstr(cu, "fa4_imod_u(kv, fa4_a.d)"));
     char dir[512], src[600], exe[600], cmd[2048];
-    snprintf(dir, sizeof dir, "%s/mod_idiv_XXXXXX", FA4_TEST_BINARY_DIR);
-    assert_non_null(mkdtemp(dir));
+    host_dir(dir, sizeof dir, "mod_idiv");
     snprintf(src, sizeof src, "%s/idiv.cpp", dir);
     snprintf(exe, sizeof exe, "%s/idiv", dir);
     FILE *f = fopen(src, "w");
@@ -531,10 +545,7 @@ static void uniform_int_division(void **state)
     fclose(f);
     snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -o '%s' '%s' -lm && '%s'", exe, src, exe);
     const int rc = system(cmd);
-    if (!getenv("FA4_MOD_HOST_KEEP")) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        assert_int_equal(system(cmd), 0);
-    }
+    host_dir_done(dir);
     free(cu);
     fa4__mod_free(m);
     assert_int_equal(rc, 0);
@@ -658,13 +669,9 @@ static int check_boxes(const char *dir, const char *name, const char *src, size_
 static void tile_form_holds_over_box(void **state)
 {
     (void)state;
-    if (system("c++ --version > /dev/null 2>&1") != 0) {
-        fprintf(stderr, "skipped: no C++ compiler (c++) on this machine\n");
-        skip();
-    }
+    skip_without_cxx();
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/mod_box_XXXXXX", FA4_TEST_BINARY_DIR);
-    assert_non_null(mkdtemp(dir));
+    host_dir(dir, sizeof dir, "mod_box");
     int bad = 0, taken = 0;
     char *names[MT_MAX_MODS];
     const int n = mt_list_mods(names);
@@ -706,11 +713,7 @@ static void tile_form_holds_over_box(void **state)
         bad += check_boxes(dir, cases[i], src, len, 3300u + (uint64_t)i, NULL, &taken);
         free(src);
     }
-    if (!getenv("FA4_MOD_HOST_KEEP")) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        assert_int_equal(system(cmd), 0);
-    }
+    host_dir_done(dir);
     assert_int_equal(bad, 0);
 }
 
@@ -833,13 +836,9 @@ static int check_rel_sites(const char *dir, const char *name, const char *src, s
 static void relative_sites_match_terms(void **state)
 {
     (void)state;
-    if (system("c++ --version > /dev/null 2>&1") != 0) {
-        fprintf(stderr, "skipped: no C++ compiler (c++) on this machine\n");
-        skip();
-    }
+    skip_without_cxx();
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/mod_relsites_XXXXXX", FA4_TEST_BINARY_DIR);
-    assert_non_null(mkdtemp(dir));
+    host_dir(dir, sizeof dir, "mod_relsites");
     int bad = 0;
     static const char *const shipped[] = {"rel_bias", "t5_bias", "alibi"};
     for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
@@ -852,11 +851,7 @@ static void relative_sites_match_terms(void **state)
         free(src);
     }
     bad += check_rel_sites(dir, "rel_two_tensors", rel_two_tensors, strlen(rel_two_tensors), 3100u);
-    if (!getenv("FA4_MOD_HOST_KEEP")) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        assert_int_equal(system(cmd), 0);
-    }
+    host_dir_done(dir);
     assert_int_equal(bad, 0);
 }
 

@@ -209,6 +209,16 @@ static void out_const(tile_ctx *t, const fa4__expr *e, int n)
         fa4__out(t->E, "fa4_tk%d", n);
 }
 
+/* "true && <operand 0 is one value> && ..." */
+static void out_all_const(tile_ctx *t, const int *ch, const fa4__expr *const *ce, int nch)
+{
+    fa4__out(t->E, "true");
+    for (int i = 0; i < nch; i++) {
+        fa4__out(t->E, " && ");
+        out_const(t, ce[i], ch[i]);
+    }
+}
+
 static void rep(tile_ctx *t, const fa4__expr *e) /* the value at the box's first position */
 {
     fa4__emit_bare(t->E, e);
@@ -221,11 +231,8 @@ static void int_point_or_all(tile_ctx *t, const fa4__expr *e, int n, const int *
     fa4__out(E, "    long long fa4_tl%d = -2147483648LL, fa4_th%d = 2147483647LL;\n", n, n);
     if (t->fr) /* no first-position value inside a helper */
         return;
-    fa4__out(E, "    if (true");
-    for (int i = 0; i < nch; i++) {
-        fa4__out(E, " && ");
-        out_const(t, ce[i], ch[i]);
-    }
+    fa4__out(E, "    if (");
+    out_all_const(t, ch, ce, nch);
     fa4__out(E, ")\n        fa4_tl%d = fa4_th%d = (long long)(", n, n);
     rep(t, e);
     fa4__out(E, ");\n");
@@ -241,11 +248,8 @@ static void const_if_all(tile_ctx *t, const fa4__expr *e, int n, const int *ch, 
         fa4__out(E, "    const bool fa4_tk%d = false, fa4_tv%d = false;\n", n, n);
         return;
     }
-    fa4__out(E, "    const bool fa4_tk%d = true", n);
-    for (int i = 0; i < nch; i++) {
-        fa4__out(E, " && ");
-        out_const(t, ce[i], ch[i]);
-    }
+    fa4__out(E, "    const bool fa4_tk%d = ", n);
+    out_all_const(t, ch, ce, nch);
     fa4__out(E, ";\n");
     if (e->type == TY_BOOL) {
         fa4__out(E, "    const bool fa4_tv%d = fa4_tk%d && (", n, n);
@@ -586,11 +590,8 @@ static void tile_call(tile_ctx *t, const fa4__expr *e, int n, const int *ch, con
     if (ret == TY_INT) {
         fa4__out(E, "    if (fa4_h%drc <= 0)\n        fa4_tl%d = -2147483648LL, fa4_th%d = 2147483647LL;\n", id, n, n);
         if (!t->fr) { /* every argument one value: the call's value at the first position */
-            fa4__out(E, "    if (true");
-            for (int i = 0; i < nch; i++) {
-                fa4__out(E, " && ");
-                out_const(t, ce[i], ch[i]);
-            }
+            fa4__out(E, "    if (");
+            out_all_const(t, ch, ce, nch);
             fa4__out(E, ")\n        fa4_tl%d = fa4_th%d = (long long)(", n, n);
             rep(t, e);
             fa4__out(E, ");\n");
@@ -599,11 +600,8 @@ static void tile_call(tile_ctx *t, const fa4__expr *e, int n, const int *ch, con
         fa4__out(E, "    bool fa4_tk%d = fa4_h%drc > 0 && !(fa4_h%drt && fa4_h%drf), fa4_tv%d = fa4_tk%d && fa4_h%drt;\n",
                  n, id, id, id, n, n, id);
         if (!t->fr) {
-            fa4__out(E, "    if (true");
-            for (int i = 0; i < nch; i++) {
-                fa4__out(E, " && ");
-                out_const(t, ce[i], ch[i]);
-            }
+            fa4__out(E, "    if (");
+            out_all_const(t, ch, ce, nch);
             fa4__out(E, ") {\n        fa4_tk%d = true;\n        fa4_tv%d = (", n, n);
             rep(t, e);
             fa4__out(E, ");\n    }\n");
@@ -613,11 +611,8 @@ static void tile_call(tile_ctx *t, const fa4__expr *e, int n, const int *ch, con
          * argument is */
         fa4__out(E, "    const bool fa4_tk%d = (fa4_h%drc == 1 && fa4_h%drk)", n, id, id);
         if (!t->fr || nch > 0) {
-            fa4__out(E, " || (true");
-            for (int i = 0; i < nch; i++) {
-                fa4__out(E, " && ");
-                out_const(t, ce[i], ch[i]);
-            }
+            fa4__out(E, " || (");
+            out_all_const(t, ch, ce, nch);
             fa4__out(E, ")");
         }
         fa4__out(E, ";\n");
@@ -803,6 +798,26 @@ static void float_node(tile_ctx *t, const fa4__expr *e, int n, const int *ch, co
     float_out(t, e, n, init);
 }
 
+/* The comparison a OP b over bounds <lo>a..<hi>a and <lo>b..<hi>b: tb true where it holds
+ * everywhere (for ==: both one and the same value), fb where it fails everywhere; empty strings
+ * for an operator that is not a comparison. */
+static void cmp_decided(int op, const char *lo, const char *hi, int a, int b, char *tb, char *fb, size_t size)
+{
+    tb[0] = fb[0] = '\0';
+    switch (op) {
+    case TK_LT: snprintf(tb, size, "%s%d < %s%d", hi, a, lo, b); snprintf(fb, size, "%s%d >= %s%d", lo, a, hi, b); break;
+    case TK_LE: snprintf(tb, size, "%s%d <= %s%d", hi, a, lo, b); snprintf(fb, size, "%s%d > %s%d", lo, a, hi, b); break;
+    case TK_GT: snprintf(tb, size, "%s%d > %s%d", lo, a, hi, b); snprintf(fb, size, "%s%d <= %s%d", hi, a, lo, b); break;
+    case TK_GE: snprintf(tb, size, "%s%d >= %s%d", lo, a, hi, b); snprintf(fb, size, "%s%d < %s%d", hi, a, lo, b); break;
+    case TK_EQEQ:
+    case TK_NE:
+        snprintf(tb, size, "%s%d == %s%d && %s%d == %s%d && %s%d == %s%d", lo, a, hi, a, lo, b, hi, b, lo, a, lo, b);
+        snprintf(fb, size, "%s%d < %s%d || %s%d < %s%d", hi, a, lo, b, hi, b, lo, a);
+        break;
+    default: break;
+    }
+}
+
 static int node_raw(tile_ctx *t, const fa4__expr *e);
 
 static int node(tile_ctx *t, const fa4__expr *e)
@@ -977,20 +992,7 @@ static int node_raw(tile_ctx *t, const fa4__expr *e)
     if (e->type == TY_BOOL && e->kind == EX_BINARY && e->a->type == TY_FLOAT && e->b->type == TY_FLOAT) {
         /* a comparison of float bounds: decided where they do not overlap */
         char tb[300], fb[300];
-        tb[0] = fb[0] = '\0';
-        switch (e->op) {
-        case TK_LT: snprintf(tb, sizeof tb, "fa4_tfh%d < fa4_tfl%d", a, b); snprintf(fb, sizeof fb, "fa4_tfl%d >= fa4_tfh%d", a, b); break;
-        case TK_LE: snprintf(tb, sizeof tb, "fa4_tfh%d <= fa4_tfl%d", a, b); snprintf(fb, sizeof fb, "fa4_tfl%d > fa4_tfh%d", a, b); break;
-        case TK_GT: snprintf(tb, sizeof tb, "fa4_tfl%d > fa4_tfh%d", a, b); snprintf(fb, sizeof fb, "fa4_tfh%d <= fa4_tfl%d", a, b); break;
-        case TK_GE: snprintf(tb, sizeof tb, "fa4_tfl%d >= fa4_tfh%d", a, b); snprintf(fb, sizeof fb, "fa4_tfh%d < fa4_tfl%d", a, b); break;
-        case TK_EQEQ:
-        case TK_NE:
-            snprintf(tb, sizeof tb, "fa4_tfl%d == fa4_tfh%d && fa4_tfl%d == fa4_tfh%d && fa4_tfl%d == fa4_tfl%d", a, a,
-                     b, b, a, b);
-            snprintf(fb, sizeof fb, "fa4_tfh%d < fa4_tfl%d || fa4_tfh%d < fa4_tfl%d", a, b, b, a);
-            break;
-        default: break;
-        }
+        cmp_decided(e->op, "fa4_tfl", "fa4_tfh", a, b, tb, fb, sizeof tb);
         if (tb[0]) {
             const char *T = e->op == TK_NE ? fb : tb, *F = e->op == TK_NE ? tb : fb;
             fa4__out(E, "    const bool fa4_tb%d_ = fa4_tb%d && fa4_tb%d;\n", n, a, b);
@@ -1009,20 +1011,8 @@ static int node_raw(tile_ctx *t, const fa4__expr *e)
     if (e->type == TY_BOOL && e->kind == EX_BINARY && e->a->type == TY_INT && e->b->type == TY_INT) {
         /* a comparison of intervals: decided where they do not overlap */
         const char *T = NULL, *F = NULL;
-        char tb[200], fb[200];
-        switch (e->op) {
-        case TK_LT: snprintf(tb, sizeof tb, "fa4_th%d < fa4_tl%d", a, b); snprintf(fb, sizeof fb, "fa4_tl%d >= fa4_th%d", a, b); break;
-        case TK_LE: snprintf(tb, sizeof tb, "fa4_th%d <= fa4_tl%d", a, b); snprintf(fb, sizeof fb, "fa4_tl%d > fa4_th%d", a, b); break;
-        case TK_GT: snprintf(tb, sizeof tb, "fa4_tl%d > fa4_th%d", a, b); snprintf(fb, sizeof fb, "fa4_th%d <= fa4_tl%d", a, b); break;
-        case TK_GE: snprintf(tb, sizeof tb, "fa4_tl%d >= fa4_th%d", a, b); snprintf(fb, sizeof fb, "fa4_th%d < fa4_tl%d", a, b); break;
-        case TK_EQEQ:
-        case TK_NE:
-            snprintf(tb, sizeof tb, "fa4_tl%d == fa4_th%d && fa4_tl%d == fa4_th%d && fa4_tl%d == fa4_tl%d", a, a, b,
-                     b, a, b);
-            snprintf(fb, sizeof fb, "fa4_th%d < fa4_tl%d || fa4_th%d < fa4_tl%d", a, b, b, a);
-            break;
-        default: tb[0] = fb[0] = '\0'; break;
-        }
+        char tb[300], fb[300];
+        cmp_decided(e->op, "fa4_tl", "fa4_th", a, b, tb, fb, sizeof tb);
         if (tb[0]) {
             T = e->op == TK_NE ? fb : tb;
             F = e->op == TK_NE ? tb : fb;
