@@ -557,7 +557,8 @@ static void uniform_int_division(void **state)
  * cases and helper-call mods below, whose tests the abstract evaluation runs through the helper:
  * ifs, returns, int and float bounds, log2f, sqrtf, floorf, a bool helper), at random aux values
  * and at named ones (t5_bias with 32 buckets and max distance 128, as the benchmarks), over boxes
- * of the kernels' sizes at random distances from the diagonal, up to 5000 away. */
+ * of the kernels' sizes (and the backward's runs of query tiles, up to 512 x 16) at random
+ * distances from the diagonal, up to 5000 away. */
 static const char *const box_mods[][2] = {
     {"ramp", "float ramp(int d) {\n    if (d > 100) { return 1.5f; }\n    if (d < -100) { return -1.5f; }\n"
              "    return (float)d * 0.015f;\n}\n"
@@ -612,10 +613,12 @@ static int check_boxes(const char *dir, const char *name, const char *src, size_
                "static unsigned rnd(void) { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return (unsigned)st; }\n"
                "int main(void)\n{\n", (unsigned long long)(seed | 1u));
     write_aux_setup(f, m, aux);
-    fputs("    static const int bq[5] = {64, 16, 64, 128, 1}, bk[5] = {16, 176, 128, 176, 1};\n"
+    /* the forward's and backward's boxes, and the backward's runs of 4 and 8 query tiles
+     * (FA4_SM90_BWD_TILE_RUN: 256 x 16, 512 x 16) */
+    fputs("    static const int bq[7] = {64, 16, 64, 128, 1, 256, 512}, bk[7] = {16, 176, 128, 176, 1, 16, 16};\n"
           "    long taken = 0, pos = 0, bad = 0;\n"
           "    for (int i = 0; i < 600; i++) {\n"
-          "        const int sz = (int)(rnd() % 5), bb = (int)(rnd() % 2), h = (int)(rnd() % 8);\n"
+          "        const int sz = (int)(rnd() % 7), bb = (int)(rnd() % 2), h = (int)(rnd() % 8);\n"
           "        const int q0 = (int)(rnd() % 8192);\n"
           "        const int dist = i % 3 == 0 ? (int)(rnd() % 10001) - 5000 : (int)(rnd() % 601) - 300;\n"
           "        const int k0 = q0 + dist;\n"

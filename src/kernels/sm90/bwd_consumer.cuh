@@ -237,9 +237,17 @@ constexpr int kRelSites = 1;
  * asked, where a step's test misses, over the warp's keys and the K query tiles from this one on
  * (queries [m0, m0 + K kBM)); where that holds, the steps whose rows lie inside skip the test (the
  * values are the same over the whole box). Where the last single test failed (the diagonal band)
- * the next miss asks only its own tile. */
+ * the next miss asks only its own tile. Default 4 where the test evaluates a helper call
+ * (FA4_SCORE_MOD_TILE_CALLS), else 0 (rel_bias's clamp test is cheap; its cubin is unchanged).
+ * H100 2026-12-06 04:30 UTC, B4 H16 S4096 D128 bf16 bwd TFLOP/s, K = 0 / 4 / 8: T5 315.5 / 361.7 /
+ * 376.0, trainable T5 247.6 / 283.1 / 292.2; the sm90 t5 subset passed with K = 4 (12 / 12), K = 8
+ * was only timed. */
 #ifndef FA4_SM90_BWD_TILE_RUN
+#if defined(FA4_SCORE_MOD_TILE_CALLS) && FA4_SCORE_MOD_TILE_CALLS
+#define FA4_SM90_BWD_TILE_RUN 4
+#else
 #define FA4_SM90_BWD_TILE_RUN 0
+#endif
 #endif
 #if !FA4_SM90_BWD_TILE_ADD
 #undef FA4_SM90_BWD_TILE_RUN
