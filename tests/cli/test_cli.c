@@ -140,6 +140,20 @@ static void test_check_points_at_the_error(void **state)
         !strstr(out, "score_mod is score + g(kv_idx - q_idx)"))
         fail_msg("check relpos.mod: %d: %s", rc, out);
     free(out);
+    /* a bucket helper (t5_bias's shape): the tile test runs the helper over the box, which only the
+     * backward asks; the forward keeps the relative form's table */
+    write_text("bucket.mod", "int bk(int r) {\n    int n = abs(r);\n    if (n < 4) { return n; }\n"
+                             "    return min(4 + (int)(logf((float)n) * 2.0f), 15);\n}\n"
+                             "float score_mod(float score, int b, int h, int q_idx, int kv_idx,\n"
+                             "                const float *bias) {\n"
+                             "    return score + bias[bk(kv_idx - q_idx)];\n}\n");
+    rc = run("check bucket.mod", &out);
+    if (rc != 0 || !strstr(out, "no tile form (its test would evaluate a helper over every tile") ||
+        !strstr(out, "sm90 backward: a tile form (score + c where its index-dependent parts, helper calls "
+                     "included") ||
+        !strstr(out, "the forward reads g from a table"))
+        fail_msg("check bucket.mod: %d: %s", rc, out);
+    free(out);
     rc = run("check bad.mod", &out);
     assert_int_equal(rc, 1);
     /* line 3, column 20: the 's' of "slope" */
