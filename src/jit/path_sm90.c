@@ -558,13 +558,14 @@ static void read_bwd_heads_env(void)
 /* FA4JIT_SM90_BWD_DET_ROTATE, read at every call (A/B): 0 the deterministic dense backward walks
  * every key tile's query tiles from tile 0 up (turn = key tile: CTA n waits for CTA n - 1 at every
  * tile), 1 rotated walks where a head's key tiles can all be resident, 2 rotated walks in the
- * largest groups of key tiles that can (sm90_launch_bwd). Unset: 1 where score_mod has a relative
- * or tile form (rel_bias, t5_bias: a step costs more near the diagonal, which every key tile meets
- * at another step, and the ascending walk's turn chain hands each CTA's slow steps on to the next),
- * else 0. H100 2026-12-06 03:47 UTC, bf16 B4 H16 S4096 D128 deterministic bwd TFLOP/s, 0 / 1 / 2:
- * trainable T5 149.8 / 243.2 / 239.2 (default mode 246.7), trainable relative bias 234.7 / 303.4 /
- * 299.1 (default 309.7). Plain stays ascending: H200 2026-12-02 21:01 UTC, 3.887 / 3.866 ms
- * ascending, 3.859 / 3.840 rotated, S8192 14.22 / 14.27 -> 14.78 / 14.77, D64 B8 H8 2.70 -> 2.81
+ * largest groups of key tiles that can (sm90_launch_bwd). Unset: 1 where score_mod has a tile form
+ * or a relative form without the affine one (rel_bias, t5_bias: a step costs more near the
+ * diagonal, which every key tile meets at another step, and the ascending walk's turn chain hands
+ * each CTA's slow steps on to the next), else 0 (plain, alibi: steps of equal cost).
+ * H100 2026-12-06 03:47 UTC, bf16 B4 H16 S4096 D128 deterministic bwd TFLOP/s, 0 / 1 / 2: trainable
+ * T5 149.8 / 243.2 / 239.2 (default mode 246.7), trainable relative bias 234.7 / 303.4 / 299.1
+ * (default 309.7). Plain stays ascending: H200 2026-12-02 21:01 UTC, 3.887 / 3.866 ms ascending,
+ * 3.859 / 3.840 rotated, S8192 14.22 / 14.27 -> 14.78 / 14.77, D64 B8 H8 2.70 -> 2.81
  * (notes/sm90-bwd.md, sessions 9 and 16). */
 static int bwd_det_rotate(fa4_kernel *k)
 {
@@ -576,9 +577,10 @@ static int bwd_det_rotate(fa4_kernel *k)
     int pref = atomic_load_explicit(&k->bwd_rot_pref, memory_order_relaxed);
     if (!pref) {
         int hoisted = 0, tile = 0, add = 0, affine = 0, rel = 0;
+        /* not where the affine form runs (alibi: every step costs the same, as plain's) */
         const int forms = k->mod && fa4__mod_has_score(k->mod) &&
                           fa4__mod_forward_forms(k->mod, &hoisted, &tile, &add, &affine, &rel, NULL) == 0 &&
-                          (rel || tile);
+                          (tile || (rel && !affine));
         pref = forms ? 2 : 1;
         atomic_store_explicit(&k->bwd_rot_pref, pref, memory_order_relaxed);
     }
