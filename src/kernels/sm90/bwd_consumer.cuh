@@ -237,17 +237,14 @@ constexpr int kRelSites = 1;
  * asked, where a step's test misses, over the warp's keys and the K query tiles from this one on
  * (queries [m0, m0 + K kBM)); where that holds, the steps whose rows lie inside skip the test (the
  * values are the same over the whole box). Where the last single test failed (the diagonal band)
- * the next miss asks only its own tile. Default 4 where the test evaluates a helper call
- * (FA4_SCORE_MOD_TILE_CALLS), else 0 (rel_bias's clamp test is cheap; its cubin is unchanged).
+ * the next miss asks only its own tile. Default 8 in every tile-form build.
  * H100 2026-12-06 04:30 UTC, B4 H16 S4096 D128 bf16 bwd TFLOP/s, K = 0 / 4 / 8: T5 315.5 / 361.7 /
- * 376.0, trainable T5 247.6 / 283.1 / 292.2; the sm90 t5 subset passed with K = 4 (12 / 12), K = 8
- * was only timed. */
+ * 376.0, trainable T5 247.6 / 283.1 / 292.2. H100 2026-12-06 05:05 UTC (df2830b, two rounds),
+ * K = 4 (T5) or 0 (rel. bias) / 8: T5 364.4, 360.3 / 375.2, 378.0; trainable T5 283.3, 285.2 /
+ * 294.1, 291.8; trainable rel. bias 312.3, 310.0 / 320.4, 320.7 (its clamp test is cheap, but the
+ * run still skips it and its branch); the t5 subset passed with K = 8 (12 / 12). */
 #ifndef FA4_SM90_BWD_TILE_RUN
-#if defined(FA4_SCORE_MOD_TILE_CALLS) && FA4_SCORE_MOD_TILE_CALLS
-#define FA4_SM90_BWD_TILE_RUN 4
-#else
-#define FA4_SM90_BWD_TILE_RUN 0
-#endif
+#define FA4_SM90_BWD_TILE_RUN 8
 #endif
 #if !FA4_SM90_BWD_TILE_ADD
 #undef FA4_SM90_BWD_TILE_RUN
