@@ -107,9 +107,12 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
  * where the affine form comes first (alibi: the table would be filled for nothing), nor by default
  * where the tile form exists (rel_bias: filled for every tile, the table measured 5-7% slower than
  * the 34 positions, the suite's rel. bias fwd 519-534 against 560 TFLOP/s, H200 2026-12-03; the
- * tile form takes most of its tiles). FA4_SM90_RELT_TILE 1 (not yet run on a GPU): the table
- * there too, filled only where the warpgroup's 64 rows and the tile's keys do not take the tile
- * form, which the score stage then asks over the same box. The host (path_sm90.c's fwd_smem_c)
+ * tile form takes most of its tiles). FA4_SM90_RELT_TILE 1: the table there too, filled only where
+ * the warpgroup's 64 rows and the tile's keys do not take the tile form, which the score stage then
+ * asks over the same box; measured slower (H100 2026-12-06, B4 H16 S4096 D128 bf16 fwd TFLOP/s,
+ * default / RELT_TILE 1 / REL 1: T5 526.4, 517.4 / 250.0, 249.7 / 329.0, 326.5; trainable rel.
+ * bias 558.8, 552.5 / 500.1, 499.5 / 560.7, 551.6): t5_bias's tile test, a helper call per warp
+ * and tile, costs more than the table saves. The host (path_sm90.c's fwd_smem_c)
  * reserves the 1536 bytes for every two-consumer forward: at D 128 the three-stage ring then
  * leaves 256 of the 227 KB. */
 #ifndef FA4_SM90_REL
