@@ -380,9 +380,10 @@ typedef struct fa4_bwd_args {
     int32_t num_seqs;
     int32_t max_seqlen_q, max_seqlen_k;
     int64_t q_offset, kv_offset;
-    int32_t deterministic; /* 1: bitwise identical dq, dk, dv on every run (the gradients of
-                              trainable aux tensors are float atomics in any order: not bitwise
-                              reproducible) */
+    int32_t deterministic; /* 1: bitwise identical dq, dk, dv and trainable aux gradients on
+                              every run (the aux gradients are summed in 64-bit fixed point,
+                              2^-56 resolution, then added into grad; the workspace holds 24
+                              bytes an element of each trainable tensor for it) */
     void *workspace;       /* device memory of fa4_bwd_workspace_size() bytes */
     size_t workspace_size;
     void *stream;

@@ -26,7 +26,7 @@ _kernels = {}
 # Our keys in kernel_options; torch's own keys (BLOCK_M, num_warps, ...) tune Triton and are ignored.
 KERNEL_OPTIONS = {
     "path": "kernel path: 'auto', 'sm80' or 'sm90'",
-    "deterministic": "bitwise reproducible dq, dk, dv (not the gradients of trainable aux tensors)",
+    "deterministic": "bitwise reproducible dq, dk, dv and gradients of trainable aux tensors",
     "sw_exp2_percent": "software exp2 on this percentage of elements (Hopper path)",
     "rescale_threshold": "conditional rescaling threshold in log2 units (negative: always)",
     "checked": "out-of-range aux reads trap instead of clamping",

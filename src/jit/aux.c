@@ -141,3 +141,30 @@ fa4_status fa4__aux_fill(fa4_ctx *ctx, const fa4_kernel *k, const fa4_aux_value 
     }
     return FA4_OK;
 }
+
+int fa4__aux_trainable(const fa4_kernel *k, const uint8_t *block, size_t grad_off[], int64_t numel[],
+                       int cap)
+{
+    int naux = k->mod ? fa4__mod_num_aux(k->mod) : 0, m = 0, n = 0;
+    for (int i = 0; i < naux; i++) {
+        const fa4__aux_decl *d = fa4__mod_aux(k->mod, i);
+        if (!d->is_tensor) {
+            m++;
+            continue;
+        }
+        if (d->trainable && n < cap) {
+            int64_t len;
+            memcpy(&len, block + k->aux_offset[m + 1], sizeof len);
+            grad_off[n] = k->aux_offset[m + 2];
+            numel[n++] = len;
+        }
+        m += d->trainable ? 3 : 2;
+    }
+    return n;
+}
+
+int fa4__aux_fx_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
+{
+    (void)mod;
+    return spec->num_trainable_aux > 0;
+}

@@ -125,6 +125,14 @@ fa4_status fa4__kernel_load(fa4_ctx *ctx, fa4_kernel *k);
 fa4_status fa4__aux_layout(fa4_kernel *k);
 fa4_status fa4__aux_fill(fa4_ctx *ctx, const fa4_kernel *k, const fa4_aux_value *aux, int num_aux,
                          int is_bwd, uint8_t *block, size_t block_cap);
+/* The trainable aux tensors of a backward's filled block, in declaration order: where each one's
+ * grad pointer lies in the block (byte offset) and its element count. Returns how many (at most
+ * cap are written). */
+int fa4__aux_trainable(const fa4_kernel *k, const uint8_t *block, size_t grad_off[], int64_t numel[],
+                       int cap);
+/* A path's program_desc.wanted for the deterministic mode's backward mains with fixed-point aux
+ * gradients (launch.c): where the spec has trainable aux tensors. */
+int fa4__aux_fx_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
 
 /* --------------------------------------------------------------------------------------- launch */
 typedef struct fa4__tview {
@@ -151,6 +159,8 @@ typedef struct fa4__problem {
     const void *aux_block;       /* host copy of struct fa4_aux, laid out by libffi */
     size_t aux_size;
     int deterministic;
+    int aux_fx;                  /* deterministic with trainable aux: the bwd_main*_fx programs, whose
+                                    aux gradients go into launch.c's fixed-point accumulators */
     void *workspace;
     size_t workspace_size;
     CUstream stream;

@@ -5,7 +5,9 @@
  * runs unless every check passed, and each failure says which argument and why.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -387,6 +389,89 @@ static fa4_status check_bwd(fa4_kernel *k, const fa4_bwd_args *a, fa4__problem *
     return FA4_OK;
 }
 
+/* Deterministic mode with trainable aux tensors: each tensor's fixed-point accumulator (three
+ * 64-bit words an element, the mod header's fa4_aux_grad_global), in the workspace after the
+ * path's part. The path runs its bwd_main*_fx programs (built with FA4_AUX_FX), which see the
+ * accumulator's address in place of the grad pointer; bwd_post.cu's fa4_aux_fx_post then adds
+ * each sum into the gradient. Integer adds make the sums independent of the order of the
+ * atomics: bitwise reproducible gradients. FA4JIT_DET_AUX_FIXED=0 (A/B): the default mode's
+ * programs and float atomics instead. */
+typedef struct aux_fx {
+    int n;
+    size_t base;                       /* the first accumulator's offset in the workspace */
+    size_t off[FA4__MOD_MAX_AUX];      /* each accumulator's, from base */
+    size_t grad_off[FA4__MOD_MAX_AUX]; /* where its grad pointer lies in the aux block */
+    int64_t numel[FA4__MOD_MAX_AUX];
+    size_t total;                      /* base + the accumulators' bytes */
+} aux_fx;
+
+static size_t align256(size_t x)
+{
+    return (x + 255) & ~(size_t)255;
+}
+
+static fa4_status aux_fx_layout(fa4_kernel *k, const fa4__problem *p, size_t path_bytes, aux_fx *fx)
+{
+    memset(fx, 0, sizeof *fx);
+    fx->total = path_bytes;
+    const char *env = getenv("FA4JIT_DET_AUX_FIXED");
+    if (!p->deterministic || (env && !strcmp(env, "0")))
+        return FA4_OK;
+    fx->n = fa4__aux_trainable(k, p->aux_block, fx->grad_off, fx->numel, FA4__MOD_MAX_AUX);
+    if (!fx->n)
+        return FA4_OK;
+    fx->base = align256(path_bytes);
+    size_t at = 0;
+    for (int i = 0; i < fx->n; i++) {
+        if ((uint64_t)fx->numel[i] > (SIZE_MAX / 2 - fx->base - at) / 24)
+            return fa4__set_error(k->ctx, FA4_ERR_WORKSPACE,
+                                  "deterministic backward: trainable aux tensor %d of %lld elements "
+                                  "needs more workspace than size_t holds",
+                                  i, (long long)fx->numel[i]);
+        fx->off[i] = at;
+        at += align256((size_t)fx->numel[i] * 24);
+    }
+    fx->total = fx->base + at;
+    return FA4_OK;
+}
+
+/* Before the path's launch: zero the accumulators and put their addresses into the aux block in
+ * place of the grad pointers (grad[] keeps those). */
+static fa4_status aux_fx_begin(fa4_kernel *k, const aux_fx *fx, uint8_t *aux_block, void *ws, CUstream stream,
+                               void *grad[])
+{
+    for (int i = 0; i < fx->n; i++) {
+        const CUdeviceptr acc = (CUdeviceptr)(uintptr_t)ws + fx->base + fx->off[i];
+        const CUresult r = k->ctx->cu->memsetD8Async(acc, 0, (size_t)fx->numel[i] * 24, stream);
+        if (r != CUDA_SUCCESS)
+            return fa4__cu_error(k->ctx, FA4_ERR_LAUNCH, r, "deterministic backward: zeroing the aux "
+                                 "gradient accumulators");
+        const void *a = (const void *)(uintptr_t)acc;
+        memcpy(&grad[i], aux_block + fx->grad_off[i], sizeof grad[i]);
+        memcpy(aux_block + fx->grad_off[i], &a, sizeof a);
+    }
+    return FA4_OK;
+}
+
+/* After it: each accumulator into its gradient (grad[i] += sum), in stream order. */
+static fa4_status aux_fx_end(fa4_kernel *k, const aux_fx *fx, void *ws, CUstream stream, void *const grad[])
+{
+    CUfunction f = fa4__kernel_function(k, "bwd_post", "fa4_aux_fx_post");
+    for (int i = 0; i < fx->n; i++) {
+        CUdeviceptr acc = (CUdeviceptr)(uintptr_t)ws + fx->base + fx->off[i];
+        void *g = grad[i];
+        long long n = (long long)fx->numel[i];
+        void *args[3] = {&acc, &g, &n};
+        const int64_t blocks = (n + 255) / 256;
+        const CUresult r = k->ctx->cu->launchKernel(f, (unsigned)(blocks < 4096 ? blocks : 4096), 1, 1, 256, 1, 1,
+                                                    0, stream, args, NULL);
+        if (r != CUDA_SUCCESS)
+            return fa4__cu_error(k->ctx, FA4_ERR_LAUNCH, r, "deterministic backward: the aux gradient "
+                                 "accumulators (fa4_aux_fx_post)");
+    }
+    return FA4_OK;
+}
+
 fa4_status fa4_bwd_workspace_size(fa4_kernel *k, const fa4_bwd_args *a, size_t *bytes)
 {
     fa4_status st = check_kernel(k, "bwd_main", "backward");
@@ -398,7 +483,13 @@ fa4_status fa4_bwd_workspace_size(fa4_kernel *k, const fa4_bwd_args *a, size_t *
     uint8_t aux_block[FA4__AUX_BLOCK_MAX] __attribute__((aligned(16)));
     if ((st = check_bwd(k, a, &p, aux_block)) != FA4_OK)
         return st;
-    return fa4__path_for(k->path)->bwd_workspace(k, &p, bytes);
+    size_t need = 0;
+    aux_fx fx;
+    if ((st = fa4__path_for(k->path)->bwd_workspace(k, &p, &need)) != FA4_OK ||
+        (st = aux_fx_layout(k, &p, need, &fx)) != FA4_OK)
+        return st;
+    *bytes = fx.total;
+    return FA4_OK;
 }
 
 fa4_status fa4_launch_bwd(fa4_kernel *k, const fa4_bwd_args *a)
@@ -412,17 +503,32 @@ fa4_status fa4_launch_bwd(fa4_kernel *k, const fa4_bwd_args *a)
         return st;
     const fa4__path_ops *ops = fa4__path_for(k->path);
     size_t need = 0;
-    if ((st = ops->bwd_workspace(k, &p, &need)) != FA4_OK)
+    aux_fx fx;
+    if ((st = ops->bwd_workspace(k, &p, &need)) != FA4_OK || (st = aux_fx_layout(k, &p, need, &fx)) != FA4_OK)
         return st;
+    need = fx.total;
     if (need > 0 && (!a->workspace || a->workspace_size < need))
         return fa4__set_error(k->ctx, FA4_ERR_WORKSPACE, "the backward needs %zu bytes of workspace "
-                              "(fa4_bwd_workspace_size); given %zu at %p", need, a->workspace_size,
-                              a->workspace);
+                              "(fa4_bwd_workspace_size%s); given %zu at %p", need,
+                              fx.n ? ", with the deterministic mode's aux gradient accumulators" : "",
+                              a->workspace_size, a->workspace);
     if (need > 0 && (uintptr_t)a->workspace % 256 != 0)
         return fa4__set_error(k->ctx, FA4_ERR_ALIGNMENT, "workspace must be 256-byte aligned");
     if ((st = check_launchable(k)) != FA4_OK || (st = fa4__ctx_push(k->ctx)) != FA4_OK)
         return st;
-    st = ops->launch_bwd(k, &p);
+    void *grad[FA4__MOD_MAX_AUX];
+    p.aux_fx = fx.n > 0;
+    if (fx.n && (!fa4__kernel_function(k, "bwd_post", "fa4_aux_fx_post") ||
+                 !fa4__kernel_function(k, "bwd_main_fx", "fa4_sm80_bwd_main")))
+        st = fa4__set_error(k->ctx, FA4_ERR_WRONG_KERNEL, "deterministic backward with trainable aux: "
+                            "the kernel lacks its fixed-point programs (bwd_main_fx, bwd_post's "
+                            "fa4_aux_fx_post)");
+    if (st == FA4_OK)
+        st = aux_fx_begin(k, &fx, aux_block, a->workspace, p.stream, grad);
+    if (st == FA4_OK)
+        st = ops->launch_bwd(k, &p);
+    if (st == FA4_OK)
+        st = aux_fx_end(k, &fx, a->workspace, p.stream, grad);
     fa4__ctx_pop(k->ctx);
     if (st == FA4_OK)
         fa4__set_error(k->ctx, FA4_OK, NULL);

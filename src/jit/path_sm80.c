@@ -30,6 +30,8 @@ static const fa4__program_desc programs[] = {
     {"fwd", "sm80/fwd.cu", FA4_COMPILE_FWD, "fa4_sm80_fwd", {NULL}, 0, NULL, 0},
     {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0, NULL, 0},
     {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, NULL, 0},
+    /* deterministic mode's main where the mod has trainable aux (launch.c's fixed-point aux gradients) */
+    {"bwd_main_fx", "sm80/bwd_main_fx.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, fa4__aux_fx_wanted, 0},
     {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0, NULL, 0},
     {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0, NULL, 0},
 };
@@ -97,7 +99,7 @@ static int sm80_smem_bytes(const fa4_kernel_spec *spec, const char *program)
 {
     if (strcmp(program, "fwd") == 0)
         return fwd_smem(spec->head_dim, head_dim_v(spec), spec_has_mods(spec));
-    if (strcmp(program, "bwd_main") == 0)
+    if (strcmp(program, "bwd_main") == 0 || strcmp(program, "bwd_main_fx") == 0)
         return bwd_smem(spec->head_dim, head_dim_v(spec));
     return 0;
 }
@@ -258,7 +260,7 @@ static fa4_status sm80_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     st = fa4__sm80_bwd_pre(k, &pr, p, 0);
     if (st != FA4_OK)
         return st;
-    st = launch(k, "bwd_main", "fa4_sm80_bwd_main", (unsigned)cdiv(p->seqlen_k, BWD_N),
+    st = launch(k, p->aux_fx ? "bwd_main_fx" : "bwd_main", "fa4_sm80_bwd_main", (unsigned)cdiv(p->seqlen_k, BWD_N),
                 (unsigned)p->hkv, (unsigned)p->batch, BWD_THREADS, bwd_smem(p->head_dim, p->head_dim_v), &pr,
                 p->aux_block, p->stream, 0);
     if (st != FA4_OK)

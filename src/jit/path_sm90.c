@@ -38,6 +38,9 @@ static const fa4__program_desc programs[] = {
      {"-DFA4_SM90_RESCALE_LATE=0", "-DFA4_SM90_OVERLAP=0"}, 0, NULL, 0},
     {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0, NULL, 0},
     {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, NULL, 0},
+    /* deterministic mode's mains where the mod has trainable aux (launch.c's fixed-point aux
+     * gradients): the sm80 one for what the sm90 main does not run, and the sm90 one below */
+    {"bwd_main_fx", "sm80/bwd_main_fx.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, fa4__aux_fx_wanted, 0},
     /* spill fallback levels: bwd_consumer.cuh. Level 0 is kept up to a 192-byte stack frame (no
      * speculative level 1 either): with the ptxas report read right (compiler.c, 720dcc3) some
      * score_mods' level-0 consumers spill (bytes stored / loaded, frame; NVRTC 13, bf16): alibi
@@ -51,6 +54,8 @@ static const fa4__program_desc programs[] = {
      * Main a7e2cbe, whose parser read these builds as clean, kept level 0 too: 493.9 / 342.8. */
     {"bwd_main90", "sm90/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main",
      {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 0, NULL, 192},
+    {"bwd_main90fx", "sm90/bwd_main_fx.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main",
+     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 0, fa4__aux_fx_wanted, 192},
     /* the same main with 80-query steps (bwd_main80.cu), only where bwd80_wanted; where it spills,
      * the fallback is a stub (bwd80_built: the launcher runs bwd_main90 instead) */
     {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
@@ -281,12 +286,12 @@ static int sm90_smem_bytes(const fa4_kernel_spec *spec, const char *program)
 {
     if (strcmp(program, "fwd") == 0)
         return fwd_smem(spec->head_dim, head_dim_v(spec));
-    if (strcmp(program, "bwd_main90") == 0 &&
-        bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags))
+    const int main90 = strcmp(program, "bwd_main90") == 0 || strcmp(program, "bwd_main90fx") == 0;
+    if (main90 && bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags))
         return bwd256_smem();
     if (strcmp(program, "bwd_main90m80") == 0)
         return bwd_smem_m(spec->head_dim, head_dim_v(spec), 0, BWD80_M);
-    if (strcmp(program, "bwd_main90") == 0)
+    if (main90)
         return pad64(spec->head_dim) <= BWD_MAX_DIM && pad64(head_dim_v(spec)) <= BWD_MAX_DIM &&
                        !(spec->flags & FA4_COMPILE_CHECKED)
                    ? bwd_smem(spec->head_dim, head_dim_v(spec), spec->num_trainable_aux > 0)
@@ -636,7 +641,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     const int d256 = bwd256_spec(p->head_dim, p->head_dim_v, k->spec.flags);
     const int bn = d256 ? BWD256_N : BWD_N;
     int smem = d256 ? bwd256_smem() : bwd_smem(p->head_dim, p->head_dim_v, k->spec.num_trainable_aux > 0);
-    const char *main_prog = "bwd_main90";
+    const char *main_prog = p->aux_fx ? "bwd_main90fx" : "bwd_main90";
     int bm = BWD_M;
     fa4_status st;
 
@@ -645,7 +650,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         (k->spec.flags & FA4_COMPILE_CHECKED) ||
         (p->has_block_mask && (p->bm.kv_block % bn || p->bm.q_block % BWD_M)) ||
         (p->deterministic && p->has_block_mask && (int64_t)p->bm.num_q_blocks * 8 > 227 * 1024) ||
-        !fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_main"))
+        !fa4__kernel_function(k, main_prog, "fa4_sm90_bwd_main"))
         return fa4__sm80_ops.launch_bwd(k, p);
     /* the workspace (its size and alignment checked by launch.c) as the sm80 backward lays it out */
     fa4__sm80_bwd_layout(p, &w);

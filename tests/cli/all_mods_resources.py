@@ -14,7 +14,7 @@ import sys
 
 # path_sm90.c's frame_tolerance: the stack frame (where spills live) a program keeps at its first
 # level, where that build measured faster than its clean fallbacks (bwd_main90); 0 for the others
-TOLERANCE = {"bwd_main90": 192}
+TOLERANCE = {"bwd_main90": 192, "bwd_main90fx": 192}
 
 
 def main():

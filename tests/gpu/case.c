@@ -559,7 +559,7 @@ void run_case(tcase *c, case_out *res)
 
     CUdeviceptr ws = 0;
     size_t ws_bytes = 0;
-    unsigned char *first[3] = {NULL, NULL, NULL};
+    unsigned char *first[4] = {NULL, NULL, NULL, NULL};
     if (c->bwd) {
         st = fa4_bwd_workspace_size(kv->k, &ba, &ws_bytes);
         if (st == FA4_OK) {
@@ -575,17 +575,24 @@ void run_case(tcase *c, case_out *res)
                 st = fa4_launch_bwd(kv->k, &ba);
                 CK(g_cu->ctxSynchronize());
                 if (c->determ && st == FA4_OK) {
-                    dtensor *ts[3] = {&dQ, &dK, &dV};
-                    for (int i = 0; i < 3; i++) {
-                        unsigned char *bytes = malloc(ts[i]->bytes);
-                        CK(g_cu->memcpyDtoH(bytes, ts[i]->ptr, ts[i]->bytes));
+                    /* dQ, dK, dV and a trainable table's gradient (fixed-point sums, launch.c) */
+                    const CUdeviceptr ptrs[4] = {dQ.ptr, dK.ptr, dV.ptr, aux.grad};
+                    const size_t sizes[4] = {dQ.bytes, dK.bytes, dV.bytes, aux.grad ? aux.grad_numel * 4 : 0};
+                    for (int i = 0; i < 4; i++) {
+                        if (!sizes[i])
+                            continue;
+                        unsigned char *bytes = malloc(sizes[i]);
+                        CK(g_cu->memcpyDtoH(bytes, ptrs[i], sizes[i]));
                         if (run == 0)
                             first[i] = bytes;
                         else {
                             if (res->determ_ok < 0)
                                 res->determ_ok = 1;
-                            if (memcmp(bytes, first[i], ts[i]->bytes))
+                            if (memcmp(bytes, first[i], sizes[i])) {
                                 res->determ_ok = 0;
+                                if (i == 3)
+                                    snprintf(res->note, sizeof res->note, "aux gradient not bitwise equal");
+                            }
                             free(bytes);
                         }
                     }
@@ -697,7 +704,7 @@ void run_case(tcase *c, case_out *res)
             res->pass = 0;
     }
 out_ws:
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         free(first[i]);
     if (ws)
         g_cu->memFree(ws);

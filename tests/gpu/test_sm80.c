@@ -688,6 +688,41 @@ static void make_cases(int quick)
         c.det_heads_inner = 1;
         add_case(c);
     }
+    /* Q: deterministic backward with trainable tables: their gradients too must be bitwise equal
+     * across two runs (fixed-point sums, launch.c aux_fx_*: bwd_main90fx / bwd_main_fx) and
+     * within tolerance of the float64 reference. T5 (32 buckets a head: every CTA of a head adds
+     * into the same few entries), the relative bias and the wide table (indices past the sm90
+     * window, so global fixed-point adds too); D 64 / 96 / 128 / 256, GQA, varlen, a block mask,
+     * sizes off the tiles and long enough for several key tiles per head. Generator of its own */
+    rng rq = {4242};
+    static const int qmods[8] = {M_T5_TRAIN, M_T5_TRAIN, M_T5_TRAIN, M_RELBIAS,
+                                 M_WIDEBIAS, M_RELBIAS,  M_T5_TRAIN, M_WIDEBIAS};
+    static const int qdim[8] = {128, 64, 256, 128, 128, 96, 128, 64};
+    for (int k = 0; k < (quick ? 3 : 8); k++) {
+        tcase c = random_case(&rq, qmods[k], dtypes[k % 2], qdim[k], qdim[k]);
+        c.determ = 1;
+        c.bwd = 1;
+        c.sq = rng_int(&rq, 500, 1400);
+        c.skv = rng_int(&rq, 500, 1400);
+        if (c.sq % 64 == 0)
+            c.sq += 3;
+        if (c.skv % 128 == 0)
+            c.skv += 5;
+        if (k == 1 || k == 6) {
+            c.hq = 4;
+            c.hkv = 2;
+        }
+        if (k == 3) {
+            c.varlen = 1;
+            c.batch = 3;
+        }
+        if (k == 5 || k == 6) {
+            c.bm = BM_RANDOM;
+            c.q_block = 128;
+            c.kv_block = 128;
+        }
+        add_case(c);
+    }
 }
 
 /* --------------------------------------------------------------------------- features */

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -334,6 +335,83 @@ static void test_fwd_workspace(void **state)
     fa4_kernel_destroy(k90);
 }
 
+/* Deterministic backward with a trainable aux tensor: the workspace grows by the tensor's
+ * fixed-point accumulator (24 bytes an element, rounded up to 256), after the path's part rounded
+ * up to 256 (launch.c aux_fx_layout); FA4JIT_DET_AUX_FIXED=0 drops it; too small a workspace names
+ * the accumulators; the fixed-point main is among the programs. */
+static void test_bwd_det_aux_workspace(void **state)
+{
+    fixture *f = *state;
+    static const char *REL =
+        "float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias) {\n"
+        "    return score + bias[kv_idx - q_idx + 512];\n"
+        "}\n";
+    static const char *const trainable[1] = {"bias"};
+    enum { NUMEL = 1025 };
+    fa4_kernel_spec spec;
+    fa4_kernel_spec_init(&spec);
+    spec.source = REL;
+    spec.arch = "sm_80";
+    spec.flags = FA4_COMPILE_BWD;
+    spec.trainable_aux = trainable;
+    spec.num_trainable_aux = 1;
+    fa4_kernel *k = NULL;
+    if (fa4_jit_compile(f->ctx, &spec, &k) != FA4_OK)
+        fail_msg("trainable compile: %s", fa4_ctx_errmsg(f->ctx));
+    fa4_kernel_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    assert_int_equal(fa4_kernel_get_info(k, &info), FA4_OK);
+    int fx = 0;
+    for (int i = 0; i < info.num_programs; i++)
+        fx += !strcmp(info.programs[i].name, "bwd_main_fx");
+    assert_int_equal(fx, 1);
+
+    fa4_aux_value aux;
+    memset(&aux, 0, sizeof aux);
+    aux.name = "bias";
+    aux.dtype = FA4_DTYPE_FP32;
+    aux.data = FAKE(5);
+    aux.numel = NUMEL;
+    aux.grad = FAKE(13);
+    fa4_bwd_args b;
+    fa4_bwd_args_init(&b);
+    b.q = bhsd(FAKE(1), B, HQ, SQ, D);
+    b.k = bhsd(FAKE(2), B, HKV, SKV, D);
+    b.v = bhsd(FAKE(3), B, HKV, SKV, D);
+    b.o = bhsd(FAKE(4), B, HQ, SQ, D);
+    b.dout = bhsd(FAKE(6), B, HQ, SQ, D);
+    b.dq = bhsd(FAKE(7), B, HQ, SQ, D);
+    b.dk = bhsd(FAKE(8), B, HKV, SKV, D);
+    b.dv = bhsd(FAKE(9), B, HKV, SKV, D);
+    b.lse.data = FAKE(10);
+    b.lse.dtype = FA4_DTYPE_FP32;
+    b.lse.ndim = 3;
+    b.lse.shape[0] = B, b.lse.shape[1] = HQ, b.lse.shape[2] = SQ;
+    b.lse.strides[2] = 1, b.lse.strides[1] = SQ, b.lse.strides[0] = HQ * SQ;
+    b.aux = &aux;
+    b.num_aux = 1;
+    size_t plain = 0, det = 0, det_float = 0;
+    assert_int_equal(fa4_bwd_workspace_size(k, &b, &plain), FA4_OK);
+    b.deterministic = 1;
+    assert_int_equal(fa4_bwd_workspace_size(k, &b, &det), FA4_OK);
+    setenv("FA4JIT_DET_AUX_FIXED", "0", 1);
+    assert_int_equal(fa4_bwd_workspace_size(k, &b, &det_float), FA4_OK);
+    unsetenv("FA4JIT_DET_AUX_FIXED");
+    assert_true(det_float > plain); /* the per-key-tile dQ partials of the sm80 deterministic mode */
+    assert_int_equal(det, (det_float + 255) / 256 * 256 + (NUMEL * 24 + 255) / 256 * 256);
+    b.workspace = FAKE(12);
+    b.workspace_size = det - 1;
+    assert_int_equal(fa4_launch_bwd(k, &b), FA4_ERR_WORKSPACE);
+    assert_non_null(strstr(fa4_ctx_errmsg(f->ctx), "aux gradient accumulators"));
+    b.workspace_size = det;
+    assert_int_equal(fa4_launch_bwd(k, &b), FA4_ERR_NO_DEVICE);
+    b.deterministic = 0; /* the default mode needs no accumulators */
+    b.workspace_size = plain;
+    assert_int_equal(fa4_launch_bwd(k, &b), FA4_ERR_NO_DEVICE);
+    fa4_kernel_destroy(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_varlen_offsets_mask_misc),
         cmocka_unit_test(test_wrong_kernel),
         cmocka_unit_test(test_fwd_workspace),
+        cmocka_unit_test(test_bwd_det_aux_workspace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

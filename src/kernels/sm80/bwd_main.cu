@@ -15,8 +15,9 @@
  *
  * Supported: everything the forward supports (dtypes, head dims, Dv != D, strides, GQA/MQA, varlen,
  * offsets, score_mod / mask_mod with aux, block-sparse masks through the transposed q lists, empty
- * rows), trainable aux gradients, deterministic dQ. Aux gradients use the mod's atomics, so they are
- * not bitwise reproducible even in deterministic mode.
+ * rows), trainable aux gradients, deterministic dQ. Aux gradients use the mod's atomics: float in
+ * the default mode, fixed-point integer adds in deterministic mode (the host tags the gradient
+ * pointers; fa4_aux_grad_global), so bitwise reproducible there.
  */
 /* Checked builds: an out-of-range aux read sets a flag that each thread tests once at the end
  * (fa4_mod_checked_finish) instead of trapping inside the loop, which made ptxas spill. */

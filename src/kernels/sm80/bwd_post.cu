@@ -70,3 +70,26 @@ extern "C" __global__ void __launch_bounds__(256) fa4_sm80_bwd_post(const fa4_pa
         *(unsigned *)(gdQ + (long long)r * p.dq.ss + c) = fa4_pack2(x0 * p.scale, x1 * p.scale);
     }
 }
+
+/* Deterministic mode with trainable aux tensors (launch.c): one tensor's fixed-point accumulator
+ * (entries of three 64-bit words, the mod header's fa4_aux_grad_global) added into its fp32
+ * gradient, grad[i] += hi 2^-20 + lo 2^-56 (in double, then rounded once to float), or the
+ * non-finite value its flags name. Launched after bwd_post, in stream order. */
+extern "C" __global__ void __launch_bounds__(256) fa4_aux_fx_post(const unsigned long long *__restrict__ fx,
+                                                                   float *__restrict__ grad, long long n)
+{
+    for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += gridDim.x * 256ll) {
+        const long long hi = (long long)fx[3 * i], lo = (long long)fx[3 * i + 1];
+        const unsigned long long f = fx[3 * i + 2];
+        float v;
+        if (f & 1ull || (f & 6ull) == 6ull)
+            v = __int_as_float(0x7fc00000);
+        else if (f)
+            v = __int_as_float(f & 2ull ? 0x7f800000 : (int)0xff800000u);
+        else if (hi == 0 && lo == 0)
+            continue;
+        else
+            v = __double2float_rn((double)hi * 0x1p-20 + (double)lo * 0x1p-56);
+        grad[i] += v;
+    }
+}

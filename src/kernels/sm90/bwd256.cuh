@@ -214,7 +214,7 @@ constexpr unsigned kBFullArrivals = 1, kBEmptyArrivals = 8;
 __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
 {
     (void)k;
-    atomicAdd(grad + i, v);
+    FA4_AUX_GRAD_GLOBAL(grad, i, v);
 }
 
 /* Generic-proxy shared stores (stmatrix) made visible to the async proxy (wgmma reads). */

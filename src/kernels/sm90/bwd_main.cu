@@ -41,14 +41,22 @@
  * block masks with q_block a multiple of 64 and kv_block a multiple of 128.
  * STATUS: wired (path_sm90.c); the GPU suite passes on it (H200, 2026-11-29); see notes/sm90-bwd.md.
  * Not yet: dQ by TMA bulk reduce-add from a dedicated warp (tried: any second role in the producer's
- * warpgroup made the producer spill at 24 registers), bitwise-reproducible aux gradients (the
- * windows' shared-memory adds and their flush are float atomics in any order), overlap of one step's dQ with the next step's S/dP (intra-warpgroup pipelining), persistent grid.
+ * warpgroup made the producer spill at 24 registers), overlap of one step's dQ with the next
+ * step's S/dP (intra-warpgroup pipelining), persistent grid. Aux gradients in deterministic mode:
+ * fixed-point integer adds (the mod header's fa4_aux_grad_global), bitwise reproducible.
  */
 /* Trainable aux gradients: the mod's run accumulators hand finished runs to fa4_aux_grad_commit
  * below (the CTA's shared-memory window, else global memory). */
 #define FA4_AUX_GRAD_SINK 1
 __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v);
 #include "fa4_mod.cuh"
+/* a term into global memory: the mod header's fa4_aux_grad_global (a float atomic, or in
+ * FA4_AUX_FX builds the fixed-point accumulator's integer adds) where it has trainable reads */
+#if defined(FA4_NUM_AUX_GRAD_SITES) && FA4_NUM_AUX_GRAD_SITES > 0
+#define FA4_AUX_GRAD_GLOBAL(grad, i, v) fa4_aux_grad_global(grad, i, v)
+#else
+#define FA4_AUX_GRAD_GLOBAL(grad, i, v) atomicAdd((grad) + (i), (v))
+#endif
 #include "common/params.h"
 #include "common/ptx.cuh"
 #include "sm80/scheduler.cuh"
@@ -87,7 +95,7 @@ extern "C" __global__ void FA4_SM90_BWD_STUB_BOUNDS fa4_sm90_bwd_main(const fa4_
 __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
 {
     (void)k;
-    atomicAdd(grad + i, v);
+    FA4_AUX_GRAD_GLOBAL(grad, i, v);
 }
 #else
 #include "sm90/bwd_wgmma.cuh"
@@ -104,24 +112,42 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
  * the CTA's end), else straight into global memory. The window only ever holds the indices it
  * was set up for, so a range that misses (indices beyond the window's entries, or a range
  * function that gave up) costs atomics, never correctness. Every CTA of every head used to add
- * into the same few hundred floats of a relative-position table: contended L2 atomics. */
+ * into the same few hundred floats of a relative-position table: contended L2 atomics.
+ * Deterministic mode (FA4_AUX_FX, the fixed-point accumulators of the mod header's
+ * fa4_aux_grad_global): the window's entries are the pairs (hi, lo) of 16 bytes, one copy;
+ * integer adds, so the CTA's sums do not depend on the order of its warps. */
 __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
 {
 #if FA4_SM90_BWD_AUX_WIN
     const fa4_bwd_smem sm = {fa4_bwd_smem_base()};
-    int lo, n, cm;
+    int lo, n;
     unsigned w;
+#if defined(FA4_AUX_FX) && FA4_AUX_FX
+    asm volatile("ld.shared.v4.b32 {%0, %1, _, %2}, [%3];\n" : "=r"(lo), "=r"(n), "=r"(w) : "r"(sm.aux_hdr(k)));
+#else
+    int cm;
     asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(lo), "=r"(n), "=r"(cm), "=r"(w)
                  : "r"(sm.aux_hdr(k)));
+#endif
     const unsigned off = (unsigned)(i - lo);
     if (off < (unsigned)n) {
+#if defined(FA4_AUX_FX) && FA4_AUX_FX
+        long long xh, xl;
+        if (fa4_aux_fx_split(v, xh, xl)) {
+            asm volatile("red.shared.add.u64 [%0], %1;\n"
+                         "red.shared.add.u64 [%0+8], %2;\n" ::"r"(w + 16u * off),
+                         "l"(xh), "l"(xl));
+            return;
+        }
+#else
         const unsigned c = ((threadIdx.x & 3u) | ((threadIdx.x >> 3) & 4u)) & (unsigned)cm;
         asm volatile("red.shared.add.f32 [%0], %1;\n" ::"r"(w + 4u * (off + c * (unsigned)n)), "f"(v));
         return;
+#endif
     }
 #endif
-    atomicAdd(grad + i, v);
+    FA4_AUX_GRAD_GLOBAL(grad, i, v);
 }
 
 #if FA4_SM90_BWD_AUX_WIN
@@ -144,10 +170,15 @@ __device__ __forceinline__ void fa4_bwd_aux_window_init(const fa4_params &p, con
         long long n = hi - lo + 1;
         if (lo > lim || n <= 0)
             lo = n = 0;
+#if defined(FA4_AUX_FX) && FA4_AUX_FX
+        n = n > kBAuxSiteEntries / 4 ? kBAuxSiteEntries / 4 : n; /* fixed-point pairs of 16 bytes */
+        const int c = 1;
+#else
         n = n > kBAuxSiteEntries ? kBAuxSiteEntries : n;
         int c = FA4_SM90_BWD_AUX_COPIES;
         while (c > 1 && c * n > kBAuxSiteEntries)
             c >>= 1;
+#endif
         asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sm.aux_hdr(ct)), "r"((int)lo), "r"((int)n),
                      "r"(c - 1), "r"(sm.aux_win(ct))
                      : "memory");
@@ -160,13 +191,29 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
 {
 #pragma unroll 1
     for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; ++k) {
-        int lo, n, cm;
+        int lo, n;
         unsigned w;
+        float *grad = fa4_aux_grad_site_grad(k, aux);
+#if defined(FA4_AUX_FX) && FA4_AUX_FX
+        asm volatile("ld.shared.v4.b32 {%0, %1, _, %2}, [%3];\n"
+                     : "=r"(lo), "=r"(n), "=r"(w)
+                     : "r"(sm.aux_hdr(k))
+                     : "memory");
+        unsigned long long *fx = (unsigned long long *)grad; /* the pairs into the accumulator's */
+        for (int j = ct; j < n; j += 256) {
+            long long xh, xl;
+            asm volatile("ld.shared.v2.b64 {%0, %1}, [%2];\n" : "=l"(xh), "=l"(xl) : "r"(w + 16u * j) : "memory");
+            if (xh)
+                atomicAdd(fx + 3ll * (lo + j), (unsigned long long)xh);
+            if (xl)
+                atomicAdd(fx + 3ll * (lo + j) + 1, (unsigned long long)xl);
+        }
+#else
+        int cm;
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(lo), "=r"(n), "=r"(cm), "=r"(w)
                      : "r"(sm.aux_hdr(k))
                      : "memory");
-        float *grad = fa4_aux_grad_site_grad(k, aux);
         for (int j = ct; j < n; j += 256) {
             float v = 0.f;
             for (int c = 0; c <= cm; ++c) { /* the copies in order */
@@ -177,6 +224,7 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
             if (v != 0.f)
                 atomicAdd(grad + lo + j, v);
         }
+#endif
     }
 }
 #endif

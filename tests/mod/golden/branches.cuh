@@ -675,8 +675,49 @@ __device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h
 // the index of its current run of terms and the run's sum (the kernel's registers):
 // a term for another index first adds the finished run into global memory, and
 // fa4_aux_grad_flush (every lane of the warp, at the end of a tile) adds what is left,
-// one atomic per warp where all its lanes end on one index. Not bitwise reproducible
-// (float atomics in any order), as fa4_score_mod_aux_grad.
+// one atomic per warp where all its lanes end on one index. In the default mode the
+// adds are float atomics in any order (not bitwise reproducible, as
+// fa4_score_mod_aux_grad); in deterministic mode they are integer adds (below).
+//
+// Deterministic mode (programs built with FA4_AUX_FX 1, which the launcher runs when
+// fa4_bwd_args.deterministic is set and the mod has trainable aux tensors): in place of
+// each such tensor's fp32 gradient the host passes its fixed-point accumulator in the
+// backward's workspace. Entry i is three 64-bit words: hi and lo, the sum being
+// hi 2^-20 + lo 2^-56 (a term is split exactly but for its bits below 2^-57, and integer
+// adds give the same bits in any order), and flags for terms that are not finite or of
+// magnitude 2^40 or more (1: NaN, 2: positive, 4: negative; both signs make NaN). The
+// backward's last kernel (bwd_post.cu's fa4_aux_fx_post) adds each sum into the gradient.
+#if defined(FA4_AUX_FX) && FA4_AUX_FX
+__device__ __forceinline__ bool fa4_aux_fx_split(float v, long long &hi, long long &lo)
+{
+    if (!(fabsf(v) < 0x1p40f))
+        return false;
+    const float s = __fmul_rn(v, 0x1p20f), h = rintf(s); // exact; s - h exact too
+    hi = (long long)h;
+    lo = __float2ll_rn(__fmul_rn(__fsub_rn(s, h), 0x1p36f));
+    return true;
+}
+// One term into global memory: into the accumulator's entry i
+__device__ __forceinline__ void fa4_aux_grad_global(float *grad, int i, float v)
+{
+    unsigned long long *e = (unsigned long long *)grad + 3ll * i;
+    long long hi, lo;
+    if (!fa4_aux_fx_split(v, hi, lo)) {
+        atomicOr(e + 2, v != v ? 1ull : v > 0.0f ? 2ull : 4ull);
+        return;
+    }
+    if (hi)
+        atomicAdd(e, (unsigned long long)hi);
+    if (lo)
+        atomicAdd(e + 1, (unsigned long long)lo);
+}
+#else
+// One term into global memory: grad[i] += v
+__device__ __forceinline__ void fa4_aux_grad_global(float *grad, int i, float v)
+{
+    atomicAdd(grad + i, v);
+}
+#endif
 // Where a finished run of site k's terms goes (grad: the site's gradient tensor, i the
 // index). A kernel with a sink of its own (the sm90 backward's shared-memory window)
 // defines FA4_AUX_GRAD_SINK to 1 and declares fa4_aux_grad_commit before this header;
@@ -685,7 +726,7 @@ __device__ __forceinline__ void fa4_score_mod_aux_grad(float score, int b, int h
 __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
 {
     (void)k;
-    atomicAdd(grad + i, v);
+    fa4_aux_grad_global(grad, i, v);
 }
 #endif
 struct fa4_aux_grad_acc {
