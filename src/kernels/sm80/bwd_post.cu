@@ -73,13 +73,18 @@ extern "C" __global__ void __launch_bounds__(256) fa4_sm80_bwd_post(const fa4_pa
 
 /* Deterministic mode with trainable aux tensors (launch.c): one tensor's fixed-point accumulator
  * (entries of three 64-bit words, the mod header's fa4_aux_grad_global) added into its fp32
- * gradient, grad[i] += hi 2^-20 + lo 2^-56 (in double, then rounded once to float), or the
+ * gradient, grad[i] += hi 2^-20 + lo 2^-56 (in double, then rounded to float), or the
  * non-finite value its flags name. Launched after bwd_post, in stream order. */
 extern "C" __global__ void __launch_bounds__(256) fa4_aux_fx_post(const unsigned long long *__restrict__ fx,
                                                                    float *__restrict__ grad, long long n)
 {
     for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += gridDim.x * 256ll) {
-        const long long hi = (long long)fx[3 * i], lo = (long long)fx[3 * i + 1];
+        /* the same integer hi 2^36 + lo may come split differently (the sm90 window's flush splits
+         * partial sums): first the one split with lo in [0, 2^36), so the double below, and the
+         * gradient, depend on the integer only */
+        const long long l0 = (long long)fx[3 * i + 1];
+        const long long hi = (long long)fx[3 * i] + (l0 >> 36);
+        const long long lo = (long long)((unsigned long long)l0 & 0xfffffffffull);
         const unsigned long long f = fx[3 * i + 2];
         float v;
         if (f & 1ull || (f & 6ull) == 6ull)

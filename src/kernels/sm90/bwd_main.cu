@@ -113,35 +113,46 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
  * was set up for, so a range that misses (indices beyond the window's entries, or a range
  * function that gave up) costs atomics, never correctness. Every CTA of every head used to add
  * into the same few hundred floats of a relative-position table: contended L2 atomics.
- * Deterministic mode (FA4_AUX_FX, the fixed-point accumulators of the mod header's
- * fa4_aux_grad_global): the window's entries are the pairs (hi, lo) of 16 bytes, one copy;
- * integer adds, so the CTA's sums do not depend on the order of its warps. */
+ * Deterministic mode (FA4_AUX_FX; the mod header's fa4_aux_grad_global adds hi 2^-20 + lo 2^-56
+ * pairs into the global accumulators): the window's entries are 64-bit integers in units of
+ * 2^-56, in copies as the float ones, and a term t = round(v 2^56) (|v| < 2^6) goes in by a
+ * compare-and-swap loop that refuses to overflow (fa4_bwd_aux_fx_cas; sm_90 has no native 64-bit
+ * add on shared memory either, so one CAS loop a term, as the float window's). Integer adds: the
+ * CTA's sums do not depend on the order of its warps, and a term the window refuses goes to the
+ * global pair exactly, so the total is the same integer either way. */
+#if defined(FA4_AUX_FX) && FA4_AUX_FX
+__device__ __forceinline__ bool fa4_bwd_aux_fx_cas(unsigned a, long long t)
+{
+    long long old, seen;
+    asm volatile("ld.shared.b64 %0, [%1];\n" : "=l"(old) : "r"(a) : "memory");
+    for (;;) {
+        const long long nw = (long long)((unsigned long long)old + (unsigned long long)t);
+        if (((old ^ nw) & (t ^ nw)) < 0)
+            return false; /* the partial would overflow */
+        asm volatile("atom.shared.cas.b64 %0, [%1], %2, %3;\n" : "=l"(seen) : "r"(a), "l"(old), "l"(nw) : "memory");
+        if (seen == old)
+            return true;
+        old = seen;
+    }
+}
+#endif
 __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
 {
 #if FA4_SM90_BWD_AUX_WIN
     const fa4_bwd_smem sm = {fa4_bwd_smem_base()};
-    int lo, n;
+    int lo, n, cm;
     unsigned w;
-#if defined(FA4_AUX_FX) && FA4_AUX_FX
-    asm volatile("ld.shared.v4.b32 {%0, %1, _, %2}, [%3];\n" : "=r"(lo), "=r"(n), "=r"(w) : "r"(sm.aux_hdr(k)));
-#else
-    int cm;
     asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(lo), "=r"(n), "=r"(cm), "=r"(w)
                  : "r"(sm.aux_hdr(k)));
-#endif
     const unsigned off = (unsigned)(i - lo);
     if (off < (unsigned)n) {
-#if defined(FA4_AUX_FX) && FA4_AUX_FX
-        long long xh, xl;
-        if (fa4_aux_fx_split(v, xh, xl)) {
-            asm volatile("red.shared.add.u64 [%0], %1;\n"
-                         "red.shared.add.u64 [%0+8], %2;\n" ::"r"(w + 16u * off),
-                         "l"(xh), "l"(xl));
-            return;
-        }
-#else
         const unsigned c = ((threadIdx.x & 3u) | ((threadIdx.x >> 3) & 4u)) & (unsigned)cm;
+#if defined(FA4_AUX_FX) && FA4_AUX_FX
+        if (fabsf(v) < 0x1p6f &&
+            fa4_bwd_aux_fx_cas(w + 8u * (off + c * (unsigned)n), __float2ll_rn(__fmul_rn(v, 0x1p56f))))
+            return;
+#else
         asm volatile("red.shared.add.f32 [%0], %1;\n" ::"r"(w + 4u * (off + c * (unsigned)n)), "f"(v));
         return;
 #endif
@@ -170,15 +181,16 @@ __device__ __forceinline__ void fa4_bwd_aux_window_init(const fa4_params &p, con
         long long n = hi - lo + 1;
         if (lo > lim || n <= 0)
             lo = n = 0;
+        /* entries of 4 bytes, or 8 in FA4_AUX_FX builds (64-bit integers) */
 #if defined(FA4_AUX_FX) && FA4_AUX_FX
-        n = n > kBAuxSiteEntries / 4 ? kBAuxSiteEntries / 4 : n; /* fixed-point pairs of 16 bytes */
-        const int c = 1;
+        constexpr int cap = kBAuxSiteEntries / 2;
 #else
-        n = n > kBAuxSiteEntries ? kBAuxSiteEntries : n;
-        int c = FA4_SM90_BWD_AUX_COPIES;
-        while (c > 1 && c * n > kBAuxSiteEntries)
-            c >>= 1;
+        constexpr int cap = kBAuxSiteEntries;
 #endif
+        n = n > cap ? cap : n;
+        int c = FA4_SM90_BWD_AUX_COPIES;
+        while (c > 1 && c * n > cap)
+            c >>= 1;
         asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sm.aux_hdr(ct)), "r"((int)lo), "r"((int)n),
                      "r"(c - 1), "r"(sm.aux_win(ct))
                      : "memory");
@@ -191,29 +203,31 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
 {
 #pragma unroll 1
     for (int k = 0; k < FA4_NUM_AUX_GRAD_SITES; ++k) {
-        int lo, n;
+        int lo, n, cm;
         unsigned w;
         float *grad = fa4_aux_grad_site_grad(k, aux);
-#if defined(FA4_AUX_FX) && FA4_AUX_FX
-        asm volatile("ld.shared.v4.b32 {%0, %1, _, %2}, [%3];\n"
-                     : "=r"(lo), "=r"(n), "=r"(w)
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(lo), "=r"(n), "=r"(cm), "=r"(w)
                      : "r"(sm.aux_hdr(k))
                      : "memory");
-        unsigned long long *fx = (unsigned long long *)grad; /* the pairs into the accumulator's */
+#if defined(FA4_AUX_FX) && FA4_AUX_FX
+        /* each copy x (units of 2^-56) as the pair (x >> 36, x mod 2^36) of the global
+         * accumulator (hi 2^-20 + lo 2^-56), summed over the copies without overflow */
+        unsigned long long *fx = (unsigned long long *)grad;
         for (int j = ct; j < n; j += 256) {
-            long long xh, xl;
-            asm volatile("ld.shared.v2.b64 {%0, %1}, [%2];\n" : "=l"(xh), "=l"(xl) : "r"(w + 16u * j) : "memory");
+            long long xh = 0, xl = 0;
+            for (int c = 0; c <= cm; ++c) {
+                long long x;
+                asm volatile("ld.shared.b64 %0, [%1];\n" : "=l"(x) : "r"(w + 8u * (j + c * n)) : "memory");
+                xh += x >> 36;
+                xl += (long long)((unsigned long long)x & 0xfffffffffull);
+            }
             if (xh)
                 atomicAdd(fx + 3ll * (lo + j), (unsigned long long)xh);
             if (xl)
                 atomicAdd(fx + 3ll * (lo + j) + 1, (unsigned long long)xl);
         }
 #else
-        int cm;
-        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(lo), "=r"(n), "=r"(cm), "=r"(w)
-                     : "r"(sm.aux_hdr(k))
-                     : "memory");
         for (int j = ct; j < n; j += 256) {
             float v = 0.f;
             for (int c = 0; c <= cm; ++c) { /* the copies in order */
