@@ -791,8 +791,11 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * the units when key tiles vary slowest) must fit ctx->sm_count. By default for mods with
          * a relative or tile form, else on request (FA4JIT_SM90_BWD_DET_ROTATE, bwd_det_rotate):
          * =1 the whole head's key tiles where they fit, else the ascending walk (G = 1); =2 the
-         * largest group that fits. */
-        if (p->deterministic && !p->has_block_mask && !d256 && tiles > 1 && ctx->sm_count > 0) {
+         * largest group that fits. Only on the 64-query main: on the 80-query one (plain padded
+         * D 128, deterministic by default since session 8) =1 measured 13x slower (H100
+         * 2026-12-06 05:05 UTC, B4 H16 S4096 bf16 deterministic bwd: 41.5 TFLOP/s against 528.7
+         * ascending; S8192 22.5 against 517.0), so there it ascends whatever the request. */
+        if (p->deterministic && !p->has_block_mask && !d256 && bm == BWD_M && tiles > 1 && ctx->sm_count > 0) {
             const int rot = bwd_det_rotate(k);
             const int64_t units = (int64_t)p->hkv * p->batch;
             const int64_t stride = pr.tiles_slowest == 1 ? units
