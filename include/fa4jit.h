@@ -181,6 +181,10 @@ typedef enum fa4_compile_flags {
     FA4_COMPILE_CHECKED = 1u << 3,      /* out-of-range aux reads trap instead of clamping */
     FA4_COMPILE_FAST_MATH = 1u << 4,    /* mods use approximate tanh, exp and division (faster
                                            soft-capping; about 1e-3 relative error per op) */
+    FA4_COMPILE_DETERMINISTIC = 1u << 5,/* with trainable aux and FA4_COMPILE_BWD: also the
+                                           deterministic backward's programs whose aux gradients
+                                           are fixed-point sums (bitwise reproducible); a
+                                           deterministic launch with trainable aux needs them */
     FA4_COMPILE_ALL = (1u << 0) | (1u << 1) | (1u << 2)
 } fa4_compile_flags;
 

@@ -124,6 +124,8 @@ def _kernel_for(device, source, dtype, head_dim, head_dim_v, trainable, opts, ba
         flags |= C.FA4_COMPILE_CHECKED
     if opts.get("fast_math") == "1":
         flags |= C.FA4_COMPILE_FAST_MATH
+    if opts.get("deterministic") == "1" and backward and trainable:
+        flags |= C.FA4_COMPILE_DETERMINISTIC  # the fixed-point aux-gradient programs
     dev = _device_key(device)
     dname = str(dtype).replace("torch.", "")
     key = (dev, source, dname, int(head_dim), int(head_dim_v), tuple(trainable), flags,
@@ -162,6 +164,8 @@ def compile(score_mod=None, mask_mod=None, dtype="bf16", head_dim=128, head_dim_
         flags |= C.FA4_COMPILE_CHECKED
     if opts.get("fast_math") == "1":
         flags |= C.FA4_COMPILE_FAST_MATH
+    if opts.get("deterministic") == "1" and backward and p.trainable:
+        flags |= C.FA4_COMPILE_DETERMINISTIC
     ctx = context("none" if arch is not None and device is None else device)
     k = ctx.compile(source=p.source, dtype=dtype, head_dim=head_dim, head_dim_v=head_dim_v or 0,
                     arch=arch, flags=flags, path=path, trainable=p.trainable,

@@ -166,5 +166,5 @@ int fa4__aux_trainable(const fa4_kernel *k, const uint8_t *block, size_t grad_of
 int fa4__aux_fx_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
 {
     (void)mod;
-    return spec->num_trainable_aux > 0;
+    return spec->num_trainable_aux > 0 && (spec->flags & FA4_COMPILE_DETERMINISTIC);
 }

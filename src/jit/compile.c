@@ -127,7 +127,8 @@ static fa4_status resolve_spec(fa4_ctx *ctx, const fa4_kernel_spec *in, resolved
                               s->head_dim_v, s->head_dim);
     if (s->flags == 0)
         s->flags = FA4_COMPILE_ALL;
-    const uint32_t known = FA4_COMPILE_ALL | FA4_COMPILE_CHECKED | FA4_COMPILE_FAST_MATH;
+    const uint32_t known =
+        FA4_COMPILE_ALL | FA4_COMPILE_CHECKED | FA4_COMPILE_FAST_MATH | FA4_COMPILE_DETERMINISTIC;
     if (s->flags & ~known)
         return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "spec.flags has unknown bits 0x%x",
                               s->flags & ~known);

@@ -131,7 +131,7 @@ fa4_status fa4__aux_fill(fa4_ctx *ctx, const fa4_kernel *k, const fa4_aux_value 
 int fa4__aux_trainable(const fa4_kernel *k, const uint8_t *block, size_t grad_off[], int64_t numel[],
                        int cap);
 /* A path's program_desc.wanted for the deterministic mode's backward mains with fixed-point aux
- * gradients (launch.c): where the spec has trainable aux tensors. */
+ * gradients (launch.c): where the spec has trainable aux tensors and FA4_COMPILE_DETERMINISTIC. */
 int fa4__aux_fx_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
 
 /* --------------------------------------------------------------------------------------- launch */

@@ -420,6 +420,11 @@ static fa4_status aux_fx_layout(fa4_kernel *k, const fa4__problem *p, size_t pat
     fx->n = fa4__aux_trainable(k, p->aux_block, fx->grad_off, fx->numel, FA4__MOD_MAX_AUX);
     if (!fx->n)
         return FA4_OK;
+    if (!has_program(k, "bwd_main_fx"))
+        return fa4__set_error(k->ctx, FA4_ERR_WRONG_KERNEL,
+                              "deterministic backward with trainable aux tensors: this kernel was "
+                              "compiled without FA4_COMPILE_DETERMINISTIC (spec.flags), whose "
+                              "programs sum the aux gradients bitwise reproducibly");
     fx->base = align256(path_bytes);
     size_t at = 0;
     for (int i = 0; i < fx->n; i++) {

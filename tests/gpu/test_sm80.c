@@ -181,7 +181,8 @@ static void *compile_worker(void *arg)
         spec.path = test_path();
         spec.arch = g_arch;
         spec.flags = FA4_COMPILE_FWD | FA4_COMPILE_BWD | (mods[v->mod].has_mask ? FA4_COMPILE_BLOCK_MASK : 0) |
-                     (v->checked ? FA4_COMPILE_CHECKED : 0);
+                     (v->checked ? FA4_COMPILE_CHECKED : 0) |
+                     (mods[v->mod].trainable ? FA4_COMPILE_DETERMINISTIC : 0);
         const char *tr[1] = {mods[v->mod].trainable};
         if (tr[0]) {
             spec.trainable_aux = tr;

@@ -352,7 +352,7 @@ static void test_bwd_det_aux_workspace(void **state)
     fa4_kernel_spec_init(&spec);
     spec.source = REL;
     spec.arch = "sm_80";
-    spec.flags = FA4_COMPILE_BWD;
+    spec.flags = FA4_COMPILE_BWD | FA4_COMPILE_DETERMINISTIC;
     spec.trainable_aux = trainable;
     spec.num_trainable_aux = 1;
     fa4_kernel *k = NULL;
@@ -409,6 +409,18 @@ static void test_bwd_det_aux_workspace(void **state)
     b.deterministic = 0; /* the default mode needs no accumulators */
     b.workspace_size = plain;
     assert_int_equal(fa4_launch_bwd(k, &b), FA4_ERR_NO_DEVICE);
+    fa4_kernel_destroy(k);
+    /* compiled without FA4_COMPILE_DETERMINISTIC: the default mode launches, a deterministic call
+     * says which flag it needs (and so does the size query) */
+    spec.flags = FA4_COMPILE_BWD;
+    if (fa4_jit_compile(f->ctx, &spec, &k) != FA4_OK)
+        fail_msg("trainable compile: %s", fa4_ctx_errmsg(f->ctx));
+    assert_int_equal(fa4_launch_bwd(k, &b), FA4_ERR_NO_DEVICE);
+    b.deterministic = 1;
+    b.workspace_size = det;
+    assert_int_equal(fa4_launch_bwd(k, &b), FA4_ERR_WRONG_KERNEL);
+    assert_non_null(strstr(fa4_ctx_errmsg(f->ctx), "FA4_COMPILE_DETERMINISTIC"));
+    assert_int_equal(fa4_bwd_workspace_size(k, &b, &det), FA4_ERR_WRONG_KERNEL);
     fa4_kernel_destroy(k);
 }
 
