@@ -114,26 +114,34 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
  * function that gave up) costs atomics, never correctness. Every CTA of every head used to add
  * into the same few hundred floats of a relative-position table: contended L2 atomics.
  * Deterministic mode (FA4_AUX_FX; the mod header's fa4_aux_grad_global adds hi 2^-20 + lo 2^-56
- * pairs into the global accumulators): the window's entries are 64-bit integers in units of
- * 2^-56, in copies as the float ones, and a term t = round(v 2^56) (|v| < 2^6) goes in by a
- * compare-and-swap loop that refuses to overflow (fa4_bwd_aux_fx_cas; sm_90 has no native 64-bit
- * add on shared memory either, so one CAS loop a term, as the float window's). Integer adds: the
- * CTA's sums do not depend on the order of its warps, and a term the window refuses goes to the
- * global pair exactly, so the total is the same integer either way. */
-#if defined(FA4_AUX_FX) && FA4_AUX_FX
-__device__ __forceinline__ bool fa4_bwd_aux_fx_cas(unsigned a, long long t)
+ * pairs into the global accumulators): the window's entries are 16-byte integer slots, in copies
+ * as the float ones, in one of two forms (FA4_SM90_BWD_AUX_FX_FORM):
+ *   1: the pair (hi, lo) itself, two 64-bit adds (red.shared.add.u64: sm_90 runs each as a
+ *      compare-and-swap loop, as it does the float window's f32 add);
+ *   2: a 96-bit integer in units of 2^-56 in three 32-bit words, a term t = round(v 2^56)
+ *      (|v| < 2^6) added word by word with native 32-bit atomics, each word's carry (seen from
+ *      the value it returned) passed on to the next (fa4_bwd_aux_fx_add96): no retry loop, so
+ *      lanes that meet on one entry (t5_bias's few buckets) serialize in hardware only.
+ * Integer adds either way: the CTA's sums do not depend on the order of its warps, and the flush
+ * turns every slot into the global pair exactly. Measured: see the define. */
+#ifndef FA4_SM90_BWD_AUX_FX_FORM
+#define FA4_SM90_BWD_AUX_FX_FORM 2
+#endif
+#if defined(FA4_AUX_FX) && FA4_AUX_FX && FA4_SM90_BWD_AUX_FX_FORM == 2
+__device__ __forceinline__ void fa4_bwd_aux_fx_add96(unsigned a, long long t)
 {
-    long long old, seen;
-    asm volatile("ld.shared.b64 %0, [%1];\n" : "=l"(old) : "r"(a) : "memory");
-    for (;;) {
-        const long long nw = (long long)((unsigned long long)old + (unsigned long long)t);
-        if (((old ^ nw) & (t ^ nw)) < 0)
-            return false; /* the partial would overflow */
-        asm volatile("atom.shared.cas.b64 %0, [%1], %2, %3;\n" : "=l"(seen) : "r"(a), "l"(old), "l"(nw) : "memory");
-        if (seen == old)
-            return true;
-        old = seen;
+    const unsigned t0 = (unsigned)t, t1 = (unsigned)((unsigned long long)t >> 32), t2 = t < 0 ? 0xffffffffu : 0u;
+    unsigned o0;
+    asm volatile("atom.shared.add.u32 %0, [%1], %2;\n" : "=r"(o0) : "r"(a), "r"(t0) : "memory");
+    const unsigned long long a1 = (unsigned long long)t1 + (o0 + t0 < o0 ? 1u : 0u); /* <= 2^32 */
+    unsigned c1 = (unsigned)(a1 >> 32);
+    if ((unsigned)a1) {
+        unsigned o1;
+        asm volatile("atom.shared.add.u32 %0, [%1+4], %2;\n" : "=r"(o1) : "r"(a), "r"((unsigned)a1) : "memory");
+        c1 = o1 + (unsigned)a1 < o1 ? 1u : 0u;
     }
+    if (t2 + c1)
+        asm volatile("red.shared.add.u32 [%0+8], %1;\n" ::"r"(a), "r"(t2 + c1) : "memory");
 }
 #endif
 __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, float v)
@@ -148,10 +156,20 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
     const unsigned off = (unsigned)(i - lo);
     if (off < (unsigned)n) {
         const unsigned c = ((threadIdx.x & 3u) | ((threadIdx.x >> 3) & 4u)) & (unsigned)cm;
-#if defined(FA4_AUX_FX) && FA4_AUX_FX
-        if (fabsf(v) < 0x1p6f &&
-            fa4_bwd_aux_fx_cas(w + 8u * (off + c * (unsigned)n), __float2ll_rn(__fmul_rn(v, 0x1p56f))))
+#if defined(FA4_AUX_FX) && FA4_AUX_FX && FA4_SM90_BWD_AUX_FX_FORM == 2
+        if (fabsf(v) < 0x1p6f) {
+            fa4_bwd_aux_fx_add96(w + 16u * (off + c * (unsigned)n), __float2ll_rn(__fmul_rn(v, 0x1p56f)));
             return;
+        }
+#elif defined(FA4_AUX_FX) && FA4_AUX_FX
+        long long xh, xl;
+        if (fa4_aux_fx_split(v, xh, xl)) {
+            asm volatile("red.shared.add.u64 [%0], %1;\n"
+                         "red.shared.add.u64 [%0+8], %2;\n" ::"r"(w + 16u * (off + c * (unsigned)n)),
+                         "l"(xh), "l"(xl)
+                         : "memory");
+            return;
+        }
 #else
         asm volatile("red.shared.add.f32 [%0], %1;\n" ::"r"(w + 4u * (off + c * (unsigned)n)), "f"(v));
         return;
@@ -181,9 +199,9 @@ __device__ __forceinline__ void fa4_bwd_aux_window_init(const fa4_params &p, con
         long long n = hi - lo + 1;
         if (lo > lim || n <= 0)
             lo = n = 0;
-        /* entries of 4 bytes, or 8 in FA4_AUX_FX builds (64-bit integers) */
+        /* entries of 4 bytes, or 16 in FA4_AUX_FX builds (integer slots) */
 #if defined(FA4_AUX_FX) && FA4_AUX_FX
-        constexpr int cap = kBAuxSiteEntries / 2;
+        constexpr int cap = kBAuxSiteEntries / 4;
 #else
         constexpr int cap = kBAuxSiteEntries;
 #endif
@@ -211,16 +229,29 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
                      : "r"(sm.aux_hdr(k))
                      : "memory");
 #if defined(FA4_AUX_FX) && FA4_AUX_FX
-        /* each copy x (units of 2^-56) as the pair (x >> 36, x mod 2^36) of the global
-         * accumulator (hi 2^-20 + lo 2^-56), summed over the copies without overflow */
+        /* each copy's slot as the pair (hi, lo) of the global accumulator (hi 2^-20 + lo 2^-56),
+         * summed over the copies */
         unsigned long long *fx = (unsigned long long *)grad;
         for (int j = ct; j < n; j += 256) {
             long long xh = 0, xl = 0;
             for (int c = 0; c <= cm; ++c) {
-                long long x;
-                asm volatile("ld.shared.b64 %0, [%1];\n" : "=l"(x) : "r"(w + 8u * (j + c * n)) : "memory");
-                xh += x >> 36;
-                xl += (long long)((unsigned long long)x & 0xfffffffffull);
+                const unsigned a = w + 16u * (j + c * n);
+#if FA4_SM90_BWD_AUX_FX_FORM == 2
+                unsigned w0, w1, w2;
+                asm volatile("ld.shared.v2.b32 {%0, %1}, [%3];\n"
+                             "ld.shared.b32 %2, [%3+8];\n"
+                             : "=r"(w0), "=r"(w1), "=r"(w2)
+                             : "r"(a)
+                             : "memory");
+                /* V = w2 2^64 + w1 2^32 + w0 (w2 signed): V >> 36 and V mod 2^36 */
+                xh += (long long)(int)w2 * (1ll << 28) + (long long)(w1 >> 4);
+                xl += (long long)(((unsigned long long)(w1 & 15u) << 32) | w0);
+#else
+                long long h, l;
+                asm volatile("ld.shared.v2.b64 {%0, %1}, [%2];\n" : "=l"(h), "=l"(l) : "r"(a) : "memory");
+                xh += h;
+                xl += l;
+#endif
             }
             if (xh)
                 atomicAdd(fx + 3ll * (lo + j), (unsigned long long)xh);
