@@ -385,9 +385,11 @@ typedef struct fa4_bwd_args {
     int32_t max_seqlen_q, max_seqlen_k;
     int64_t q_offset, kv_offset;
     int32_t deterministic; /* 1: bitwise identical dq, dk, dv and trainable aux gradients on
-                              every run (the aux gradients are summed in 64-bit fixed point,
-                              2^-56 resolution, then added into grad; the workspace holds 24
-                              bytes an element of each trainable tensor for it) */
+                              every run. The aux gradients are summed as integers in units of
+                              2^-56 (each term rounded there; a term of magnitude 2^40 or more,
+                              or not finite, counts as +-inf / NaN), then added into grad; the
+                              workspace holds 24 bytes an element of each trainable tensor for
+                              it, and the kernel needs FA4_COMPILE_DETERMINISTIC (spec.flags) */
     void *workspace;       /* device memory of fa4_bwd_workspace_size() bytes */
     size_t workspace_size;
     void *stream;
