@@ -192,6 +192,26 @@ static void test_compile_json_out_and_cache_hit(void **state)
     free(out);
 }
 
+/* --deterministic with a trainable aux tensor adds the fixed-point backward main (bwd_main_fx);
+ * without it the backward has none */
+static void test_compile_deterministic_trainable(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = run("compile good.mod --arch sm_80 --head-dim 64 --kernels bwd --trainable slopes "
+                 "--deterministic --no-cache --json --quiet",
+                 &out);
+    if (rc != 0 || !strstr(out, "\"name\":\"bwd_main_fx\"") || !strstr(out, "\"name\":\"bwd_main\""))
+        fail_msg("compile --deterministic: %d: %.2000s", rc, out);
+    free(out);
+    rc = run("compile good.mod --arch sm_80 --head-dim 64 --kernels bwd --trainable slopes --no-cache "
+             "--json --quiet",
+             &out);
+    if (rc != 0 || strstr(out, "bwd_main_fx") || !strstr(out, "\"name\":\"bwd_main\""))
+        fail_msg("compile without --deterministic: %d: %.2000s", rc, out);
+    free(out);
+}
+
 static void test_compile_bad_mod_and_dump(void **state)
 {
     (void)state;
@@ -227,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_check_points_at_the_error),
         cmocka_unit_test(test_compile_json_out_and_cache_hit),
+        cmocka_unit_test(test_compile_deterministic_trainable),
         cmocka_unit_test(test_compile_bad_mod_and_dump),
         cmocka_unit_test(test_info),
     };
