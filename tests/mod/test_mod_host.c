@@ -858,6 +858,96 @@ static void relative_sites_match_terms(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* The deterministic mode's fixed-point aux-gradient terms (emit_deriv.c, FA4_AUX_FX:
+ * fa4_aux_grad_global and fa4_aux_fx_split) on the host: 20000 terms from 2^-60 to 2^30 in
+ * magnitude, both signs, into 8 entries in three orders; every order must give the same words,
+ * and hi 2^36 + lo must be exactly the sum of round(v 2^56) (computed here in 128-bit integers);
+ * NaN, +inf and a term over 2^40 set the flags 1, 2, 4. */
+static void fixed_point_aux_terms(void **state)
+{
+    (void)state;
+    skip_without_cxx();
+    char dir[512];
+    host_dir(dir, sizeof dir, "mod_fx");
+    char path[512];
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/mods/rel_bias.mod", FA4_TEST_SOURCE_DIR);
+    char *src = mt_read_file(path, &len);
+    assert_non_null(src);
+    fa4__mod *m = mt_parse(src, len, "rel_bias");
+    assert_non_null(m);
+    const char *names[1] = {"bias"};
+    fa4__diag dg;
+    assert_int_equal(fa4__mod_set_trainable(m, names, 1, &dg), FA4_OK);
+    char *cu = fa4__mod_emit_cuda(m, "rel_bias", 0);
+    assert_non_null(cu);
+    assert_non_null(strstr(cu, "fa4_aux_fx_split"));
+    char srcf[600], exe[600], cmd[2048];
+    snprintf(srcf, sizeof srcf, "%s/fx.cpp", dir);
+    snprintf(exe, sizeof exe, "%s/fx", dir);
+    FILE *f = fopen(srcf, "w");
+    assert_non_null(f);
+    char *text = host_text(cu);
+    fprintf(f, "#define FA4_CHECKED 0\n#define FA4_AUX_FX 1\n%s\n"
+               "static inline float __fmul_rn(float a, float b) { return a * b; }\n"
+               "static inline float __fsub_rn(float a, float b) { return a - b; }\n"
+               "static inline long long __float2ll_rn(float x) { return llrintf(x); }\n"
+               "static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)\n"
+               "{ unsigned long long o = *p; *p = o + v; return o; }\n"
+               "static inline unsigned long long atomicOr(unsigned long long *p, unsigned long long v)\n"
+               "{ unsigned long long o = *p; *p = o | v; return o; }\n"
+               "%s\n",
+            shim, text);
+    free(text);
+    fputs("static unsigned long long st = 88172645463325252ull;\n"
+          "static unsigned rnd(void) { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return (unsigned)st; }\n"
+          "enum { N = 20000, E = 8 };\n"
+          "static float v[N];\n"
+          "static unsigned long long acc[3][3 * E];\n"
+          "int main(void)\n{\n"
+          "    __int128 want[E] = {0};\n"
+          "    for (int i = 0; i < N; i++) {\n"
+          "        const float m = 1.0f + (float)(rnd() % 8388608u) / 8388608.0f;\n"
+          "        v[i] = (rnd() & 1 ? -1.0f : 1.0f) * ldexpf(m, (int)(rnd() % 91) - 60);\n"
+          "        if (i % 97 == 0) v[i] = 0.0f;\n"
+          "        want[i % E] += (__int128)nearbyint(ldexp((double)v[i], 56));\n"
+          "    }\n"
+          "    int perm[N];\n"
+          "    for (int i = 0; i < N; i++) perm[i] = i;\n"
+          "    for (int i = N - 1; i > 0; i--) { const int j = (int)(rnd() % (unsigned)(i + 1)), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }\n"
+          "    for (int i = 0; i < N; i++) {\n"
+          "        fa4_aux_grad_global((float *)acc[0], i % E, v[i]);\n"
+          "        fa4_aux_grad_global((float *)acc[1], (N - 1 - i) % E, v[N - 1 - i]);\n"
+          "        fa4_aux_grad_global((float *)acc[2], perm[i] % E, v[perm[i]]);\n"
+          "    }\n"
+          "    long bad = 0;\n"
+          "    for (int k = 0; k < E; k++) {\n"
+          "        const __int128 got = (__int128)(long long)acc[0][3 * k] * ((__int128)1 << 36) + (long long)acc[0][3 * k + 1];\n"
+          "        if (got != want[k] || acc[0][3 * k + 2]) { if (bad++ < 5) printf(\"entry %d: %.17g, want %.17g\\n\", k, (double)got, (double)want[k]); }\n"
+          "        for (int o = 1; o < 3; o++)\n"
+          "            for (int w = 0; w < 3; w++)\n"
+          "                if (acc[o][3 * k + w] != acc[0][3 * k + w]) { if (bad++ < 5) printf(\"entry %d word %d differs in order %d\\n\", k, w, o); }\n"
+          "    }\n"
+          "    unsigned long long sp[9] = {0};\n"
+          "    fa4_aux_grad_global((float *)sp, 0, NAN);\n"
+          "    fa4_aux_grad_global((float *)sp, 1, INFINITY);\n"
+          "    fa4_aux_grad_global((float *)sp, 2, -0x1p41f);\n"
+          "    if (sp[2] != 1 || sp[5] != 2 || sp[8] != 4 || sp[0] | sp[1] | sp[3] | sp[4] | sp[6] | sp[7]) {\n"
+          "        bad++;\n"
+          "        printf(\"special terms: flags %llu %llu %llu\\n\", sp[2], sp[5], sp[8]);\n"
+          "    }\n"
+          "    printf(\"fixed point: %d terms into %d entries, 3 orders, %ld mismatches\\n\", N, E, bad);\n"
+          "    return bad != 0;\n}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -o '%s' '%s' -lm && '%s'", exe, srcf, exe);
+    const int rc = system(cmd);
+    free(cu);
+    free(src);
+    fa4__mod_free(m);
+    host_dir_done(dir);
+    assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -865,6 +955,7 @@ int main(void)
         cmocka_unit_test(uniform_int_division),
         cmocka_unit_test(tile_form_holds_over_box),
         cmocka_unit_test(relative_sites_match_terms),
+        cmocka_unit_test(fixed_point_aux_terms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
