@@ -135,7 +135,8 @@ def build_cases(quick: bool, optional: bool = False) -> List[Case]:
         cs.append(finish(c))
 
     # headline: plain and causal at S=4096, D=128
-    # (det: also the deterministic backward, issue 9's cost of determinism)
+    # (det: also the deterministic backward, issue 9's cost of determinism; the optional T5 row
+    # too, whose table gradient the deterministic mode sums in fixed point)
     head = [Case("plain_seqlen", f"S={BASE_S}", B0, HEADS, HEADS, BASE_S, 128,
                  extra={"det": True}),
             Case("causal_seqlen", f"S={BASE_S}", B0, HEADS, HEADS, BASE_S, 128, causal=True,
@@ -169,7 +170,7 @@ def build_cases(quick: bool, optional: bool = False) -> List[Case]:
     # optional: only where --cases names them (the full run's time plan has no room left)
     opt = [Case("mods", "T5 bias (trainable)", B0, HEADS, HEADS, BASE_S, 128,
                 score_mod="t5_bias", trainable=("bias",), peers=mod_peers,
-                extra={"num_buckets": T5_BUCKETS, "max_distance": T5_MAX_DISTANCE},
+                extra={"num_buckets": T5_BUCKETS, "max_distance": T5_MAX_DISTANCE, "det": True},
                 notes=f"T5's log-spaced buckets of kv - q ({T5_BUCKETS}, max distance "
                       f"{T5_MAX_DISTANCE}), table H x {T5_BUCKETS}, fp32, gradient in the "
                       "backward")] if optional else []
