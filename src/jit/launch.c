@@ -458,10 +458,11 @@ static fa4_status aux_fx_begin(fa4_kernel *k, const aux_fx *fx, uint8_t *aux_blo
     return FA4_OK;
 }
 
-/* After it: each accumulator into its gradient (grad[i] += sum), in stream order. */
-static fa4_status aux_fx_end(fa4_kernel *k, const aux_fx *fx, void *ws, CUstream stream, void *const grad[])
+/* After it: each accumulator into its gradient (grad[i] += sum) by f (bwd_post's
+ * fa4_aux_fx_post), in stream order. */
+static fa4_status aux_fx_end(fa4_kernel *k, CUfunction f, const aux_fx *fx, void *ws, CUstream stream,
+                             void *const grad[])
 {
-    CUfunction f = fa4__kernel_function(k, "bwd_post", "fa4_aux_fx_post");
     for (int i = 0; i < fx->n; i++) {
         CUdeviceptr acc = (CUdeviceptr)(uintptr_t)ws + fx->base + fx->off[i];
         void *g = grad[i];
@@ -523,8 +524,8 @@ fa4_status fa4_launch_bwd(fa4_kernel *k, const fa4_bwd_args *a)
         return st;
     void *grad[FA4__MOD_MAX_AUX];
     p.aux_fx = fx.n > 0;
-    if (fx.n && (!fa4__kernel_function(k, "bwd_post", "fa4_aux_fx_post") ||
-                 !fa4__kernel_function(k, "bwd_main_fx", "fa4_sm80_bwd_main")))
+    CUfunction post = fx.n ? fa4__kernel_function(k, "bwd_post", "fa4_aux_fx_post") : NULL;
+    if (fx.n && (!post || !fa4__kernel_function(k, "bwd_main_fx", "fa4_sm80_bwd_main")))
         st = fa4__set_error(k->ctx, FA4_ERR_WRONG_KERNEL, "deterministic backward with trainable aux: "
                             "the kernel lacks its fixed-point programs (bwd_main_fx, bwd_post's "
                             "fa4_aux_fx_post)");
@@ -533,7 +534,7 @@ fa4_status fa4_launch_bwd(fa4_kernel *k, const fa4_bwd_args *a)
     if (st == FA4_OK)
         st = ops->launch_bwd(k, &p);
     if (st == FA4_OK)
-        st = aux_fx_end(k, &fx, a->workspace, p.stream, grad);
+        st = aux_fx_end(k, post, &fx, a->workspace, p.stream, grad);
     fa4__ctx_pop(k->ctx);
     if (st == FA4_OK)
         fa4__set_error(k->ctx, FA4_OK, NULL);

@@ -129,6 +129,14 @@ static void host_dir(char *dir, size_t size, const char *name)
     assert_non_null(mkdtemp(dir));
 }
 
+/* Builds host program src into exe and runs it: the exit status of the two (system()'s). */
+static int compile_and_run(const char *src, const char *exe)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -o '%s' '%s' -lm && '%s'", exe, src, exe);
+    return system(cmd);
+}
+
 static void host_dir_done(const char *dir)
 {
     if (!getenv("FA4_MOD_HOST_KEEP")) {
@@ -502,7 +510,7 @@ static void uniform_int_division(void **state)
     assert_non_null(cu);
     assert_non_null(strstr(cu, "fa4_idiv_u(q, fa4_a.d)"));
     assert_non_null(strstr(cu, "fa4_imod_u(kv, fa4_a.d)"));
-    char dir[512], src[600], exe[600], cmd[2048];
+    char dir[512], src[600], exe[600];
     host_dir(dir, sizeof dir, "mod_idiv");
     snprintf(src, sizeof src, "%s/idiv.cpp", dir);
     snprintf(exe, sizeof exe, "%s/idiv", dir);
@@ -543,8 +551,7 @@ static void uniform_int_division(void **state)
           "    return bad != 0;\n}\n",
           f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -o '%s' '%s' -lm && '%s'", exe, src, exe);
-    const int rc = system(cmd);
+    const int rc = compile_and_run(src, exe);
     host_dir_done(dir);
     free(cu);
     fa4__mod_free(m);
@@ -752,7 +759,7 @@ static int check_rel_sites(const char *dir, const char *name, const char *src, s
     char *cu = fa4__mod_emit_cuda(m, name, 0);
     assert_non_null(cu);
     assert_non_null(strstr(cu, "#define FA4_SCORE_MOD_REL_SITES 1"));
-    char srcf[600], exe[600], cmd[2048];
+    char srcf[600], exe[600];
     snprintf(srcf, sizeof srcf, "%s/%s.relsites.cpp", dir, name);
     snprintf(exe, sizeof exe, "%s/%s.relsites", dir, name);
     FILE *f = fopen(srcf, "w");
@@ -828,8 +835,7 @@ static int check_rel_sites(const char *dir, const char *name, const char *src, s
             "    return bad != 0;\n}\n",
             nt, nt, NUMEL, name);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -o '%s' '%s' -lm && '%s'", exe, srcf, exe);
-    const int rc = system(cmd);
+    const int rc = compile_and_run(srcf, exe);
     free(cu);
     mt_free_aux(aux, n);
     fa4__mod_free(m);
@@ -882,7 +888,7 @@ static void fixed_point_aux_terms(void **state)
     char *cu = fa4__mod_emit_cuda(m, "rel_bias", 0);
     assert_non_null(cu);
     assert_non_null(strstr(cu, "fa4_aux_fx_split"));
-    char srcf[600], exe[600], cmd[2048];
+    char srcf[600], exe[600];
     snprintf(srcf, sizeof srcf, "%s/fx.cpp", dir);
     snprintf(exe, sizeof exe, "%s/fx", dir);
     FILE *f = fopen(srcf, "w");
@@ -939,8 +945,7 @@ static void fixed_point_aux_terms(void **state)
           "    printf(\"fixed point: %d terms into %d entries, 3 orders, %ld mismatches\\n\", N, E, bad);\n"
           "    return bad != 0;\n}\n", f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -o '%s' '%s' -lm && '%s'", exe, srcf, exe);
-    const int rc = system(cmd);
+    const int rc = compile_and_run(srcf, exe);
     free(cu);
     free(src);
     fa4__mod_free(m);

@@ -680,6 +680,16 @@ static int expr_saturates(const fa4__expr *e)
     return 0;
 }
 
+/* A ?: node's known flag: the condition known and the branch it takes known */
+static void cond_known(tile_ctx *t, const fa4__expr *e, int n, int a, int b, int c)
+{
+    fa4__out(t->E, "    const bool fa4_tk%d = fa4_tk%d && (fa4_tv%d ? ", n, a, a);
+    out_const(t, e->b, b);
+    fa4__out(t->E, " : ");
+    out_const(t, e->c, c);
+    fa4__out(t->E, ");\n");
+}
+
 /* ------------------------------------------------------------------------------ float nodes */
 static void float_node(tile_ctx *t, const fa4__expr *e, int n, const int *ch, const fa4__expr *const *ce, int nch)
 {
@@ -687,11 +697,7 @@ static void float_node(tile_ctx *t, const fa4__expr *e, int n, const int *ch, co
     char lo[200], hi[200], ok[200], init[700];
     const int a = nch > 0 ? ch[0] : -1, b = nch > 1 ? ch[1] : -1, c = nch > 2 ? ch[2] : -1;
     if (e->kind == EX_COND) {
-        fa4__out(E, "    const bool fa4_tk%d = fa4_tk%d && (fa4_tv%d ? ", n, a, a);
-        out_const(t, e->b, b);
-        fa4__out(E, " : ");
-        out_const(t, e->c, c);
-        fa4__out(E, ");\n");
+        cond_known(t, e, n, a, b, c);
         snprintf(lo, sizeof lo, "fa4_tk%d ? (fa4_tv%d ? fa4_tfl%d : fa4_tfl%d) : fminf(fa4_tfl%d, fa4_tfl%d)", a, a, b,
                  c, b, c);
         snprintf(hi, sizeof hi, "fa4_tk%d ? (fa4_tv%d ? fa4_tfh%d : fa4_tfh%d) : fmaxf(fa4_tfh%d, fa4_tfh%d)", a, a, b,
@@ -1044,11 +1050,7 @@ static int node_raw(tile_ctx *t, const fa4__expr *e)
         return n;
     }
     if (e->kind == EX_COND) {
-        fa4__out(E, "    const bool fa4_tk%d = fa4_tk%d && (fa4_tv%d ? ", n, a, a);
-        out_const(t, e->b, b);
-        fa4__out(E, " : ");
-        out_const(t, e->c, c);
-        fa4__out(E, ");\n");
+        cond_known(t, e, n, a, b, c);
         if (e->type == TY_BOOL)
             fa4__out(E, "    const bool fa4_tv%d = fa4_tv%d ? fa4_tv%d : fa4_tv%d;\n", n, a, b, c);
         return n;

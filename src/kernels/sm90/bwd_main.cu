@@ -115,35 +115,27 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
  * into the same few hundred floats of a relative-position table: contended L2 atomics.
  * Deterministic mode (FA4_AUX_FX; the mod header's fa4_aux_grad_global adds hi 2^-20 + lo 2^-56
  * pairs into the global accumulators): the window's entries are 16-byte integer slots, in copies
- * as the float ones, in one of two forms (FA4_SM90_BWD_AUX_FX_FORM):
- *   1: the pair (hi, lo) itself, two 64-bit adds (red.shared.add.u64: sm_90 runs each as a
- *      compare-and-swap loop, as it does the float window's f32 add);
- *   2: a 96-bit integer in units of 2^-56 in three 32-bit words, a term t = round(v 2^56)
- *      (|v| < 2^6) added word by word with native 32-bit atomics, each word's carry (seen from
- *      the value it returned) passed on to the next (fa4_bwd_aux_fx_add96): no retry loop, so
- *      lanes that meet on one entry (t5_bias's few buckets) serialize in hardware only.
- * Integer adds either way: the CTA's sums do not depend on the order of its warps, and the flush
- * turns every slot into the global pair exactly. H100 2026-12-06 05:53 UTC, B4 H16 S4096 D128
- * bf16, deterministic bwd TFLOP/s, form 2 / form 1 / float atomics (FA4JIT_DET_AUX_FIXED=0, not
- * bitwise) / the default mode: trainable rel. bias 331.6 / 255.8 / 304.4 / 317.6, trainable T5
- * 287.8 / 229.6 / 271.1 / 291.1.
+ * as the float ones: a 96-bit integer in units of 2^-56 in three 32-bit words, a term
+ * t = round(v 2^56) (|v| < 2^6) added word by word with native 32-bit atomics, each word's carry
+ * (seen from the value it returned) passed on to the next (fa4_bwd_aux_fx_add96): no retry loop,
+ * so lanes that meet on one entry (t5_bias's few buckets) serialize in hardware only. Integer
+ * adds: the CTA's sums do not depend on the order of its warps, and the flush turns every slot
+ * into the global pair exactly. H100 2026-12-06 05:53 UTC, B4 H16 S4096 D128 bf16, deterministic
+ * bwd TFLOP/s, these slots / the pair (hi, lo) in the slot by two red.shared.add.u64 (each a
+ * compare-and-swap loop on sm_90, as the float window's f32 add; removed) / float atomics
+ * (FA4JIT_DET_AUX_FIXED=0, not bitwise) / the default mode: trainable rel. bias 331.6 / 255.8 /
+ * 304.4 / 317.6, trainable T5 287.8 / 229.6 / 271.1 / 291.1.
  * FA4_SM90_BWD_AUX_INT_WINDOW 1 (default mode builds; not yet run on a GPU): the default mode's
- * window in form 2's slots too, flushed as one float atomic an entry (form 2 measured faster than
- * the float window above, whose f32 add is a compare-and-swap loop). */
-#ifndef FA4_SM90_BWD_AUX_FX_FORM
-#define FA4_SM90_BWD_AUX_FX_FORM 2
-#endif
+ * window in these slots too, flushed as one float atomic an entry. */
 #ifndef FA4_SM90_BWD_AUX_INT_WINDOW
 #define FA4_SM90_BWD_AUX_INT_WINDOW 0
 #endif
 #if defined(FA4_AUX_FX) && FA4_AUX_FX
 #define FA4_SM90_BWD_AUX_INT 1 /* integer slots */
-#define FA4_SM90_BWD_AUX_96 (FA4_SM90_BWD_AUX_FX_FORM == 2)
 #else
 #define FA4_SM90_BWD_AUX_INT FA4_SM90_BWD_AUX_INT_WINDOW
-#define FA4_SM90_BWD_AUX_96 FA4_SM90_BWD_AUX_INT_WINDOW
 #endif
-#if FA4_SM90_BWD_AUX_WIN && FA4_SM90_BWD_AUX_96
+#if FA4_SM90_BWD_AUX_WIN && FA4_SM90_BWD_AUX_INT
 __device__ __forceinline__ void fa4_bwd_aux_fx_add96(unsigned a, long long t)
 {
     const unsigned t0 = (unsigned)t, t1 = (unsigned)((unsigned long long)t >> 32), t2 = t < 0 ? 0xffffffffu : 0u;
@@ -172,18 +164,9 @@ __device__ __forceinline__ void fa4_aux_grad_commit(int k, float *grad, int i, f
     const unsigned off = (unsigned)(i - lo);
     if (off < (unsigned)n) {
         const unsigned c = ((threadIdx.x & 3u) | ((threadIdx.x >> 3) & 4u)) & (unsigned)cm;
-#if FA4_SM90_BWD_AUX_96
+#if FA4_SM90_BWD_AUX_INT
         if (fabsf(v) < 0x1p6f) {
             fa4_bwd_aux_fx_add96(w + 16u * (off + c * (unsigned)n), __float2ll_rn(__fmul_rn(v, 0x1p56f)));
-            return;
-        }
-#elif FA4_SM90_BWD_AUX_INT
-        long long xh, xl;
-        if (fa4_aux_fx_split(v, xh, xl)) {
-            asm volatile("red.shared.add.u64 [%0], %1;\n"
-                         "red.shared.add.u64 [%0+8], %2;\n" ::"r"(w + 16u * (off + c * (unsigned)n)),
-                         "l"(xh), "l"(xl)
-                         : "memory");
             return;
         }
 #else
@@ -254,7 +237,6 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
             long long xh = 0, xl = 0;
             for (int c = 0; c <= cm; ++c) {
                 const unsigned a = w + 16u * (j + c * n);
-#if FA4_SM90_BWD_AUX_96
                 unsigned w0, w1, w2;
                 asm volatile("ld.shared.v2.b32 {%0, %1}, [%3];\n"
                              "ld.shared.b32 %2, [%3+8];\n"
@@ -264,12 +246,6 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
                 /* V = w2 2^64 + w1 2^32 + w0 (w2 signed): V >> 36 and V mod 2^36 */
                 xh += (long long)(int)w2 * (1ll << 28) + (long long)(w1 >> 4);
                 xl += (long long)(((unsigned long long)(w1 & 15u) << 32) | w0);
-#else
-                long long h, l;
-                asm volatile("ld.shared.v2.b64 {%0, %1}, [%2];\n" : "=l"(h), "=l"(l) : "r"(a) : "memory");
-                xh += h;
-                xl += l;
-#endif
             }
 #if defined(FA4_AUX_FX) && FA4_AUX_FX
             if (xh)
