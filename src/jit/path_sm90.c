@@ -157,22 +157,45 @@ static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
            !(mod && fa4__mod_has_score(mod));
 }
 
-/* The 80-query main's step table with a block mask (bwd_schedule.cuh fa4_bwd_steps_row), after
- * the workspace's sm80 layout: per (mask batch, mask head, kv block) 2 + 2 nq (q_block / 64 + 1)
- * ints; 0 where the 80 main cannot run the call (then bwd_main90 does): not a block mask, deterministic,
- * another head dim, a checked build, block sizes the sm90 backward does not take, or a table over
- * an eighth of dq_accum (per-head masks of very long sequences) or marks over 48 KB of shared
- * memory. Independent of FA4JIT_SM90_BWD_BM, so the workspace size does not change with it. */
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* The 80-query main's step table with a block mask (bwd_schedule.cuh fa4_bwd_steps_row): per (mask
+ * batch, mask head, kv block) 2 + 2 nq (q_block / 64 + 1) ints, after dq_accum's first slot (the
+ * table's address in the kernel: dq_accum + that slot, 256-aligned). Its bytes; 0 where the 80 main
+ * cannot run the call (then bwd_main90 does): not a block mask, another head dim, a checked build,
+ * block sizes the sm90 backward does not take, marks over 48 KB of shared memory, and
+ * - not deterministic: a table over an eighth of dq_accum (per-head masks of very long sequences);
+ *   it comes after the workspace's sm80 layout (sm90_bwd_workspace adds its bytes);
+ * - deterministic (notes/sm90-bwd.md, session 18): q_block not a multiple of 128 (two runs of a kv
+ *   block could then meet in one 80-row tile), varlen queries (steps past the sequence take no
+ *   turn, and the lists may be shared by entries of other lengths), GQA groups (head by head, key
+ *   tile n + 1 would wait for key tile n at every head after the first; the 64 main walks the heads
+ *   innermost there), over 256 key tiles (a turn is a byte of the step's info), the turn kernel's
+ *   counts over 48 KB, or a table that does not fit dq_accum's slots past the first (the
+ *   deterministic sm90 main adds into the first only; no bytes are added to the workspace).
+ * Independent of FA4JIT_SM90_BWD_BM and FA4JIT_SM90_BWD_DET80_BM, so the workspace size does not
+ * change with them. */
 static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
 {
-    if (!p->has_block_mask || p->deterministic || pad64(p->head_dim) != 128 || pad64(p->head_dim_v) != 128 ||
+    if (!p->has_block_mask || pad64(p->head_dim) != 128 || pad64(p->head_dim_v) != 128 ||
         (k->spec.flags & FA4_COMPILE_CHECKED) || p->bm.q_block <= 0 || p->bm.q_block % BWD_M ||
         p->bm.kv_block % BWD_N || p->bm.num_q_blocks > 48 * 1024)
         return 0;
+    const size_t rows = (size_t)p->bm.batch * (size_t)p->bm.heads * (size_t)p->bm.num_kv_blocks;
     const size_t stride = 2 + 2 * (size_t)p->bm.num_q_blocks * (size_t)(p->bm.q_block / 64 + 1);
-    const size_t bytes = (size_t)p->bm.batch * (size_t)p->bm.heads * (size_t)p->bm.num_kv_blocks * stride * 4;
-    const size_t dq = (size_t)w->slots * (size_t)p->hq * (size_t)w->rows * (size_t)p->head_dim * 4;
-    return bytes <= dq / 8 ? bytes : 0;
+    const size_t bytes = rows * stride * 4;
+    const size_t slot = (size_t)p->hq * (size_t)w->rows * (size_t)p->head_dim * 4;
+    if (!p->deterministic)
+        return bytes <= w->slots * slot / 8 ? bytes : 0;
+    const int64_t nt = cdiv((int64_t)p->bm.num_q_blocks * p->bm.q_block, BWD80_M);
+    if (p->bm.q_block % 128 || p->cu_seqlens_q || p->hq != p->hkv ||
+        (int64_t)(p->bm.num_kv_blocks - 1) * (p->bm.kv_block / BWD_N) > 255 || nt * 4 > 48 * 1024)
+        return 0;
+    const size_t first = (slot + 255) & ~(size_t)255, all = (w->slots * slot + 255) & ~(size_t)255;
+    return first + bytes <= all ? bytes : 0;
 }
 
 /* Whether bwd_main90m80 holds the 80-query main: its spill fallback's stub has a thread bound of 32
@@ -299,10 +322,6 @@ static int sm90_smem_bytes(const fa4_kernel_spec *spec, const char *program)
     return fa4__sm80_ops.smem_bytes(spec, program);
 }
 
-static int64_t cdiv(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
 
 
 /* launch.c has checked everything common to the paths (shapes, head dims, Hq % Hkv, lengths,
@@ -513,7 +532,9 @@ static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_
 {
     fa4__bwd_ws w;
     fa4__sm80_bwd_layout(p, &w);
-    *bytes = w.total + sm90_dq_sem_bytes(p, &w) + sm90_dq_rank_bytes(p) + bwd80_table_bytes(k, p, &w);
+    /* deterministic: the step table lies in dq_accum's unused slots (bwd80_table_bytes) */
+    *bytes = w.total + sm90_dq_sem_bytes(p, &w) + sm90_dq_rank_bytes(p) +
+             (p->deterministic ? 0 : bwd80_table_bytes(k, p, &w));
     return FA4_OK;
 }
 
@@ -592,6 +613,15 @@ static int bwd_det_rotate(fa4_kernel *k)
     return pref == 2 ? 1 : 0;
 }
 
+/* Deterministic block-masked calls take the 80-query main where bwd80_table_bytes allows (steps cut
+ * at every 80-row tile, one turn a step on the tile's counter, fa4_sm90_bwd_turns80);
+ * FA4JIT_SM90_BWD_DET80_BM=0, read at every call, keeps them on the 64 main (A/B). */
+static int bwd_det80_bm(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_DET80_BM");
+    return !(e && *e && atoi(e) == 0);
+}
+
 /* Deterministic dense calls take the 80-query main (bwd_main80.cu) where non-deterministic ones do
  * (its turn counters sit at 80-row tile starts, which bwd_pre zeroes since session 9); block masks
  * keep the 64 main's walk table. FA4JIT_SM90_BWD_DET80=0, read at every call, keeps them on the 64
@@ -657,7 +687,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     pthread_once(&g_bwd_bm_once, read_bwd_bm_env);
     if ((p->has_block_mask ? g_bwd_bm80_bm
                            : k->mod && fa4__mod_has_mask(k->mod) ? g_bwd_bm80_dense_mask : g_bwd_bm80) &&
-        !d256 && (!p->deterministic || (bwd_det80() && !p->has_block_mask)) &&
+        !d256 && (!p->deterministic || (bwd_det80() && (!p->has_block_mask || bwd_det80_bm()))) &&
         (!p->has_block_mask || bwd80_table_bytes(k, p, &w) > 0) &&
         bwd80_built(k)) {
         main_prog = "bwd_main90m80";
@@ -716,7 +746,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     if (st != FA4_OK)
         return st;
 
-    if (p->deterministic && p->has_block_mask) {
+    if (p->deterministic && p->has_block_mask && bm == BWD_M) {
         const int rank_smem = p->bm.num_q_blocks * 8;
         void *rank_args[1] = {&pr};
         f = fa4__kernel_function(k, "bwd_main90", "fa4_sm90_bwd_rank");
@@ -744,6 +774,18 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
                      : CUDA_SUCCESS;
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_steps80");
+        if (p->deterministic) {
+            /* the turn table, one warp per (mask batch, mask head), after the step table */
+            const int64_t nt = cdiv((int64_t)p->bm.num_q_blocks * p->bm.q_block, BWD80_M);
+            f = fa4__kernel_function(k, main_prog, "fa4_sm90_bwd_turns80");
+            if (!f)
+                return fa4__set_error(ctx, FA4_ERR_LAUNCH, "sm90: no fa4_sm90_bwd_turns80 in bwd_main90m80");
+            r = rows > 0 ? fa4__cu_launch(cu, f, (unsigned)(p->bm.batch * p->bm.heads), 1, 1, 32,
+                                          (unsigned)(nt * 4), p->stream, steps_args, pdl)
+                         : CUDA_SUCCESS;
+            if (r != CUDA_SUCCESS)
+                return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_turns80");
+        }
     }
     f = fa4__kernel_function(k, main_prog, "fa4_sm90_bwd_main");
     r = cu->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);

@@ -63,6 +63,8 @@ typedef struct tcase {
     int checked;   /* compiled with FA4_COMPILE_CHECKED (out-of-range aux reads trap) */
     int det_rot_env; /* > 0: the case runs with FA4JIT_SM90_BWD_DET_ROTATE=det_rot_env - 1 */
     int det_bm_env;  /* > 0: the case runs with FA4JIT_SM90_BWD_DET_BM=det_bm_env - 1 */
+    int det80_env;   /* > 0: the case runs with FA4JIT_SM90_BWD_DET80_BM=det80_env - 1 */
+    int det80;       /* a deterministic block-masked case meant for the sm90 80-query main (tag) */
     int det_heads_inner; /* group O: deterministic GQA with a block mask for every head (a tag) */
     int validation; /* > 0: a launch-validation case number */
     uint64_t seed;

@@ -724,6 +724,47 @@ static void make_cases(int quick)
         }
         add_case(c);
     }
+    /* R: deterministic block masks on the sm90 80-query main (session 18, path_sm90.c
+     * bwd80_table_bytes: padded D 128, no score_mod, q blocks of 128 / 256 / 384 rows, fixed-length
+     * queries, no GQA group): steps cut at every 80-row tile, one turn a step from the turn byte
+     * fa4_sm90_bwd_turns80 writes. GPU causal, window, document and prefix-LM masks and random
+     * lists, kv blocks of 1 and 2 key tiles (a last one the keys end inside), masks per head and
+     * shared, batch entries, D 96, offsets, more keys than queries, sizes not multiples of 80 or 128
+     * and long enough for many key tiles a head. Bitwise equal across two runs and within tolerance
+     * of the float64 reference. The last two: GQA and varlen-free 64-row fallback by request
+     * (FA4JIT_SM90_BWD_DET80_BM=0), and GQA (the 64 main by the rule). Generator of its own */
+    rng r80 = {8018};
+    const int rmods80[6] = {M_CAUSAL, M_WINDOW, M_DOCUMENT, M_PREFIX_LM, M_NONE, M_CAUSAL};
+    for (int k = 0; k < (quick ? 6 : 12); k++) {
+        const int d = k % 5 == 4 ? 96 : 128;
+        tcase c = random_case(&r80, rmods80[k % 6], dtypes[(k / 6) % 2], d, d);
+        c.determ = 1;
+        c.det80 = 1;
+        c.bm = k % 6 == 4 ? BM_RANDOM : BM_GPU;
+        c.q_block = mqb[k % 3];
+        c.kv_block = k & 1 ? 256 : 128;
+        c.bm_heads1 = (k >> 1) & 1;
+        c.hkv = c.hq = c.hq > 4 ? 4 : c.hq;
+        c.batch = rng_int(&r80, 1, 2);
+        c.sq = rng_int(&r80, 300, 1700);
+        c.skv = k == 5 ? c.sq + rng_int(&r80, 100, 400) : rng_int(&r80, 300, 1700);
+        if (c.sq % 80 == 0)
+            c.sq += 9;
+        if (c.skv % 128 == 0)
+            c.skv += 5;
+        c.varlen = 0;
+        if (k == 7) {
+            c.q_off = 37;
+            c.kv_off = 5;
+        }
+        if (k == 10)
+            c.det80_env = 1; /* FA4JIT_SM90_BWD_DET80_BM=0: the 64 main, as before session 18 */
+        if (k == 11) {
+            c.hq = 4;
+            c.hkv = 2;
+        }
+        add_case(c);
+    }
 }
 
 /* --------------------------------------------------------------------------- features */
@@ -780,6 +821,8 @@ static void case_tags(tcase *c)
     TAG(c->det_rot_env, "det-rotate-env");
     TAG(c->det_heads_inner, "det-heads-inner");
     TAG(c->det_bm_env, "det-bm-env");
+    TAG(c->det80, "det-bm80");
+    TAG(c->det80_env, "det-bm80-env");
 #undef TAG
 }
 
@@ -953,11 +996,18 @@ int main(int argc, char **argv)
                 snprintf(v, sizeof v, "%d", c->det_bm_env - 1);
                 setenv("FA4JIT_SM90_BWD_DET_BM", v, 1);
             }
+            if (c->det80_env > 0) {
+                char v[16];
+                snprintf(v, sizeof v, "%d", c->det80_env - 1);
+                setenv("FA4JIT_SM90_BWD_DET80_BM", v, 1);
+            }
             run_case(c, &res);
             if (c->det_rot_env > 0)
                 unsetenv("FA4JIT_SM90_BWD_DET_ROTATE");
             if (c->det_bm_env > 0)
                 unsetenv("FA4JIT_SM90_BWD_DET_BM");
+            if (c->det80_env > 0)
+                unsetenv("FA4JIT_SM90_BWD_DET80_BM");
             const double dt_ms = now_ms() - t0;
             nrun++;
             npass += res.pass;

@@ -1277,7 +1277,11 @@ struct fa4_bwd_consumer {
         int t, a;
         asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(t) : "r"(sm.dq_turn(s)) : "memory");
         asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a) : "r"(sm.dq_turn_add(cw)) : "memory");
+#if FA4_BWD_WALK80
+        return (int)((unsigned)t >> 24) + a; /* the step's info, its turn in the top byte */
+#else
         return (t & 0x7fffffff) + a;
+#endif
 #else
         const int bb = p.bm_batch == 1 ? 0 : b, hh = p.bm_heads == 1 ? 0 : h;
         const long long row = ((long long)bb * p.bm_heads + hh) * p.bm_nkv + n_tile * kBN / p.bm_kv_block;
@@ -1290,6 +1294,9 @@ struct fa4_bwd_consumer {
     /* The turn counter of (head h, query tile m0) for this warpgroup's column half. */
     __device__ __forceinline__ int *dq_turn_ctr(int h, int m0) const
     {
+#if FA4_BWD_WALK80
+        m0 -= m0 % kBM; /* a block mask's steps start inside their 80-row tile (fa4_bwd_turns80) */
+#endif
         const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
         return p.dq_sem + (row0 >> 2) * 2 + cw; /* 2 per query tile for any kBDqWgs: bwd_pre zeroes them */
     }
@@ -1386,7 +1393,7 @@ struct fa4_bwd_consumer {
         fa4_bwd_wg_sync(cw);
         if (issuer) {
             const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
-            int *ctr = kTurn && p.dq_sem ? p.dq_sem + (row0 >> 2) * 2 + cw : nullptr;
+            int *ctr = kTurn && p.dq_sem ? dq_turn_ctr(h, m0) : nullptr;
             if (ctr) {
 #if FA4_SM90_BWD_TURN_AGENT
                 fa4_mbar_wait(sm.bar_turn_go(cw), (unsigned)it & 1u); /* the agent saw the turn */
@@ -1492,7 +1499,7 @@ struct fa4_bwd_consumer {
 #endif
 #if FA4_BWD_WALK80 /* full: the step's info (bwd_schedule.cuh) */
         const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k &&
-                            (FA4_HAS_MASK_MOD ? full == 80u : (full & 0xffu) == 80u);
+                            (FA4_HAS_MASK_MOD ? (full & 0xffffffu) == 80u : (full & 0xffu) == 80u);
         unsigned mb0 = 0u, mb1 = 0u;
         /* before the S^T / dP^T issue, while their 80 accumulator registers are free (computed
          * under them, causal D 128 spilled 72 bytes) */

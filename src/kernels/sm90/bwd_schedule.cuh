@@ -208,7 +208,15 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
  * block's present q blocks in ascending order, each maximal run of consecutive ones (partial and
  * full merged) cut into 80-row steps from its first row, the last step of a run cut at the run's
  * end; info = valid rows (1..80) | first partial row << 8 | end of the partial rows << 16 (rows
- * relative to m0; rows outside [first, end) but valid lie in full blocks: no mask_mod). Dense:
+ * relative to m0; rows outside [first, end) but valid lie in full blocks: no mask_mod).
+ * Deterministic (q_block a multiple of 128, fixed-length queries, no GQA group, at most 256 key
+ * tiles: path_sm90.c bwd80_det_ok): steps are also cut at every multiple of 80 rows, so each lies
+ * in one 80-row tile of the sequence and adds its dQ on that tile's turn counter (rows past its
+ * valid ones add zeros into the next tile's rows, which changes no bit: the TMA box is 80 rows),
+ * and info's top byte holds the turn of the kv block's first key tile there (the key tiles of
+ * earlier kv blocks whose steps reach the tile; fa4_sm90_bwd_turns80), which the producer leaves
+ * by the stage for the dQ issuer (bwd_consumer.cuh dq_turn). The table then sits in dq_accum's
+ * slots past the first, which the deterministic sm90 main does not use. Dense:
  * every 80 rows, info fa4_bwd_dense_info. The table sits after the workspace's dq_accum
  * (fa4_bwd_steps_table; the host sizes it, path_sm90.c bwd80_table_bytes). */
 #if FA4_HAS_MASK_MOD
@@ -249,8 +257,8 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
         const int *st = fa4_bwd_steps_row(p, b, h, n_tile, len_q, count);
         for (int j = 0; j < count; ++j) {
             const int m0 = st ? st[2 * j] : j * kBM;
-            if (m0 < len_q)
-                visit(h, m0, 0);
+            if (m0 < len_q) /* deterministic: the step's info, its turn in the top byte */
+                visit(h, m0, FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p) ? st[2 * j + 1] : 0);
         }
     }
 }

@@ -35,6 +35,10 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
         return;
     int *out = fa4_bwd_steps_table(p) + row * fa4_bwd_steps_stride(p);
     const int qb = p.bm_q_block;
+    /* deterministic (fa4_bwd_det80_bm): steps also end at every multiple of 80 rows, so that each
+     * lies in one 80-row tile of the sequence and takes one turn on that tile's counter */
+    const bool det = p.dq_sem != nullptr;
+    const auto lim = [&](int at) { return det ? at - at % kBM + kBM : at + kBM; };
     int n = 0;
     int s = -1;          /* the pending step's first row; -1: no run open */
     int plo = -1, phi = -1; /* its partial rows [plo, phi), -1: none yet */
@@ -66,7 +70,7 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
         }
         rend = b1;
         for (;;) {
-            const int lo = b0 > s ? b0 : s, hi = b1 < s + kBM ? b1 : s + kBM;
+            const int e = lim(s), lo = b0 > s ? b0 : s, hi = b1 < e ? b1 : e;
             if (lo >= hi)
                 break;
             if (v == 1) {
@@ -81,9 +85,9 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
             } else if (plo >= 0) {
                 fap = 1;
             }
-            if (s + kBM <= b1) {
-                emit(s + kBM);
-                s += kBM;
+            if (e <= b1) {
+                emit(e);
+                s = e;
                 continue;
             }
             break;
@@ -92,6 +96,42 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
     if (s >= 0)
         emit(rend);
     out[0] = n;
+}
+
+/* Deterministic with a block mask (path_sm90.c bwd80_det_ok), after fa4_sm90_bwd_steps80: each
+ * step's turn into its info's top byte (bwd_schedule.cuh). One warp per (mask batch, mask head),
+ * its kv blocks in order, a count per 80-row tile of the sequence in shared memory: the key tiles
+ * of earlier kv blocks that add into the tile. A kv block's step in tile t (one at most: the steps
+ * are cut at every 80 rows, and q_block >= 128 leaves no two runs in one tile) takes the count as
+ * its turn, then adds the kv block's r = kv_block / 128 key tiles to it (a last kv block the keys
+ * end inside counts r all the same: no later key tile waits on its count). Steps from seqlen_q on
+ * take no turn: the walk skips them (fixed-length queries only). Turns fit the byte: the launcher
+ * allows at most 256 key tiles. */
+extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_turns80(const fa4_params p)
+{
+    extern __shared__ int fa4_turns_cnt[];
+    fa4_pdl_wait(); /* the step table: this kernel's completion implies bwd_pre's and the steps' */
+    fa4_pdl_launch();
+    const int lane = threadIdx.x, nt = (p.bm_nq * p.bm_q_block + kBM - 1) / kBM, r = p.bm_kv_block / kBN;
+    for (int i = lane; i < nt; i += 32)
+        fa4_turns_cnt[i] = 0;
+    __syncwarp();
+    for (int kb = 0; kb < p.bm_nkv; ++kb) {
+        int *row = fa4_bwd_steps_table(p) + ((long long)blockIdx.x * p.bm_nkv + kb) * fa4_bwd_steps_stride(p);
+        const int n = row[0];
+        for (int j = lane; j < n; j += 32) {
+            const int m0 = row[2 + 2 * j];
+            if (m0 < p.seqlen_q)
+                row[3 + 2 * j] |= fa4_turns_cnt[m0 / kBM] << 24;
+        }
+        __syncwarp();
+        for (int j = lane; j < n; j += 32) {
+            const int m0 = row[2 + 2 * j];
+            if (m0 < p.seqlen_q)
+                fa4_turns_cnt[m0 / kBM] += r;
+        }
+        __syncwarp();
+    }
 }
 
 #endif /* FA4_SM90_BWD_STEPS80_CUH */
