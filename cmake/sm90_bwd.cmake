@@ -11,7 +11,9 @@
 #                      relative backward's shuffle form, opt-in).
 #   sm90_bwd_fx        the same at D 128 with -DFA4_AUX_FX=1 (the deterministic mode's main with
 #                      fixed-point aux gradients, bwd_main_fx.cu).
-#   sm90_bwd_int_window  trainable mods at D 128 with -DFA4_SM90_BWD_AUX_INT_WINDOW=1 (opt-in).
+#   sm90_bwd_int_window  trainable mods at D 128 with -DFA4_SM90_BWD_AUX_INT_WINDOW=0 (the float
+#                      window of the default mode, kept for A/B since the integer one became the
+#                      default in session 18).
 #   sm90_all_mods_resources  every shipped mod and plain attention through the library and the
 #                      fa4jit command (all programs, the spill fallback included), bf16 D 128:
 #                      fails on any spill, stack frame or serialized wgmma.
@@ -36,10 +38,11 @@ if(FA4JIT_BUILD_TESTS)
                        ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
   # the deterministic mode's main with fixed-point aux gradients (bwd_main_fx.cu, FA4_AUX_FX; the
   # launcher's bwd_main90fx program) compiles clean for every mod of the check at D 128
-  # the opt-in integer window of the default mode (FA4_SM90_BWD_AUX_INT_WINDOW, not yet run on a GPU)
+  # the default mode's float window (FA4_SM90_BWD_AUX_INT_WINDOW=0, the A/B form; the integer
+  # window is the default and sm90_bwd_compile checks it)
   add_test(NAME sm90_bwd_fx COMMAND bwd_compile_check --filter "d128 bf16" -DFA4_AUX_FX=1)
   add_test(NAME sm90_bwd_int_window COMMAND bwd_compile_check --filter "(trainable) d128 bf16"
-           -DFA4_SM90_BWD_AUX_INT_WINDOW=1)
+           -DFA4_SM90_BWD_AUX_INT_WINDOW=0)
   set_tests_properties(sm90_bwd_fx sm90_bwd_int_window PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
   set_tests_properties(sm90_bwd_compile PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
