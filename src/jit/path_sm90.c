@@ -174,8 +174,9 @@ static int64_t cdiv(int64_t a, int64_t b)
  *   turn, and the lists may be shared by entries of other lengths), GQA groups (head by head, key
  *   tile n + 1 would wait for key tile n at every head after the first; the 64 main walks the heads
  *   innermost there), over 256 key tiles (a turn is a byte of the step's info), the turn kernel's
- *   counts over 48 KB, or a table that does not fit dq_accum's slots past the first (the
- *   deterministic sm90 main adds into the first only; no bytes are added to the workspace).
+ *   bits (a word a tile per 32 kv blocks) over 48 KB, or a table that does not fit dq_accum's
+ *   slots past the first (the deterministic sm90 main adds into the first only; no bytes are
+ *   added to the workspace).
  * Independent of FA4JIT_SM90_BWD_BM and FA4JIT_SM90_BWD_DET80_BM, so the workspace size does not
  * change with them. */
 static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
@@ -192,7 +193,8 @@ static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, cons
         return bytes <= w->slots * slot / 8 ? bytes : 0;
     const int64_t nt = cdiv((int64_t)p->bm.num_q_blocks * p->bm.q_block, BWD80_M);
     if (p->bm.q_block % 128 || p->cu_seqlens_q || p->hq != p->hkv ||
-        (int64_t)(p->bm.num_kv_blocks - 1) * (p->bm.kv_block / BWD_N) > 255 || nt * 4 > 48 * 1024)
+        (int64_t)(p->bm.num_kv_blocks - 1) * (p->bm.kv_block / BWD_N) > 255 ||
+        nt * ((p->bm.num_kv_blocks + 31) / 32) * 4 > 48 * 1024)
         return 0;
     const size_t first = (slot + 255) & ~(size_t)255, all = (w->slots * slot + 255) & ~(size_t)255;
     return first + bytes <= all ? bytes : 0;
@@ -780,8 +782,9 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             f = fa4__kernel_function(k, main_prog, "fa4_sm90_bwd_turns80");
             if (!f)
                 return fa4__set_error(ctx, FA4_ERR_LAUNCH, "sm90: no fa4_sm90_bwd_turns80 in bwd_main90m80");
-            r = rows > 0 ? fa4__cu_launch(cu, f, (unsigned)(p->bm.batch * p->bm.heads), 1, 1, 32,
-                                          (unsigned)(nt * 4), p->stream, steps_args, pdl)
+            r = rows > 0 ? fa4__cu_launch(cu, f, (unsigned)(p->bm.batch * p->bm.heads), 1, 1, 256,
+                                          (unsigned)(nt * ((p->bm.num_kv_blocks + 31) / 32) * 4), p->stream,
+                                          steps_args, pdl)
                          : CUDA_SUCCESS;
             if (r != CUDA_SUCCESS)
                 return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_turns80");

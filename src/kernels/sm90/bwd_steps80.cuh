@@ -112,39 +112,52 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
         }
 }
 
-/* Deterministic with a block mask (path_sm90.c bwd80_det_ok), after fa4_sm90_bwd_steps80: each
- * step's turn into its info's top byte (bwd_schedule.cuh). One warp per (mask batch, mask head),
- * its kv blocks in order, a count per 80-row tile of the sequence in shared memory: the key tiles
- * of earlier kv blocks that add into the tile. A kv block's step in tile t (one at most: the steps
- * are cut at every 80 rows, and q_block >= 128 leaves no two runs in one tile) takes the count as
- * its turn, then adds the kv block's r = kv_block / 128 key tiles to it (a last kv block the keys
- * end inside counts r all the same: no later key tile waits on its count). Steps from seqlen_q on
- * take no turn: the walk skips them (fixed-length queries only). Turns fit the byte: the launcher
- * allows at most 256 key tiles. */
-extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_turns80(const fa4_params p)
+/* Deterministic with a block mask (path_sm90.c bwd80_table_bytes), after fa4_sm90_bwd_steps80: each
+ * step's turn into its info's top byte (bwd_schedule.cuh): the number of key tiles of earlier kv
+ * blocks whose steps reach its 80-row tile. A kv block has one step in a tile at most (the steps are
+ * cut at every 80 rows, and q_block >= 128 leaves no two runs in one tile); its r = kv_block / 128
+ * key tiles take turns t .. t + r - 1 (a last kv block the keys end inside counts r all the same: no
+ * later key tile waits on its count). Steps from seqlen_q on take no turn: the walk skips them
+ * (fixed-length queries only). Turns fit the byte: the launcher allows at most 256 key tiles.
+ * One CTA of 256 threads per (mask batch, mask head), in two passes over every step of its kv
+ * blocks (a warp a kv block): which kv blocks reach each tile, as bits (tile-major, nw words a tile:
+ * kv block kb is bit kb % 32 of word kb / 32), then each step's turn, r times the bits below its kv
+ * block in its tile's words. (A warp that walked the kv blocks in order, counting per tile, took
+ * 51 us at causal S 4096: two dependent global loads a kv block; H100 2026-12-06 07:02 UTC.) */
+extern "C" __global__ void __launch_bounds__(256) fa4_sm90_bwd_turns80(const fa4_params p)
 {
-    extern __shared__ int fa4_turns_cnt[];
+    extern __shared__ unsigned fa4_turns_bits[];
     fa4_pdl_wait(); /* the step table: this kernel's completion implies bwd_pre's and the steps' */
     fa4_pdl_launch();
-    const int lane = threadIdx.x, nt = (p.bm_nq * p.bm_q_block + kBM - 1) / kBM, r = p.bm_kv_block / kBN;
-    for (int i = lane; i < nt; i += 32)
-        fa4_turns_cnt[i] = 0;
-    __syncwarp();
-    for (int kb = 0; kb < p.bm_nkv; ++kb) {
-        int *row = fa4_bwd_steps_table(p) + ((long long)blockIdx.x * p.bm_nkv + kb) * fa4_bwd_steps_stride(p);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nkv = p.bm_nkv, nw = (nkv + 31) >> 5;
+    const int nt = (p.bm_nq * p.bm_q_block + kBM - 1) / kBM, r = p.bm_kv_block / kBN;
+    for (int i = threadIdx.x; i < nt * nw; i += 256)
+        fa4_turns_bits[i] = 0u;
+    __syncthreads();
+    int *const table = fa4_bwd_steps_table(p) + (long long)blockIdx.x * nkv * fa4_bwd_steps_stride(p);
+    for (int kb = warp; kb < nkv; kb += 8) {
+        const int *row = table + (long long)kb * fa4_bwd_steps_stride(p);
         const int n = row[0];
         for (int j = lane; j < n; j += 32) {
             const int m0 = row[2 + 2 * j];
             if (m0 < p.seqlen_q)
-                row[3 + 2 * j] |= fa4_turns_cnt[m0 / kBM] << 24;
+                atomicOr(&fa4_turns_bits[(m0 / kBM) * nw + (kb >> 5)], 1u << (kb & 31));
         }
-        __syncwarp();
+    }
+    __syncthreads();
+    for (int kb = warp; kb < nkv; kb += 8) {
+        int *row = table + (long long)kb * fa4_bwd_steps_stride(p);
+        const int n = row[0];
         for (int j = lane; j < n; j += 32) {
             const int m0 = row[2 + 2 * j];
-            if (m0 < p.seqlen_q)
-                fa4_turns_cnt[m0 / kBM] += r;
+            if (m0 < p.seqlen_q) {
+                const unsigned *w = fa4_turns_bits + (m0 / kBM) * nw;
+                int c = __popc(w[kb >> 5] & ((1u << (kb & 31)) - 1u));
+                for (int i = 0; i < (kb >> 5); ++i)
+                    c += __popc(w[i]);
+                row[3 + 2 * j] |= (c * r) << 24;
+            }
         }
-        __syncwarp();
     }
 }
 
