@@ -140,9 +140,10 @@ static int bwd_smem(int d, int dv, int trainable)
 /* The 80-query-step main (bwd_main90m80: src/kernels/sm90/bwd_main80.cu): compiled for padded
  * D = Dv = 128 without score_mod, unchecked (with a mask_mod too, session 9); where a mod's build
  * spills or serializes wgmma, its spill fallback -DFA4_SM90_BWD80_OFF=1 compiles a stub (thread
- * bound 32: bwd80_built), and the launcher runs bwd_main90 there. Run for
- * non-deterministic calls (the deterministic turns count 64-row tiles), dense or with a block
- * mask (then through the step table of bwd_steps80.cuh, bwd80_table_bytes). 2 stages of Q / dO:
+ * bound 32: bwd80_built), and the launcher runs bwd_main90 there. Run for dense calls
+ * (deterministic ones too: bwd_det80) and block-masked ones (through the step table of
+ * bwd_steps80.cuh, bwd80_table_bytes; deterministic ones where bwd80_table_bytes allows, with the
+ * turn byte of fa4_sm90_bwd_turns80: bwd_det80_bm). 2 stages of Q / dO:
  * 232448 bytes. FA4JIT_SM90_BWD_BM=64 or 80 picks the main where both
  * apply (A/B); unset: BWD80_DEFAULT. H200 bf16 B4 H16 D128 bwd, same call (2026-12-02 14:49 UTC,
  * two rounds): S4096 497.7 / 497.2 -> 542.5 / 539.3 TFLOP/s, S8192 478.4 / 469.3 -> 520.9 / 527.0
@@ -616,8 +617,13 @@ static int bwd_det_rotate(fa4_kernel *k)
 }
 
 /* Deterministic block-masked calls take the 80-query main where bwd80_table_bytes allows (steps cut
- * at every 80-row tile, one turn a step on the tile's counter, fa4_sm90_bwd_turns80);
- * FA4JIT_SM90_BWD_DET80_BM=0, read at every call, keeps them on the 64 main (A/B). */
+ * at every 80-row tile and walked from the last down, one turn a step on the tile's counter,
+ * fa4_sm90_bwd_turns80); FA4JIT_SM90_BWD_DET80_BM=0, read at every call, keeps them on the 64 main
+ * (A/B). H100 2026-12-06, bf16 D128 S4096, deterministic bwd ms, 64 main / 80 main (1a0a864, same
+ * call, 06:58 UTC): causal B4 H16 1.993 / 1.782, window 1024 1.161 / 1.044, document B8 2.545 /
+ * 2.289, prefix-LM B8 4.420 / 3.754; ebe3f2c (07:08 UTC) 80 main against the default mode: causal
+ * 1.735 / 1.487, window 1.018 / 0.930, document 2.250 / 1.815, prefix-LM 3.710 / 3.369, causal S8192
+ * 6.480 / 5.135 (notes/sm90-bwd.md, session 18). */
 static int bwd_det80_bm(void)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_DET80_BM");
