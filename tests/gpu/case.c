@@ -396,7 +396,7 @@ void run_case(tcase *c, case_out *res)
     double *hq_ = upload_random(&Q, dt, tq, &r, 1.0);
     double *hk_ = upload_random(&K, dt, tk, &r, 1.0);
     double *hv_ = upload_random(&V, dt, tk, &r, 1.0);
-    double *hdo = upload_random(&dO, dt, tq, &r, 1.0);
+    double *hdo = upload_random(&dO, dt, tq, &r, c->dout_scale > 0 ? c->dout_scale : 1.0);
     CUdeviceptr lse, cuq = 0, cuk = 0, fws = 0; /* fws: the forward's workspace */
     CUdeviceptr dlse = 0; /* c->dlse: d loss / d LSE, laid out as lse */
     double *hdl = NULL;   /* ... and the reference's [hq][tq] copy */

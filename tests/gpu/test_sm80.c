@@ -765,6 +765,26 @@ static void make_cases(int quick)
         }
         add_case(c);
     }
+    /* S: trainable tables with dO scaled by 2^12, so that many aux-gradient terms reach 2^6 and
+     * more: the sm90 window's integer slots take terms below 2^6 only (bwd_main.cu
+     * fa4_aux_grad_commit), the rest go to global memory (float atomics, or in deterministic mode
+     * the fixed-point pair), so both routes add into one entry. Default and deterministic, T5,
+     * the relative bias and the wide table, D 64 / 128, bf16 (fp16's dK would overflow); bitwise
+     * repeatable where deterministic, and within tolerance of the float64 reference (relative
+     * errors: the scale cancels). Generator of its own */
+    rng rs = {2121};
+    static const int smods[6] = {M_T5_TRAIN, M_RELBIAS, M_WIDEBIAS, M_T5_TRAIN, M_RELBIAS, M_WIDEBIAS};
+    for (int k = 0; k < (quick ? 3 : 6); k++) {
+        tcase c = random_case(&rs, smods[k], FA4_DTYPE_BF16, k % 2 ? 64 : 128, k % 2 ? 64 : 128);
+        c.bwd = 1;
+        c.determ = k >= 3 || k == 1;
+        c.dout_scale = 4096.0;
+        c.sq = rng_int(&rs, 200, 900);
+        c.skv = rng_int(&rs, 200, 900);
+        if (c.skv % 128 == 0)
+            c.skv += 3;
+        add_case(c);
+    }
 }
 
 /* --------------------------------------------------------------------------- features */
@@ -823,6 +843,7 @@ static void case_tags(tcase *c)
     TAG(c->det_bm_env, "det-bm-env");
     TAG(c->det80, "det-bm80");
     TAG(c->det80_env, "det-bm80-env");
+    TAG(c->dout_scale > 0, "big-dout");
 #undef TAG
 }
 
