@@ -172,9 +172,9 @@ static int64_t cdiv(int64_t a, int64_t b)
  *   it comes after the workspace's sm80 layout (sm90_bwd_workspace adds its bytes);
  * - deterministic (notes/sm90-bwd.md, session 18): q_block not a multiple of 128 (two runs of a kv
  *   block could then meet in one 80-row tile), varlen queries (steps past the sequence take no
- *   turn, and the lists may be shared by entries of other lengths), GQA groups with a mask per
- *   head (head by head, key tile n + 1 would wait for key tile n at every head after the first;
- *   with one mask for every head both mains walk the heads innermost), over 256 key tiles (a turn is a byte of the step's info), the turn kernel's
+ *   turn, and the lists may be shared by entries of other lengths), GQA groups (head by head, key
+ *   tile n + 1 would wait for key tile n at every head after the first; the 64 main walks the heads
+ *   innermost there), over 256 key tiles (a turn is a byte of the step's info), the turn kernel's
  *   bits (a word a tile per 32 kv blocks) over 48 KB, or a table that does not fit dq_accum's
  *   slots past the first (the deterministic sm90 main adds into the first only; no bytes are
  *   added to the workspace).
@@ -193,7 +193,7 @@ static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, cons
     if (!p->deterministic)
         return bytes <= w->slots * slot / 8 ? bytes : 0;
     const int64_t nt = cdiv((int64_t)p->bm.num_q_blocks * p->bm.q_block, BWD80_M);
-    if (p->bm.q_block % 128 || p->cu_seqlens_q || (p->hq != p->hkv && p->bm.heads != 1) ||
+    if (p->bm.q_block % 128 || p->cu_seqlens_q || p->hq != p->hkv ||
         (int64_t)(p->bm.num_kv_blocks - 1) * (p->bm.kv_block / BWD_N) > 255 ||
         nt * ((p->bm.num_kv_blocks + 31) / 32) * 4 > 48 * 1024)
         return 0;
@@ -650,8 +650,7 @@ static int bwd_det80(void)
  * FA4JIT_SM90_BWD_DET_BM=0, read at every call, keeps the head-by-head order (A/B, and an escape
  * hatch). H200 bf16 B2 S4096 D128 deterministic bwd, same call (2026-12-03 14:25 UTC, two rounds):
  * GQA 32:4 causal (bm) 2.572 / 2.576 -> 1.916 / 1.918 ms, GQA 32:4 document (bm) 1.686 / 1.700 ->
- * 1.286 / 1.298 (notes/sm90-bwd.md, session 14). The 80-query main (any build: its walk has the
- * order in every build, fa4_bwd_heads_inner80) does the same since session 18. */
+ * 1.286 / 1.298 (notes/sm90-bwd.md, session 14). */
 static int bwd_det_heads_inner(void)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_DET_BM");
@@ -721,8 +720,8 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     if (p->deterministic) {
         pr.dq_slots = 1;
         pr.dq_sem = (int *)((uint8_t *)p->workspace + w.total);
-        if (p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && !d256 &&
-            (bm == BWD80_M || (k->mod && fa4__mod_has_mask(k->mod))) && bwd_det_heads_inner())
+        if (p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && !d256 && bm == BWD_M && k->mod &&
+            fa4__mod_has_mask(k->mod) && bwd_det_heads_inner())
             pr.deterministic |= FA4_DET_HEADS_INNER;
     }
 

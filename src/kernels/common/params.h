@@ -53,8 +53,8 @@ typedef struct fa4_params {
 
 /* fa4_params.deterministic's flags with a block mask (never set for dense calls, where the field
  * is the rotation group, nor at D 256); bit 0 is the mode itself (1).
- * FA4_DET_HEADS_INNER: the sm90 backward walks the GQA group's heads innermost (bwd_schedule.cuh
- * fa4_bwd_heads_inner, 64-query main; fa4_bwd_heads_inner80, 80-query main; only with bm_heads 1). */
+ * FA4_DET_HEADS_INNER: the sm90 64-query backward walks the GQA group's heads innermost
+ * (bwd_schedule.cuh fa4_bwd_heads_inner; only with bm_heads 1). */
 #define FA4_DET_HEADS_INNER (1 << 2)
 
 /* fa4_block_mask_create: evaluates mask_mod over (q block, kv block) tiles. */

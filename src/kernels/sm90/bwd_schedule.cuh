@@ -248,30 +248,9 @@ __device__ __forceinline__ const int *fa4_bwd_steps_row(const fa4_params &p, int
     return r + 2;
 }
 
-/* Deterministic GQA with one mask for every head (p.deterministic's FA4_DET_HEADS_INNER, set by
- * the launcher only then): each step of the one step table for every head of the group before the
- * next step, as the 64-row walk's heads-inner order (fa4_bwd_heads_inner above), so that key tile
- * n + 1 meets each (step, head) one link of the turn chain behind key tile n instead of waiting for
- * it at every head after the first. */
-__device__ __forceinline__ bool fa4_bwd_heads_inner80(const fa4_params &p)
-{
-    return fa4_bwd_walk_table(p) && (p.deterministic & FA4_DET_HEADS_INNER);
-}
-
 template <typename F>
 __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
 {
-    if (fa4_bwd_heads_inner80(p)) {
-        int count;
-        const int *st = fa4_bwd_steps_row(p, b, hk * p.group, n_tile, len_q, count);
-        for (int j = 0; j < count; ++j) {
-            const int m0 = st[2 * j];
-            if (m0 < len_q)
-                for (int hh = 0; hh < p.group; ++hh)
-                    visit(hk * p.group + hh, m0, FA4_SM90_BWD_TURN_SLOT ? st[2 * j + 1] : 0);
-        }
-        return;
-    }
     for (int hh = 0; hh < p.group; ++hh) {
         const int h = hk * p.group + hh;
         int count;
@@ -298,18 +277,10 @@ struct fa4_bwd_cursor {
 
     __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
     {
-        const bool inner = fa4_bwd_heads_inner80(p);
         for (;;) {
-            if (inner && j >= 0 && hh + 1 < p.group) {
-                ++hh; /* the same step, the next head (fa4_bwd_walk's order) */
-                h = hk * p.group + hh;
-                return true;
-            }
-            if (inner)
-                hh = 0;
             ++j;
             while (j >= count) {
-                if (inner || ++hh >= p.group)
+                if (++hh >= p.group)
                     return false;
                 st = fa4_bwd_steps_row(p, b, hk * p.group + hh, n_tile, len_q, count);
                 j = 0;
@@ -329,8 +300,6 @@ struct fa4_bwd_cursor {
             }
             if (m0 < len_q)
                 return true;
-            if (inner)
-                hh = p.group - 1; /* past the sequence for every head: the next step */
         }
     }
 };
