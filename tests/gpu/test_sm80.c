@@ -731,8 +731,9 @@ static void make_cases(int quick)
      * lists, kv blocks of 1 and 2 key tiles (a last one the keys end inside), masks per head and
      * shared, batch entries, D 96, offsets, more keys than queries, sizes not multiples of 80 or 128
      * and long enough for many key tiles a head. Bitwise equal across two runs and within tolerance
-     * of the float64 reference. The last two: GQA and varlen-free 64-row fallback by request
-     * (FA4JIT_SM90_BWD_DET80_BM=0), and GQA (the 64 main by the rule). Generator of its own */
+     * of the float64 reference. Case 10 asks for the 64 main (FA4JIT_SM90_BWD_DET80_BM=0); GQA
+     * cases 9 (a mask per head) and 11 (one for every head: heads inner) take it by the rule.
+     * Generator of its own */
     rng r80 = {8018};
     const int rmods80[6] = {M_CAUSAL, M_WINDOW, M_DOCUMENT, M_PREFIX_LM, M_NONE, M_CAUSAL};
     for (int k = 0; k < (quick ? 6 : 12); k++) {
@@ -759,9 +760,10 @@ static void make_cases(int quick)
         }
         if (k == 10)
             c.det80_env = 1; /* FA4JIT_SM90_BWD_DET80_BM=0: the 64 main, as before session 18 */
-        if (k == 11) {
-            c.hq = 4;
-            c.hkv = 2;
+        if (k == 9 || k == 11) { /* GQA: the 64 main (9: a mask per head; 11: one, heads inner) */
+            c.hq = k == 9 ? 6 : 8;
+            c.hkv = k == 9 ? 3 : 2;
+            c.bm_heads1 = k == 11;
         }
         add_case(c);
     }
