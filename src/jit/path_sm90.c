@@ -163,6 +163,18 @@ static int64_t cdiv(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
+/* FA4JIT_SM90_BWD80_HEADS_INNER=1, read at every call (an A/B of an opt-in kernel build): block-masked
+ * GQA with one mask for every head on the 80-query main walks the group's heads innermost, in both
+ * modes (pr.deterministic's FA4_DET_HEADS_INNER; deterministic such calls then take the 80 main,
+ * bwd80_table_bytes). Only kernels built with -DFA4_SM90_BWD80_HEADS_INNER=1 (a kernel dir) honour
+ * it: elsewhere the walk stays head by head, and deterministic GQA on the 80 main then waits at
+ * every head after the first (correct, slow). notes/sm90-bwd.md, session 18. */
+static int bwd80_heads_inner(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD80_HEADS_INNER");
+    return e && *e && atoi(e) == 1;
+}
+
 /* The 80-query main's step table with a block mask (bwd_schedule.cuh fa4_bwd_steps_row): per (mask
  * batch, mask head, kv block) 2 + 2 nq (q_block / 64 + 1) ints, after dq_accum's first slot (the
  * table's address in the kernel: dq_accum + that slot, 256-aligned). Its bytes; 0 where the 80 main
@@ -193,7 +205,8 @@ static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, cons
     if (!p->deterministic)
         return bytes <= w->slots * slot / 8 ? bytes : 0;
     const int64_t nt = cdiv((int64_t)p->bm.num_q_blocks * p->bm.q_block, BWD80_M);
-    if (p->bm.q_block % 128 || p->cu_seqlens_q || p->hq != p->hkv ||
+    if (p->bm.q_block % 128 || p->cu_seqlens_q ||
+        (p->hq != p->hkv && !(p->bm.heads == 1 && bwd80_heads_inner())) ||
         (int64_t)(p->bm.num_kv_blocks - 1) * (p->bm.kv_block / BWD_N) > 255 ||
         nt * ((p->bm.num_kv_blocks + 31) / 32) * 4 > 48 * 1024)
         return 0;
@@ -724,6 +737,10 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             fa4__mod_has_mask(k->mod) && bwd_det_heads_inner())
             pr.deterministic |= FA4_DET_HEADS_INNER;
     }
+    /* the 80 main's heads-inner walk, either mode (opt-in: bwd80_heads_inner); with a block mask
+     * the field's other bits mean nothing to the default mode's kernels (bwd_schedule.cuh) */
+    if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && bwd80_heads_inner())
+        pr.deterministic |= FA4_DET_HEADS_INNER;
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
                   varlen_q ? 1 : p->batch, bm);

@@ -732,11 +732,12 @@ static void make_cases(int quick)
      * shared, batch entries, D 96, offsets, more keys than queries, sizes not multiples of 80 or 128
      * and long enough for many key tiles a head. Bitwise equal across two runs and within tolerance
      * of the float64 reference. Case 10 asks for the 64 main (FA4JIT_SM90_BWD_DET80_BM=0); GQA
-     * cases 9 (a mask per head) and 11 (one for every head: heads inner) take it by the rule.
-     * Generator of its own */
+     * cases 9 (a mask per head) and 11 (one for every head: heads inner) take it by the rule; 12
+     * and 13 take the opt-in 80-query GQA walk (FA4JIT_SM90_BWD80_HEADS_INNER). Generator of its
+     * own */
     rng r80 = {8018};
     const int rmods80[6] = {M_CAUSAL, M_WINDOW, M_DOCUMENT, M_PREFIX_LM, M_NONE, M_CAUSAL};
-    for (int k = 0; k < (quick ? 6 : 12); k++) {
+    for (int k = 0; k < (quick ? 6 : 14); k++) {
         const int d = k % 5 == 4 ? 96 : 128;
         tcase c = random_case(&r80, rmods80[k % 6], dtypes[(k / 6) % 2], d, d);
         c.determ = 1;
@@ -760,11 +761,17 @@ static void make_cases(int quick)
         }
         if (k == 10)
             c.det80_env = 1; /* FA4JIT_SM90_BWD_DET80_BM=0: the 64 main, as before session 18 */
-        if (k == 9 || k == 11) { /* GQA: the 64 main (9: a mask per head; 11: one, heads inner) */
+        if (k == 9 || k >= 11) { /* GQA: the 64 main (9: a mask per head; 11: one, heads inner) */
             c.hq = k == 9 ? 6 : 8;
             c.hkv = k == 9 ? 3 : 2;
-            c.bm_heads1 = k == 11;
+            c.bm_heads1 = k != 9;
         }
+        /* 12, 13: GQA with one mask on the 80 main (FA4JIT_SM90_BWD80_HEADS_INNER=1): head by head
+         * with the default kernels, heads inner with -DFA4_SM90_BWD80_HEADS_INNER=1 (a kernel
+         * dir); 13 in the default mode (its walk order, no turns) */
+        c.hi80_env = k >= 12;
+        if (k == 13)
+            c.determ = c.det80 = 0;
         add_case(c);
     }
     /* S: trainable tables with dO scaled by 2^12, so that many aux-gradient terms reach 2^6 and
@@ -845,6 +852,7 @@ static void case_tags(tcase *c)
     TAG(c->det_bm_env, "det-bm-env");
     TAG(c->det80, "det-bm80");
     TAG(c->det80_env, "det-bm80-env");
+    TAG(c->hi80_env, "heads-inner80-env");
     TAG(c->dout_scale > 0, "big-dout");
 #undef TAG
 }
@@ -1024,6 +1032,8 @@ int main(int argc, char **argv)
                 snprintf(v, sizeof v, "%d", c->det80_env - 1);
                 setenv("FA4JIT_SM90_BWD_DET80_BM", v, 1);
             }
+            if (c->hi80_env)
+                setenv("FA4JIT_SM90_BWD80_HEADS_INNER", "1", 1);
             run_case(c, &res);
             if (c->det_rot_env > 0)
                 unsetenv("FA4JIT_SM90_BWD_DET_ROTATE");
@@ -1031,6 +1041,8 @@ int main(int argc, char **argv)
                 unsetenv("FA4JIT_SM90_BWD_DET_BM");
             if (c->det80_env > 0)
                 unsetenv("FA4JIT_SM90_BWD_DET80_BM");
+            if (c->hi80_env)
+                unsetenv("FA4JIT_SM90_BWD80_HEADS_INNER");
             const double dt_ms = now_ms() - t0;
             nrun++;
             npass += res.pass;

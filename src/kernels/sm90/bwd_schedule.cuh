@@ -248,9 +248,38 @@ __device__ __forceinline__ const int *fa4_bwd_steps_row(const fa4_params &p, int
     return r + 2;
 }
 
+/* FA4_SM90_BWD80_HEADS_INNER 1 (opt-in, an A/B kernel dir; 0 compiles the walks below exactly as
+ * before): block-masked GQA with one mask for every head, where the launcher sets p.deterministic's
+ * FA4_DET_HEADS_INNER (FA4JIT_SM90_BWD80_HEADS_INNER=1, in either mode), walks each step of the one
+ * step table for every head of the group before the next step, as the 64-row walk's heads-inner
+ * order (fa4_bwd_heads_inner above): deterministic, key tile n + 1 then meets each (step, head) one
+ * link of the turn chain behind key tile n instead of waiting for it at every head after the
+ * first. Measured once (H100 2026-12-06 07:36 UTC, B2 H32/4 S4096 D128, bwd ms, as the default
+ * then; notes/sm90-bwd.md session 18): deterministic GQA 32:4 causal 1.765 against 2.033 on the 64
+ * main and 2.154 in the default mode (head by head); but the build's default mode read GQA
+ * document 1.278 against the previous call's 1.178, so it stays off until an A/B of both modes. */
+#ifndef FA4_SM90_BWD80_HEADS_INNER
+#define FA4_SM90_BWD80_HEADS_INNER 0
+#endif
+__device__ __forceinline__ bool fa4_bwd_heads_inner80(const fa4_params &p)
+{
+    return FA4_SM90_BWD80_HEADS_INNER && p.has_block_mask && (p.deterministic & FA4_DET_HEADS_INNER);
+}
+
 template <typename F>
 __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
 {
+    if (fa4_bwd_heads_inner80(p)) {
+        int count;
+        const int *st = fa4_bwd_steps_row(p, b, hk * p.group, n_tile, len_q, count);
+        for (int j = 0; j < count; ++j) {
+            const int m0 = st[2 * j];
+            if (m0 < len_q)
+                for (int hh = 0; hh < p.group; ++hh)
+                    visit(hk * p.group + hh, m0, FA4_SM90_BWD_TURN_SLOT ? st[2 * j + 1] : 0);
+        }
+        return;
+    }
     for (int hh = 0; hh < p.group; ++hh) {
         const int h = hk * p.group + hh;
         int count;
@@ -277,10 +306,18 @@ struct fa4_bwd_cursor {
 
     __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
     {
+        const bool inner = fa4_bwd_heads_inner80(p);
         for (;;) {
+            if (inner && j >= 0 && hh + 1 < p.group) {
+                ++hh; /* the same step, the next head (fa4_bwd_walk's order) */
+                h = hk * p.group + hh;
+                return true;
+            }
+            if (inner)
+                hh = 0;
             ++j;
             while (j >= count) {
-                if (++hh >= p.group)
+                if (inner || ++hh >= p.group)
                     return false;
                 st = fa4_bwd_steps_row(p, b, hk * p.group + hh, n_tile, len_q, count);
                 j = 0;
@@ -300,6 +337,8 @@ struct fa4_bwd_cursor {
             }
             if (m0 < len_q)
                 return true;
+            if (inner)
+                hh = p.group - 1; /* past the sequence for every head: the next step */
         }
     }
 };
