@@ -741,6 +741,13 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
      * the field's other bits mean nothing to the default mode's kernels (bwd_schedule.cuh) */
     if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && bwd80_heads_inner())
         pr.deterministic |= FA4_DET_HEADS_INNER;
+    /* FA4JIT_SM90_BWD80_DESC=1, read at every call (A/B, not measured): the default mode's 80-query
+     * block-mask steps walked from the last down, as the deterministic mode's are (under causal
+     * the CTAs of a head then meet each query tile at the same step, which may let L2 serve its Q
+     * and dO to all of them; notes/sm90-bwd.md, session 18) */
+    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && getenv("FA4JIT_SM90_BWD80_DESC") &&
+        atoi(getenv("FA4JIT_SM90_BWD80_DESC")) == 1)
+        pr.deterministic |= FA4_BWD80_DESCENDING;
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
                   varlen_q ? 1 : p->batch, bm);

@@ -582,11 +582,12 @@ static void make_cases(int quick)
      * the last step of a run cut at its end (bwd_steps80.cuh); q blocks of 128, 256 and 384 rows
      * (the sm90 launcher's multiples of 128), kv blocks of 1 and 2 key tiles, GPU masks of causal,
      * window, document and prefix-LM, random lists, GQA, D 96, sizes not multiples of 80 or 128;
+     * cases 12 and 13 with the opt-in descending order (FA4JIT_SM90_BWD80_DESC=1, session 18);
      * generator of its own */
     rng r8 = {8080};
     const int nmods[6] = {M_CAUSAL, M_WINDOW, M_DOCUMENT, M_PREFIX_LM, M_NONE, M_CAUSAL};
     static const int mqb[3] = {128, 256, 384};
-    for (int k = 0; k < (quick ? 6 : 12); k++) {
+    for (int k = 0; k < (quick ? 6 : 14); k++) {
         const int d = k % 5 == 4 ? 96 : 128;
         tcase c = random_case(&r8, nmods[k % 6], dtypes[(k / 6) % 2], d, d);
         c.bm = k % 6 >= 4 ? BM_RANDOM : BM_GPU;
@@ -601,6 +602,7 @@ static void make_cases(int quick)
             c.hq = 4;
             c.hkv = 2;
         }
+        c.desc80_env = k >= 12; /* 12, 13: the steps from the last down (FA4JIT_SM90_BWD80_DESC=1) */
         add_case(c);
     }
     /* O: T5's bucketed relative bias (the sm90 forward's relative-form table, one per consumer
@@ -853,6 +855,7 @@ static void case_tags(tcase *c)
     TAG(c->det80, "det-bm80");
     TAG(c->det80_env, "det-bm80-env");
     TAG(c->hi80_env, "heads-inner80-env");
+    TAG(c->desc80_env, "desc80-env");
     TAG(c->dout_scale > 0, "big-dout");
 #undef TAG
 }
@@ -1034,6 +1037,8 @@ int main(int argc, char **argv)
             }
             if (c->hi80_env)
                 setenv("FA4JIT_SM90_BWD80_HEADS_INNER", "1", 1);
+            if (c->desc80_env)
+                setenv("FA4JIT_SM90_BWD80_DESC", "1", 1);
             run_case(c, &res);
             if (c->det_rot_env > 0)
                 unsetenv("FA4JIT_SM90_BWD_DET_ROTATE");
@@ -1043,6 +1048,8 @@ int main(int argc, char **argv)
                 unsetenv("FA4JIT_SM90_BWD_DET80_BM");
             if (c->hi80_env)
                 unsetenv("FA4JIT_SM90_BWD80_HEADS_INNER");
+            if (c->desc80_env)
+                unsetenv("FA4JIT_SM90_BWD80_DESC");
             const double dt_ms = now_ms() - t0;
             nrun++;
             npass += res.pass;

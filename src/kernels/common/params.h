@@ -56,6 +56,11 @@ typedef struct fa4_params {
  * FA4_DET_HEADS_INNER: the sm90 64-query backward walks the GQA group's heads innermost
  * (bwd_schedule.cuh fa4_bwd_heads_inner; only with bm_heads 1). */
 #define FA4_DET_HEADS_INNER (1 << 2)
+/* FA4_BWD80_DESCENDING: the sm90 80-query main's block-mask steps from the last one down in the
+ * default mode too (bwd_steps80.cuh; opt-in, FA4JIT_SM90_BWD80_DESC=1; the deterministic mode's
+ * steps always descend). The default mode's kernels read no other bit of the field with a block
+ * mask. */
+#define FA4_BWD80_DESCENDING (1 << 3)
 
 /* fa4_block_mask_create: evaluates mask_mod over (q block, kv block) tiles. */
 typedef struct fa4_block_mask_params {

@@ -102,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
      * diagonal, which key tile n reaches only 1.6 steps after its own start, and the lag grows by
      * as much with every key tile (H100 2026-12-06 06:51 UTC, B4 H16 S4096 D128 deterministic bwd:
      * causal 2.631 ms ascending against 1.982 on the 64 main, document B8 4.670 against 2.565) */
-    if (det)
+    if (det || (p.deterministic & FA4_BWD80_DESCENDING)) /* the default mode on request */
         for (int i = 0, j = n - 1; i < j; ++i, --j) {
             const int m = out[2 + 2 * i], f = out[3 + 2 * i];
             out[2 + 2 * i] = out[2 + 2 * j];
