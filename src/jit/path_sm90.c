@@ -175,6 +175,23 @@ static int bwd80_heads_inner(void)
     return e && *e && atoi(e) == 1;
 }
 
+/* FA4JIT_SM90_BWD80_DESC=1, read at every call (A/B, not measured): the default mode's 80-query
+ * block-mask steps walked from the last down, as the deterministic mode's are (under causal the
+ * CTAs of a head then meet each query tile at the same step, which may let L2 serve its Q and dO
+ * to all of them; notes/sm90-bwd.md, session 18). */
+static int bwd80_desc(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD80_DESC");
+    return e && *e && atoi(e) == 1;
+}
+
+/* The deterministic turn kernel's shared memory (bwd_steps80.cuh fa4_sm90_bwd_turns80): a word of
+ * kv-block bits per 32 kv blocks for each 80-row tile of the mask's rows. */
+static int64_t bwd80_turns_smem(const fa4__problem *p)
+{
+    return cdiv((int64_t)p->bm.num_q_blocks * p->bm.q_block, BWD80_M) * ((p->bm.num_kv_blocks + 31) / 32) * 4;
+}
+
 /* The 80-query main's step table with a block mask (bwd_schedule.cuh fa4_bwd_steps_row): per (mask
  * batch, mask head, kv block) 2 + 2 nq (q_block / 64 + 1) ints, after dq_accum's first slot (the
  * table's address in the kernel: dq_accum + that slot, 256-aligned). Its bytes; 0 where the 80 main
@@ -204,11 +221,9 @@ static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, cons
     const size_t slot = (size_t)p->hq * (size_t)w->rows * (size_t)p->head_dim * 4;
     if (!p->deterministic)
         return bytes <= w->slots * slot / 8 ? bytes : 0;
-    const int64_t nt = cdiv((int64_t)p->bm.num_q_blocks * p->bm.q_block, BWD80_M);
     if (p->bm.q_block % 128 || p->cu_seqlens_q ||
         (p->hq != p->hkv && !(p->bm.heads == 1 && bwd80_heads_inner())) ||
-        (int64_t)(p->bm.num_kv_blocks - 1) * (p->bm.kv_block / BWD_N) > 255 ||
-        nt * ((p->bm.num_kv_blocks + 31) / 32) * 4 > 48 * 1024)
+        (int64_t)(p->bm.num_kv_blocks - 1) * (p->bm.kv_block / BWD_N) > 255 || bwd80_turns_smem(p) > 48 * 1024)
         return 0;
     const size_t first = (slot + 255) & ~(size_t)255, all = (w->slots * slot + 255) & ~(size_t)255;
     return first + bytes <= all ? bytes : 0;
@@ -337,8 +352,6 @@ static int sm90_smem_bytes(const fa4_kernel_spec *spec, const char *program)
                    : 0;
     return fa4__sm80_ops.smem_bytes(spec, program);
 }
-
-
 
 /* launch.c has checked everything common to the paths (shapes, head dims, Hq % Hkv, lengths,
  * 16-byte alignment, block-mask shape and lists, no block mask with varlen); what is left is this
@@ -741,12 +754,8 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
      * the field's other bits mean nothing to the default mode's kernels (bwd_schedule.cuh) */
     if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && bwd80_heads_inner())
         pr.deterministic |= FA4_DET_HEADS_INNER;
-    /* FA4JIT_SM90_BWD80_DESC=1, read at every call (A/B, not measured): the default mode's 80-query
-     * block-mask steps walked from the last down, as the deterministic mode's are (under causal
-     * the CTAs of a head then meet each query tile at the same step, which may let L2 serve its Q
-     * and dO to all of them; notes/sm90-bwd.md, session 18) */
-    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && getenv("FA4JIT_SM90_BWD80_DESC") &&
-        atoi(getenv("FA4JIT_SM90_BWD80_DESC")) == 1)
+    /* the default mode's 80-query block-mask steps from the last down (opt-in: bwd80_desc) */
+    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && bwd80_desc())
         pr.deterministic |= FA4_BWD80_DESCENDING;
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
@@ -807,14 +816,12 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_steps80");
         if (p->deterministic) {
-            /* the turn table, one warp per (mask batch, mask head), after the step table */
-            const int64_t nt = cdiv((int64_t)p->bm.num_q_blocks * p->bm.q_block, BWD80_M);
+            /* each step's turn into the step table, a 256-thread CTA per (mask batch, mask head) */
             f = fa4__kernel_function(k, main_prog, "fa4_sm90_bwd_turns80");
             if (!f)
                 return fa4__set_error(ctx, FA4_ERR_LAUNCH, "sm90: no fa4_sm90_bwd_turns80 in bwd_main90m80");
             r = rows > 0 ? fa4__cu_launch(cu, f, (unsigned)(p->bm.batch * p->bm.heads), 1, 1, 256,
-                                          (unsigned)(nt * ((p->bm.num_kv_blocks + 31) / 32) * 4), p->stream,
-                                          steps_args, pdl)
+                                          (unsigned)bwd80_turns_smem(p), p->stream, steps_args, pdl)
                          : CUDA_SUCCESS;
             if (r != CUDA_SUCCESS)
                 return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_turns80");

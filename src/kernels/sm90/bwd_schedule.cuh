@@ -209,16 +209,16 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
  * full merged) cut into 80-row steps from its first row, the last step of a run cut at the run's
  * end; info = valid rows (1..80) | first partial row << 8 | end of the partial rows << 16 (rows
  * relative to m0; rows outside [first, end) but valid lie in full blocks: no mask_mod).
- * Deterministic (q_block a multiple of 128, fixed-length queries, no GQA group, at most 256 key
- * tiles: path_sm90.c bwd80_det_ok): steps are also cut at every multiple of 80 rows, so each lies
- * in one 80-row tile of the sequence and adds its dQ on that tile's turn counter (rows past its
- * valid ones add zeros into the next tile's rows, which changes no bit: the TMA box is 80 rows),
- * and info's top byte holds the turn of the kv block's first key tile there (the key tiles of
- * earlier kv blocks whose steps reach the tile; fa4_sm90_bwd_turns80), which the producer leaves
- * by the stage for the dQ issuer (bwd_consumer.cuh dq_turn). The table then sits in dq_accum's
- * slots past the first, which the deterministic sm90 main does not use. Dense:
- * every 80 rows, info fa4_bwd_dense_info. The table sits after the workspace's dq_accum
- * (fa4_bwd_steps_table; the host sizes it, path_sm90.c bwd80_table_bytes). */
+ * Deterministic (q_block a multiple of 128, fixed-length queries, no GQA group but by the opt-in
+ * heads-inner walk below, at most 256 key tiles: path_sm90.c bwd80_table_bytes): steps are also cut
+ * at every multiple of 80 rows, so each lies in one 80-row tile of the sequence and adds its dQ on
+ * that tile's turn counter (rows past its valid ones add zeros into the next tile's rows, which
+ * changes no bit: the TMA box is 80 rows), and info's top byte holds the turn of the kv block's
+ * first key tile there (the key tiles of earlier kv blocks whose steps reach the tile;
+ * fa4_sm90_bwd_turns80), which the producer leaves by the stage for the dQ issuer (bwd_consumer.cuh
+ * dq_turn). The table then sits in dq_accum's slots past the first, which the deterministic sm90
+ * main does not use. Dense: every 80 rows, info fa4_bwd_dense_info. The table sits after the
+ * workspace's dq_accum (fa4_bwd_steps_table; the host sizes it, path_sm90.c bwd80_table_bytes). */
 #if FA4_HAS_MASK_MOD
 #define fa4_bwd_dense_info (80u | (80u << 16)) /* every row evaluates mask_mod */
 #else
@@ -276,7 +276,8 @@ __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk,
             const int m0 = st[2 * j];
             if (m0 < len_q)
                 for (int hh = 0; hh < p.group; ++hh)
-                    visit(hk * p.group + hh, m0, FA4_SM90_BWD_TURN_SLOT ? st[2 * j + 1] : 0);
+                    visit(hk * p.group + hh, m0,
+                          FA4_SM90_BWD_TURN_SLOT && fa4_bwd_walk_table(p) ? st[2 * j + 1] : 0);
         }
         return;
     }

@@ -35,7 +35,7 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
         return;
     int *out = fa4_bwd_steps_table(p) + row * fa4_bwd_steps_stride(p);
     const int qb = p.bm_q_block;
-    /* deterministic (fa4_bwd_det80_bm): steps also end at every multiple of 80 rows, so that each
+    /* deterministic (path_sm90.c bwd80_table_bytes): steps also end at every multiple of 80 rows, so that each
      * lies in one 80-row tile of the sequence and takes one turn on that tile's counter */
     const bool det = p.dq_sem != nullptr;
     const auto lim = [&](int at) { return det ? at - at % kBM + kBM : at + kBM; };
