@@ -163,26 +163,30 @@ static int64_t cdiv(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-/* FA4JIT_SM90_BWD80_HEADS_INNER=1, read at every call (an A/B of an opt-in kernel build): block-masked
- * GQA with one mask for every head on the 80-query main walks the group's heads innermost, in both
- * modes (pr.deterministic's FA4_DET_HEADS_INNER; deterministic such calls then take the 80 main,
- * bwd80_table_bytes). Only kernels built with -DFA4_SM90_BWD80_HEADS_INNER=1 (a kernel dir) honour
- * it: elsewhere the walk stays head by head, and deterministic GQA on the 80 main then waits at
- * every head after the first (correct, slow). notes/sm90-bwd.md, session 18. */
+/* FA4JIT_SM90_BWD80_HEADS_INNER, read at every call: block-masked GQA with one mask for every head on
+ * the 80-query main walks the group's heads innermost (pr.deterministic's FA4_DET_HEADS_INNER;
+ * bwd_schedule.cuh fa4_bwd_heads_inner80): deterministic calls always (they then take the 80 main,
+ * bwd80_table_bytes), default-mode ones in key tiles with a long enough walk. On unless set to 0
+ * (A/B; deterministic GQA then goes back to the 64 main). notes/sm90-bwd.md, sessions 18 and 19. */
 static int bwd80_heads_inner(void)
 {
     const char *e = getenv("FA4JIT_SM90_BWD80_HEADS_INNER");
-    return e && *e && atoi(e) == 1;
+    return !(e && *e && atoi(e) == 0);
 }
 
-/* FA4JIT_SM90_BWD80_DESC=1, read at every call (A/B, not measured): the default mode's 80-query
- * block-mask steps walked from the last down, as the deterministic mode's are (under causal the
- * CTAs of a head then meet each query tile at the same step, which may let L2 serve its Q and dO
- * to all of them; notes/sm90-bwd.md, session 18). */
-static int bwd80_desc(void)
+/* FA4JIT_SM90_BWD80_DESC, read at every call: the default mode's 80-query block-mask steps walked
+ * from the last down, as the deterministic mode's are. Default: GQA only (hq > hkv), where it
+ * measured faster (H100 2026-12-06, B2 H32/4 S4096 D128 bwd: causal 2.048 / 2.106 -> 1.930 / 1.948
+ * ms head by head, document 1.156 / 1.150 -> 1.138 / 1.126), and the heads-inner walk needs it;
+ * with one kv head per query head it measured even (B4 H16 causal 1.490 / 1.482 -> 1.492 / 1.487,
+ * B8 document 1.829 / 1.838 -> 1.835 / 1.825, prefix-LM 3.340 / 3.322 -> 3.363 / 3.387). 1: every
+ * block-masked call; 0: none (A/B). */
+static int bwd80_desc(const fa4__problem *p)
 {
     const char *e = getenv("FA4JIT_SM90_BWD80_DESC");
-    return e && *e && atoi(e) == 1;
+    if (e && *e)
+        return atoi(e) == 1;
+    return p->hq > p->hkv;
 }
 
 /* The deterministic turn kernel's shared memory (bwd_steps80.cuh fa4_sm90_bwd_turns80): a word of
@@ -201,9 +205,9 @@ static int64_t bwd80_turns_smem(const fa4__problem *p)
  *   it comes after the workspace's sm80 layout (sm90_bwd_workspace adds its bytes);
  * - deterministic (notes/sm90-bwd.md, session 18): q_block not a multiple of 128 (two runs of a kv
  *   block could then meet in one 80-row tile), varlen queries (steps past the sequence take no
- *   turn, and the lists may be shared by entries of other lengths), GQA groups (head by head, key
- *   tile n + 1 would wait for key tile n at every head after the first; the 64 main walks the heads
- *   innermost there), over 256 key tiles (a turn is a byte of the step's info), the turn kernel's
+ *   turn, and the lists may be shared by entries of other lengths), GQA groups with a mask per head
+ *   or FA4JIT_SM90_BWD80_HEADS_INNER=0 (head by head, key tile n + 1 would wait for key tile n at
+ *   every head after the first; the 64 main walks the heads innermost there), over 256 key tiles (a turn is a byte of the step's info), the turn kernel's
  *   bits (a word a tile per 32 kv blocks) over 48 KB, or a table that does not fit dq_accum's
  *   slots past the first (the deterministic sm90 main adds into the first only; no bytes are
  *   added to the workspace).
@@ -750,13 +754,15 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             fa4__mod_has_mask(k->mod) && bwd_det_heads_inner())
             pr.deterministic |= FA4_DET_HEADS_INNER;
     }
-    /* the 80 main's heads-inner walk, either mode (opt-in: bwd80_heads_inner); with a block mask
-     * the field's other bits mean nothing to the default mode's kernels (bwd_schedule.cuh) */
-    if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && bwd80_heads_inner())
-        pr.deterministic |= FA4_DET_HEADS_INNER;
-    /* the default mode's 80-query block-mask steps from the last down (opt-in: bwd80_desc) */
-    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && bwd80_desc())
+    /* the default mode's 80-query block-mask steps from the last down (bwd80_desc) */
+    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && bwd80_desc(p))
         pr.deterministic |= FA4_BWD80_DESCENDING;
+    /* the 80 main's heads-inner walk (bwd80_heads_inner): deterministic, or over descending steps
+     * (ascending it measured slower than head by head: causal 2.372 against 2.048 ms); with a
+     * block mask the field's other bits mean nothing to the default mode's kernels */
+    if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && bwd80_heads_inner() &&
+        (p->deterministic || (pr.deterministic & FA4_BWD80_DESCENDING)))
+        pr.deterministic |= FA4_DET_HEADS_INNER;
 
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
                   varlen_q ? 1 : p->batch, bm);

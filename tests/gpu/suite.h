@@ -65,7 +65,7 @@ typedef struct tcase {
     int det_bm_env;  /* > 0: the case runs with FA4JIT_SM90_BWD_DET_BM=det_bm_env - 1 */
     int det80_env;   /* > 0: the case runs with FA4JIT_SM90_BWD_DET80_BM=det80_env - 1 */
     int det80;       /* a deterministic block-masked case meant for the sm90 80-query main (tag) */
-    int hi80_env;    /* 1: the case runs with FA4JIT_SM90_BWD80_HEADS_INNER=1 */
+    int hi80_env;    /* 1: the case runs with FA4JIT_SM90_BWD80_HEADS_INNER=0 */
     int desc80_env;  /* 1: the case runs with FA4JIT_SM90_BWD80_DESC=1 */
     double dout_scale; /* > 0: dO's random values times this (large aux-gradient terms), else 1 */
     int det_heads_inner; /* group O: deterministic GQA with a block mask for every head (a tag) */

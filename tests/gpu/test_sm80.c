@@ -734,12 +734,13 @@ static void make_cases(int quick)
      * shared, batch entries, D 96, offsets, more keys than queries, sizes not multiples of 80 or 128
      * and long enough for many key tiles a head. Bitwise equal across two runs and within tolerance
      * of the float64 reference. Case 10 asks for the 64 main (FA4JIT_SM90_BWD_DET80_BM=0); GQA
-     * cases 9 (a mask per head) and 11 (one for every head: heads inner) take it by the rule; 12
-     * and 13 take the opt-in 80-query GQA walk (FA4JIT_SM90_BWD80_HEADS_INNER). Generator of its
-     * own */
+     * case 9 (a mask per head) takes it by the rule; 11 (one mask for every head) takes the 80
+     * main's heads-inner walk (session 19), 12 and 13 the escape hatch FA4JIT_SM90_BWD80_HEADS_INNER=0
+     * (12 deterministic: the 64 main, heads inner; 13 the default mode head by head), 14 the default
+     * mode's heads-inner walk over descending steps. Generator of its own */
     rng r80 = {8018};
     const int rmods80[6] = {M_CAUSAL, M_WINDOW, M_DOCUMENT, M_PREFIX_LM, M_NONE, M_CAUSAL};
-    for (int k = 0; k < (quick ? 6 : 14); k++) {
+    for (int k = 0; k < (quick ? 6 : 15); k++) {
         const int d = k % 5 == 4 ? 96 : 128;
         tcase c = random_case(&r80, rmods80[k % 6], dtypes[(k / 6) % 2], d, d);
         c.determ = 1;
@@ -763,16 +764,17 @@ static void make_cases(int quick)
         }
         if (k == 10)
             c.det80_env = 1; /* FA4JIT_SM90_BWD_DET80_BM=0: the 64 main, as before session 18 */
-        if (k == 9 || k >= 11) { /* GQA: the 64 main (9: a mask per head; 11: one, heads inner) */
+        if (k == 9 || k >= 11) { /* GQA (9: a mask per head; 11-14: one for every head) */
             c.hq = k == 9 ? 6 : 8;
             c.hkv = k == 9 ? 3 : 2;
             c.bm_heads1 = k != 9;
         }
-        /* 12, 13: GQA with one mask on the 80 main (FA4JIT_SM90_BWD80_HEADS_INNER=1): head by head
-         * with the default kernels, heads inner with -DFA4_SM90_BWD80_HEADS_INNER=1 (a kernel
-         * dir); 13 in the default mode (its walk order, no turns) */
-        c.hi80_env = k >= 12;
-        if (k == 13)
+        /* 12, 13: FA4JIT_SM90_BWD80_HEADS_INNER=0 (12 deterministic: the 64 main; 13 the default
+         * mode, head by head); 14 the default mode's heads-inner walk (no turns) */
+        c.hi80_env = k == 12 || k == 13;
+        if (k == 12)
+            c.det80 = 0;
+        if (k >= 13)
             c.determ = c.det80 = 0;
         add_case(c);
     }
@@ -1036,7 +1038,7 @@ int main(int argc, char **argv)
                 setenv("FA4JIT_SM90_BWD_DET80_BM", v, 1);
             }
             if (c->hi80_env)
-                setenv("FA4JIT_SM90_BWD80_HEADS_INNER", "1", 1);
+                setenv("FA4JIT_SM90_BWD80_HEADS_INNER", "0", 1);
             if (c->desc80_env)
                 setenv("FA4JIT_SM90_BWD80_DESC", "1", 1);
             run_case(c, &res);

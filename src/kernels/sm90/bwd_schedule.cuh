@@ -248,30 +248,44 @@ __device__ __forceinline__ const int *fa4_bwd_steps_row(const fa4_params &p, int
     return r + 2;
 }
 
-/* FA4_SM90_BWD80_HEADS_INNER 1 (opt-in, an A/B kernel dir; 0 compiles the walks below exactly as
- * before): block-masked GQA with one mask for every head, where the launcher sets p.deterministic's
- * FA4_DET_HEADS_INNER (FA4JIT_SM90_BWD80_HEADS_INNER=1, in either mode), walks each step of the one
- * step table for every head of the group before the next step, as the 64-row walk's heads-inner
- * order (fa4_bwd_heads_inner above): deterministic, key tile n + 1 then meets each (step, head) one
- * link of the turn chain behind key tile n instead of waiting for it at every head after the
- * first. Measured once (H100 2026-12-06 07:36 UTC, B2 H32/4 S4096 D128, bwd ms, as the default
- * then; notes/sm90-bwd.md session 18): deterministic GQA 32:4 causal 1.765 against 2.033 on the 64
- * main and 2.154 in the default mode (head by head); but the build's default mode read GQA
- * document 1.278 against the previous call's 1.178, so it stays off until an A/B of both modes. */
+/* FA4_SM90_BWD80_HEADS_INNER 1 (0 compiles the walks below as head by head only): block-masked GQA
+ * with one mask for every head, where the launcher sets p.deterministic's FA4_DET_HEADS_INNER
+ * (path_sm90.c; FA4JIT_SM90_BWD80_HEADS_INNER=0 clears it), walks each step of the one step table
+ * for every head of the group before the next step, as the 64-row walk's heads-inner order
+ * (fa4_bwd_heads_inner above).
+ * - Deterministic, always: key tile n + 1 then meets each (step, head) one link of the turn chain
+ *   behind key tile n instead of waiting for it at every head after the first.
+ * - Default mode, where the key tile's walk has at least FA4_SM90_BWD80_HI_MIN_STEPS steps: with
+ *   the steps descending (FA4_BWD80_DESCENDING, the launcher's default for GQA) the CTAs of a kv
+ *   head read each (query tile, head) together, so L2 can serve its Q and dO to all of them; head
+ *   by head they part after the first head, whose walk length differs per key tile.
+ * H100 2026-12-06 08:22-08:24 UTC (notes/sm90-bwd.md session 19), B2 H32/4 S4096 D128 bwd ms, two
+ * rounds each: GQA causal: head by head ascending 2.048 / 2.106, descending 1.930 / 1.948,
+ * heads-inner ascending 2.372 / 2.375, heads-inner descending 1.690 / 1.696; GQA document (three
+ * documents): 1.156 / 1.150, 1.138 / 1.126, 1.302 / 1.337, 1.204 / 1.209. Deterministic
+ * (heads-inner, descending) causal 1.745 / 1.753, document 1.219 / 1.199, against 2.048 / 2.043
+ * and 1.319 / 1.320 on the 64 main. */
 #ifndef FA4_SM90_BWD80_HEADS_INNER
-#define FA4_SM90_BWD80_HEADS_INNER 0
+#define FA4_SM90_BWD80_HEADS_INNER 1
 #endif
-__device__ __forceinline__ bool fa4_bwd_heads_inner80(const fa4_params &p)
+#ifndef FA4_SM90_BWD80_HI_MIN_STEPS
+#define FA4_SM90_BWD80_HI_MIN_STEPS 0
+#endif
+/* count: the key tile's steps (the same for every head: the flag comes only with bm_heads 1) */
+__device__ __forceinline__ bool fa4_bwd_heads_inner80(const fa4_params &p, int count)
 {
-    return FA4_SM90_BWD80_HEADS_INNER && p.has_block_mask && (p.deterministic & FA4_DET_HEADS_INNER);
+    return FA4_SM90_BWD80_HEADS_INNER && p.has_block_mask && (p.deterministic & FA4_DET_HEADS_INNER) &&
+           ((p.deterministic & 1) || count >= FA4_SM90_BWD80_HI_MIN_STEPS);
 }
 
 template <typename F>
 __device__ __forceinline__ void fa4_bwd_walk(const fa4_params &p, int b, int hk, int n_tile, int len_q, F &&visit)
 {
-    if (fa4_bwd_heads_inner80(p)) {
-        int count;
-        const int *st = fa4_bwd_steps_row(p, b, hk * p.group, n_tile, len_q, count);
+    int count0;
+    const int *st0 = fa4_bwd_steps_row(p, b, hk * p.group, n_tile, len_q, count0);
+    if (fa4_bwd_heads_inner80(p, count0)) {
+        const int *st = st0;
+        const int count = count0;
         for (int j = 0; j < count; ++j) {
             const int m0 = st[2 * j];
             if (m0 < len_q)
@@ -307,7 +321,7 @@ struct fa4_bwd_cursor {
 
     __device__ __forceinline__ bool next(const fa4_params &p, int b, int hk, int n_tile, int len_q)
     {
-        const bool inner = fa4_bwd_heads_inner80(p);
+        const bool inner = fa4_bwd_heads_inner80(p, count);
         for (;;) {
             if (inner && j >= 0 && hh + 1 < p.group) {
                 ++hh; /* the same step, the next head (fa4_bwd_walk's order) */
