@@ -614,6 +614,14 @@ static void read_bwd_heads_env(void)
         g_bwd_heads_env = 0;
 }
 
+/* FA4JIT_SM90_BWD_SLOWEST=1, read at every call (A/B, session 19): the key-tiles-slowest backward
+ * grid (heaviest first) whatever the number of waves. */
+static int bwd_slowest_env(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_SLOWEST");
+    return e && *e && atoi(e) == 1;
+}
+
 /* FA4JIT_SM90_BWD_DET_ROTATE, read at every call (A/B): 0 the deterministic dense backward walks
  * every key tile's query tiles from tile 0 up (turn = key tile: CTA n waits for CTA n - 1 at every
  * tile), 1 rotated walks where a head's key tiles can all be resident, 2 rotated walks in the
@@ -853,7 +861,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * batch, key tile) starts the first keys first, the heaviest under a causal mask (GQA 32:4
          * causal B2 S4096: 244 -> 340 TFLOP/s). */
         const int64_t tiles = cdiv(p->seqlen_k, bn), ctas = tiles * p->hkv * p->batch;
-        pr.tiles_slowest = ctx->sm_count > 0 && ctas < 4 * (int64_t)ctx->sm_count;
+        pr.tiles_slowest = (ctx->sm_count > 0 && ctas < 4 * (int64_t)ctx->sm_count) || bwd_slowest_env();
         /* head-major with CTAs of 4 heads interleaved (bwd_main.cu fa4_bwd_cta: the 4 heads' key
          * tile 0, then their key tile 1, ...) where 4 heads' key tiles fit one wave: about the
          * same heads are in flight as in plain head-major order, but within them the heaviest key

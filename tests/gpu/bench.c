@@ -268,6 +268,8 @@ const bench_shape bench_shapes[] = {
     {"causal D=64 (bm)", M_CAUSAL, 8, 16, 16, 4096, 64, 1, 0},
     {"causal D=64 (bm q384)", M_CAUSAL, 8, 16, 16, 4096, 64, 3, 0},
     {"GQA 32:4 causal (bm)", M_CAUSAL, 2, 32, 4, 4096, 128, 1, 0},
+    /* bench/run.py's GQA case (B 8: over 4 waves of backward CTAs, so not key tiles slowest) */
+    {"GQA 32:4 causal B=8 (bm)", M_CAUSAL, 8, 32, 4, 4096, 128, 1, 0},
     {"ALiBi (score_mod)", M_ALIBI, 4, 16, 16, 4096, 128, 0, 0},
     {"soft-cap tanh (score_mod)", M_SOFTCAP, 4, 16, 16, 4096, 128, 0, 0},
     /* the suite's trainable relative bias, bias[clamp(kv_idx - q_idx + 256, 0, 511)] */

@@ -269,13 +269,16 @@ __device__ __forceinline__ const int *fa4_bwd_steps_row(const fa4_params &p, int
 #define FA4_SM90_BWD80_HEADS_INNER 1
 #endif
 #ifndef FA4_SM90_BWD80_HI_MIN_STEPS
-#define FA4_SM90_BWD80_HI_MIN_STEPS 0
+#define FA4_SM90_BWD80_HI_MIN_STEPS 28
+#endif
+#ifndef FA4_SM90_BWD80_HI_DET_MIN_STEPS /* the same for the deterministic mode */
+#define FA4_SM90_BWD80_HI_DET_MIN_STEPS 0
 #endif
 /* count: the key tile's steps (the same for every head: the flag comes only with bm_heads 1) */
 __device__ __forceinline__ bool fa4_bwd_heads_inner80(const fa4_params &p, int count)
 {
     return FA4_SM90_BWD80_HEADS_INNER && p.has_block_mask && (p.deterministic & FA4_DET_HEADS_INNER) &&
-           ((p.deterministic & 1) || count >= FA4_SM90_BWD80_HI_MIN_STEPS);
+           count >= ((p.deterministic & 1) ? FA4_SM90_BWD80_HI_DET_MIN_STEPS : FA4_SM90_BWD80_HI_MIN_STEPS);
 }
 
 template <typename F>
