@@ -272,6 +272,34 @@ static int bwd256_smem(void)
     return 1024 + 2 * BWD256_N * 256 * 2 + 2 * (2 * BWD_M * 256 * 2 + 2 * BWD_M * 4) + 4 * BWD256_N * BWD_M * 2 + 512;
 }
 
+/* GQA split by query head (params.h kv_split): default-mode GQA backward mains (not D 256, whose
+ * main keeps its own walk; not checked builds, which run the sm80 backward) walk one query head per
+ * CTA, as attention without groups does, and add dK, dV into an fp32 accumulator per kv head
+ * (dkv_accum, zeroed before bwd_pre), which bwd_post's fa4_bwd_post_dkv converts. Against the
+ * group's heads in one CTA (their walks 8 times as long, the tail and L2 reuse those of 8 times
+ * fewer CTAs): the accumulator's adds and one more pass. FA4JIT_SM90_BWD_SPLIT, read at every
+ * call: 1 on, 0 off (A/B). */
+static int bwd_split(const fa4_kernel *k, const fa4__problem *p)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_SPLIT");
+    const int on = e && *e ? atoi(e) == 1 : 0;
+    return on && !p->deterministic && p->hq > p->hkv && p->hkv > 0 &&
+           !bwd256_spec(p->head_dim, p->head_dim_v, k->spec.flags) && !(k->spec.flags & FA4_COMPILE_CHECKED);
+}
+
+/* dkv_accum's rows per kv head and its bytes (0 when not split) */
+static int64_t bwd_split_rows(const fa4__problem *p)
+{
+    return p->cu_seqlens_k ? p->total_k : (int64_t)p->batch * p->seqlen_k;
+}
+
+static size_t bwd_split_bytes(const fa4_kernel *k, const fa4__problem *p)
+{
+    if (!bwd_split(k, p))
+        return 0;
+    return (size_t)p->hkv * (size_t)bwd_split_rows(p) * (size_t)(p->head_dim + p->head_dim_v) * 4;
+}
+
 static int bwd256_enabled(void)
 {
     static int on = -1;
@@ -568,6 +596,10 @@ static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_
     /* deterministic: the step table lies in dq_accum's unused slots (bwd80_table_bytes) */
     *bytes = w.total + sm90_dq_sem_bytes(p, &w) + sm90_dq_rank_bytes(p) +
              (p->deterministic ? 0 : bwd80_table_bytes(k, p, &w));
+    /* split GQA: the dK / dV accumulator last, 256-byte aligned */
+    const size_t split = bwd_split_bytes(k, p);
+    if (split)
+        *bytes = ((*bytes + 255) & ~(size_t)255) + split;
     return FA4_OK;
 }
 
@@ -762,13 +794,22 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             fa4__mod_has_mask(k->mod) && bwd_det_heads_inner())
             pr.deterministic |= FA4_DET_HEADS_INNER;
     }
-    /* the default mode's 80-query block-mask steps from the last down (bwd80_desc) */
-    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && bwd80_desc(p))
+    /* split GQA (bwd_split): one query head per CTA, dK and dV into the accumulator */
+    const int split = bwd_split(k, p);
+    if (split) {
+        pr.kv_split = p->hq / p->hkv;
+        pr.group = 1;
+        pr.dkv_rows = bwd_split_rows(p);
+        pr.dkv_accum = (float *)((uint8_t *)p->workspace + ((w.total + bwd80_table_bytes(k, p, &w) + 255) & ~(size_t)255));
+    }
+    /* the default mode's 80-query block-mask steps from the last down (bwd80_desc; split GQA walks
+     * as attention without groups does) */
+    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && !split && bwd80_desc(p))
         pr.deterministic |= FA4_BWD80_DESCENDING;
     /* the 80 main's heads-inner walk (bwd80_heads_inner): deterministic, or over descending steps
      * (ascending it measured slower than head by head: causal 2.372 against 2.048 ms); with a
      * block mask the field's other bits mean nothing to the default mode's kernels */
-    if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && bwd80_heads_inner() &&
+    if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && !split && bwd80_heads_inner() &&
         (p->deterministic || (pr.deterministic & FA4_BWD80_DESCENDING)))
         pr.deterministic |= FA4_DET_HEADS_INNER;
 
@@ -797,6 +838,15 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
      * LSE safe to read. PDL only behind it (when it runs): bwd_main loads K and V before its wait,
      * trusting that every kernel before bwd_pre has completed */
     const int pdl = cdiv(p->seqlen_q, BWD_M) > 0;
+    CUfunction f_dkv = NULL;
+    if (split) {
+        f_dkv = fa4__kernel_function(k, "bwd_post", "fa4_bwd_post_dkv");
+        if (!f_dkv)
+            return fa4__set_error(ctx, FA4_ERR_LAUNCH, "sm90: no fa4_bwd_post_dkv in bwd_post");
+        r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)pr.dkv_accum, 0, bwd_split_bytes(k, p) / 4, p->stream);
+        if (r != CUDA_SUCCESS)
+            return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dkv_accum)");
+    }
     st = fa4__sm80_bwd_pre(k, &pr, p, 0);
     if (st != FA4_OK)
         return st;
@@ -860,7 +910,8 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * fewer than 4 waves of CTAs (long CTAs: GQA groups) the tail dominates instead: (kv head,
          * batch, key tile) starts the first keys first, the heaviest under a causal mask (GQA 32:4
          * causal B2 S4096: 244 -> 340 TFLOP/s). */
-        const int64_t tiles = cdiv(p->seqlen_k, bn), ctas = tiles * p->hkv * p->batch;
+        const int units_h = split ? p->hq : p->hkv; /* the grid's heads: query heads when split */
+        const int64_t tiles = cdiv(p->seqlen_k, bn), ctas = tiles * units_h * p->batch;
         pr.tiles_slowest = (ctx->sm_count > 0 && ctas < 4 * (int64_t)ctx->sm_count) || bwd_slowest_env();
         /* head-major with CTAs of 4 heads interleaved (bwd_main.cu fa4_bwd_cta: the 4 heads' key
          * tile 0, then their key tile 1, ...) where 4 heads' key tiles fit one wave: about the
@@ -874,11 +925,11 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * where a head's key tiles alone fill a quarter wave: deterministic S8192 (64 key tiles)
          * was 10% slower with 4 heads, and plain S8192 showed no gain with 2 or 4. The D 256
          * backward (bwd256.cuh) keeps its own order. */
-        if (!d256 && !pr.tiles_slowest && ctx->sm_count >= 4 * tiles && (int64_t)p->hkv * p->batch >= 4 && ctas < INT32_MAX)
+        if (!d256 && !pr.tiles_slowest && ctx->sm_count >= 4 * tiles && (int64_t)units_h * p->batch >= 4 && ctas < INT32_MAX)
             pr.tiles_slowest = 4;
         pthread_once(&g_bwd_heads_once, read_bwd_heads_env);
         if (g_bwd_heads_env > 0 && pr.tiles_slowest != 1 && ctas < INT32_MAX)
-            pr.tiles_slowest = g_bwd_heads_env >= 2 && (int64_t)p->hkv * p->batch >= g_bwd_heads_env
+            pr.tiles_slowest = g_bwd_heads_env >= 2 && (int64_t)units_h * p->batch >= g_bwd_heads_env
                                    ? g_bwd_heads_env : 0;
         /* deterministic dense walks rotated (bwd_schedule.cuh, pr.deterministic = G, the rotation
          * group in key tiles): rotated CTAs also wait for larger key tiles of their group, so all G
@@ -893,7 +944,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * ascending; S8192 22.5 against 517.0), so there it ascends whatever the request. */
         if (p->deterministic && !p->has_block_mask && !d256 && bm == BWD_M && tiles > 1 && ctx->sm_count > 0) {
             const int rot = bwd_det_rotate(k);
-            const int64_t units = (int64_t)p->hkv * p->batch;
+            const int64_t units = (int64_t)units_h * p->batch;
             const int64_t stride = pr.tiles_slowest == 1 ? units
                                    : pr.tiles_slowest > 1 ? (units < pr.tiles_slowest ? units : pr.tiles_slowest)
                                                           : 1;
@@ -903,20 +954,31 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             else if (rot == 2 && fit >= 2)
                 pr.deterministic = (int)(fit < tiles ? fit : tiles);
         }
-        if (pr.tiles_slowest == 1 ? (p->batch > 65535 || tiles > 65535) : (p->hkv > 65535 || p->batch > 65535))
+        if (pr.tiles_slowest == 1 ? (p->batch > 65535 || tiles > 65535) : (units_h > 65535 || p->batch > 65535))
             return fa4__set_error(ctx, FA4_ERR_SHAPE,
                                   "sm90: %lld key tiles, %d kv heads, %d batch entries: over the grid's 65535",
-                                  (long long)tiles, p->hkv, p->batch);
+                                  (long long)tiles, units_h, p->batch);
         if (pr.tiles_slowest == 1)
-            r = fa4__cu_launch(cu, f, (unsigned)p->hkv, (unsigned)p->batch, (unsigned)tiles, BWD_THREADS,
+            r = fa4__cu_launch(cu, f, (unsigned)units_h, (unsigned)p->batch, (unsigned)tiles, BWD_THREADS,
                                (unsigned)smem, p->stream, args, pdl);
         else
-            r = fa4__cu_launch(cu, f, (unsigned)tiles, (unsigned)p->hkv, (unsigned)p->batch, BWD_THREADS,
+            r = fa4__cu_launch(cu, f, (unsigned)tiles, (unsigned)units_h, (unsigned)p->batch, BWD_THREADS,
                                (unsigned)smem, p->stream, args, pdl);
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_main90");
     }
-    return fa4__sm80_bwd_post(k, &pr, p, pdl);
+    st = fa4__sm80_bwd_post(k, &pr, p, pdl);
+    if (st != FA4_OK || !split || bwd_split_rows(p) == 0)
+        return st;
+    /* split GQA: dK, dV from the accumulator, in stream order after bwd_post */
+    {
+        void *dargs[2] = {&pr, (void *)(p->aux_block ? p->aux_block : zero_aux)};
+        r = fa4__cu_launch(cu, f_dkv, (unsigned)cdiv(bwd_split_rows(p), 64), (unsigned)p->hkv, 2, 256, 0, p->stream,
+                           dargs, 0);
+        if (r != CUDA_SUCCESS)
+            return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fa4_bwd_post_dkv");
+    }
+    return FA4_OK;
 }
 
 static fa4_status sm90_block_mask(fa4_kernel *k, int batch, int heads, int64_t sq, int64_t skv,

@@ -49,6 +49,14 @@ typedef struct fa4_params {
                                        key tile, head / G) */
     int *dq_sem;                    /* sm90 deterministic backward (dense): turn counters
                                        [hq][ws_rows / 4][2], zeroed; NULL otherwise */
+    /* sm90 backward with GQA split by query head (kv_split = the group, >= 2; 0 otherwise): each
+     * CTA walks one query head and adds its dK, dV into dkv_accum (fp32, zeroed: [hkv][dkv_rows]
+     * [head_dim] for dK, then [hkv][dkv_rows][head_dim_v] for dV; rows are b * seqlen_k + token,
+     * or the packed token under varlen keys), which bwd_post's fa4_bwd_post_dkv converts. */
+    float *dkv_accum;
+    long long dkv_rows;
+    int kv_split;
+    int pad_split_;
 } fa4_params;
 
 /* fa4_params.deterministic's flags with a block mask (never set for dense calls, where the field
@@ -73,7 +81,7 @@ typedef struct fa4_block_mask_params {
 
 /* Both compilers must agree on the layout: a field added on one side only fails here, not at run
  * time with garbage arguments. Update the numbers together with the structs. */
-#define FA4_PARAMS_BYTES 536
+#define FA4_PARAMS_BYTES 560
 #define FA4_BLOCK_MASK_PARAMS_BYTES 104
 #ifdef __cplusplus
 static_assert(sizeof(fa4_params) == FA4_PARAMS_BYTES, "fa4_params layout changed");

@@ -98,3 +98,29 @@ extern "C" __global__ void __launch_bounds__(256) fa4_aux_fx_post(const unsigned
         grad[i] += v;
     }
 }
+
+/* The sm90 backward with GQA split by query head (params.h kv_split): dK = scale * sum and dV =
+ * sum from dkv_accum, converted to the element type. Grid (row blocks of 64, hkv, 2: dK then dV);
+ * launched after bwd_post in stream order. */
+extern "C" __global__ void __launch_bounds__(256) fa4_bwd_post_dkv(const fa4_params p, const fa4_aux aux)
+{
+    (void)aux;
+    const int hkv = blockIdx.y, is_v = blockIdx.z;
+    const long long r0 = (long long)blockIdx.x * 64;
+    if (r0 >= p.dkv_rows)
+        return;
+    const int d = is_v ? p.head_dim_v : p.head_dim;
+    const float s = is_v ? 1.f : p.scale;
+    const float *acc = p.dkv_accum + (is_v ? (long long)p.hkv * p.dkv_rows * p.head_dim : 0LL) +
+                       ((long long)hkv * p.dkv_rows + r0) * d;
+    const fa4_view &o = is_v ? p.dv : p.dk;
+    const long long per_b = p.cu_seqlens_k ? p.dkv_rows : p.seqlen_k;
+    const int rows = (int)min(64LL, p.dkv_rows - r0), pairs = d / 2;
+    struct alignas(8) f2 { float x, y; };
+    for (int i = threadIdx.x; i < rows * pairs; i += blockDim.x) {
+        const int r = i / pairs, c = (i - r * pairs) * 2;
+        const long long row = r0 + r, b = row / per_b, tok = row - b * per_b;
+        const f2 x = *(const f2 *)(acc + (long long)r * d + c);
+        *(unsigned *)((fa4_elem *)o.data + b * o.sb + hkv * o.sh + tok * o.ss + c) = fa4_pack2(x.x * s, x.y * s);
+    }
+}

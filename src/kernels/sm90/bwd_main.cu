@@ -426,9 +426,31 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         if (it > 0 && cw == 0) /* the turn warpgroup 1 left open after its last step */
             asm volatile("bar.sync 5, 256;\n" ::: "memory");
 #endif
-        /* epilogue: dK (scaled) and dV of the keys inside the sequence */
+        /* epilogue: dK (scaled) and dV of the keys inside the sequence; split GQA (p.kv_split):
+         * added into dkv_accum, unscaled (bwd_post's fa4_bwd_post_dkv scales and converts) */
         const auto epilogue = [&]() {
             const int g = lane >> 2, t = lane & 3;
+            if (p.kv_split) {
+                const int hkv = hk / p.kv_split;
+                const long long row0 = (p.cu_seqlens_k ? seq.row_k : (long long)b * p.seqlen_k) + n0;
+                float *aK = p.dkv_accum + ((long long)hkv * p.dkv_rows + row0) * kD;
+                float *aV = p.dkv_accum + (long long)p.hkv * p.dkv_rows * kD + ((long long)hkv * p.dkv_rows + row0) * kDv;
+#pragma unroll
+                for (int r2 = 0; r2 < 2; ++r2) {
+                    const int r = cw * kBWgKeys + warp * 16 + g + 8 * r2;
+                    if (n0 + r < seq.len_k) {
+#pragma unroll
+                        for (int i = 0; i < kDp / 8; ++i)
+                            if (i * 8 < kD)
+                                fa4_red_add_v2(aK + (long long)r * kD + i * 8 + 2 * t, dk[i][2 * r2], dk[i][2 * r2 + 1]);
+#pragma unroll
+                        for (int i = 0; i < kDvp / 8; ++i)
+                            if (i * 8 < kDv)
+                                fa4_red_add_v2(aV + (long long)r * kDv + i * 8 + 2 * t, dv[i][2 * r2], dv[i][2 * r2 + 1]);
+                    }
+                }
+                return;
+            }
             fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;
             fa4_elem *gdV = (fa4_elem *)p.dv.data + b * p.dv.sb + hk * p.dv.sh + (seq.row_k + n0) * p.dv.ss;
 #pragma unroll

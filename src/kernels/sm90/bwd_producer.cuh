@@ -29,13 +29,14 @@ __device__ __forceinline__ void fa4_bwd_produce(const fa4_params &p, const fa4_b
         fa4_tma_prefetch(tm_lse2);
         fa4_tma_prefetch(tm_dpsum);
         const int krow = (int)seq.row_k + n0;
+        const int hkv = p.kv_split ? hk / p.kv_split : hk; /* split GQA: hk is the query head */
         fa4_mbar_expect_tx(sm.bar_kv(), kBKBytes + kBVBytes);
 #pragma unroll
         for (int c = 0; c < kDp / 64; ++c)
-            fa4_tma_load_4d(sm.k() + c * kBN * kPanelBytes, tm_k, sm.bar_kv(), c * 64, krow, hk, kb);
+            fa4_tma_load_4d(sm.k() + c * kBN * kPanelBytes, tm_k, sm.bar_kv(), c * 64, krow, hkv, kb);
 #pragma unroll
         for (int c = 0; c < kDvp / 64; ++c)
-            fa4_tma_load_4d(sm.v() + c * kBN * kPanelBytes, tm_v, sm.bar_kv(), c * 64, krow, hk, kb);
+            fa4_tma_load_4d(sm.v() + c * kBN * kPanelBytes, tm_v, sm.bar_kv(), c * 64, krow, hkv, kb);
     }
     /* PDL: K and V (inputs, older than bwd_pre) are on their way while bwd_pre (or the rank
      * kernel) finishes; lse2 and dpsum are bwd_pre's and the walk table the rank kernel's */

@@ -93,6 +93,12 @@ template <int N> __device__ __forceinline__ void fa4_bulk_wait(void)
     asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+/* 2 consecutive floats (8-byte aligned) added to global memory in one vector reduction */
+__device__ __forceinline__ void fa4_red_add_v2(float *dst, float a, float b)
+{
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(a), "f"(b) : "memory");
+}
+
 /* ---------------------------------------------------------------------------------- wgmma */
 __device__ __forceinline__ void fa4_wgmma_fence(void)
 {
