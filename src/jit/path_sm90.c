@@ -275,14 +275,20 @@ static int bwd256_smem(void)
 /* GQA split by query head (params.h kv_split): default-mode GQA backward mains (not D 256, whose
  * main keeps its own walk; not checked builds, which run the sm80 backward) walk one query head per
  * CTA, as attention without groups does, and add dK, dV into an fp32 accumulator per kv head
- * (dkv_accum, zeroed before bwd_pre), which bwd_post's fa4_bwd_post_dkv converts. Against the
- * group's heads in one CTA (their walks 8 times as long, the tail and L2 reuse those of 8 times
- * fewer CTAs): the accumulator's adds and one more pass. FA4JIT_SM90_BWD_SPLIT, read at every
- * call: 1 on, 0 off (A/B). */
+ * (dkv_accum, zeroed before bwd_pre; red.global.add.v2.f32 from the epilogue's registers), which
+ * bwd_post's fa4_bwd_post_dkv converts. The group's heads in one CTA made walks 8 times as long in
+ * 8 times fewer CTAs (their tail, and L2 reuse only as far as the CTAs of a kv head kept in step).
+ * H100 2026-12-06 08:48-08:50 UTC (notes/sm90-bwd.md session 19), bf16 S4096 D128 bwd ms, two
+ * rounds, head-inner walks as the default then against split: GQA 32:4 causal B8 7.481 / 7.471 ->
+ * 6.285 / 6.347, B2 1.546 / 1.543 -> 1.566 / 1.570, document 1.206 / 1.210 -> 1.065 / 1.064
+ * (eight heads interleaved: 1.041 / 1.037), window 1024 0.939 / 0.939 -> 0.981 / 0.981, prefix-LM
+ * 1.680 / 1.683 -> 1.693 / 1.698 (1.656 / 1.656); bench/run.py GQA 32:4 B8 f+b 407 -> 489
+ * TFLOP/s (cuDNN 512), GQA 8:1 446 -> 481 (cuDNN 486). FA4JIT_SM90_BWD_SPLIT, read at every
+ * call: 0 off (A/B). */
 static int bwd_split(const fa4_kernel *k, const fa4__problem *p)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_SPLIT");
-    const int on = e && *e ? atoi(e) == 1 : 0;
+    const int on = !(e && *e && atoi(e) == 0);
     return on && !p->deterministic && p->hq > p->hkv && p->hkv > 0 &&
            !bwd256_spec(p->head_dim, p->head_dim_v, k->spec.flags) && !(k->spec.flags & FA4_COMPILE_CHECKED);
 }
@@ -927,6 +933,11 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * backward (bwd256.cuh) keeps its own order. */
         if (!d256 && !pr.tiles_slowest && ctx->sm_count >= 4 * tiles && (int64_t)units_h * p->batch >= 4 && ctas < INT32_MAX)
             pr.tiles_slowest = 4;
+        /* split GQA with groups of 8 or more: 8 query heads interleaved, the CTAs of one kv head's
+         * key tile together (their K, V loads and dK, dV adds meet in L2; document 1.065 -> 1.041,
+         * prefix-LM 1.695 -> 1.656 ms above, causal equal) */
+        if (split && pr.tiles_slowest == 4 && p->hq / p->hkv >= 8 && (int64_t)units_h * p->batch >= 8)
+            pr.tiles_slowest = 8;
         pthread_once(&g_bwd_heads_once, read_bwd_heads_env);
         if (g_bwd_heads_env > 0 && pr.tiles_slowest != 1 && ctas < INT32_MAX)
             pr.tiles_slowest = g_bwd_heads_env >= 2 && (int64_t)units_h * p->batch >= g_bwd_heads_env

@@ -67,6 +67,7 @@ typedef struct tcase {
     int det80;       /* a deterministic block-masked case meant for the sm90 80-query main (tag) */
     int hi80_env;    /* 1: the case runs with FA4JIT_SM90_BWD80_HEADS_INNER=0 */
     int desc80_env;  /* 1: the case runs with FA4JIT_SM90_BWD80_DESC=1 */
+    int nosplit_env; /* 1: the case runs with FA4JIT_SM90_BWD_SPLIT=0 (GQA heads in one CTA) */
     double dout_scale; /* > 0: dO's random values times this (large aux-gradient terms), else 1 */
     int det_heads_inner; /* group O: deterministic GQA with a block mask for every head (a tag) */
     int validation; /* > 0: a launch-validation case number */

@@ -737,7 +737,8 @@ static void make_cases(int quick)
      * case 9 (a mask per head) takes it by the rule; 11 (one mask for every head) takes the 80
      * main's heads-inner walk (session 19), 12 and 13 the escape hatch FA4JIT_SM90_BWD80_HEADS_INNER=0
      * (12 deterministic: the 64 main, heads inner; 13 the default mode head by head), 14 the default
-     * mode's heads-inner walk over descending steps. Generator of its own */
+     * mode's heads-inner walk over descending steps (13, 14: not split by query head, the default
+     * mode's GQA backward since session 19). Generator of its own */
     rng r80 = {8018};
     const int rmods80[6] = {M_CAUSAL, M_WINDOW, M_DOCUMENT, M_PREFIX_LM, M_NONE, M_CAUSAL};
     for (int k = 0; k < (quick ? 6 : 15); k++) {
@@ -770,12 +771,15 @@ static void make_cases(int quick)
             c.bm_heads1 = k != 9;
         }
         /* 12, 13: FA4JIT_SM90_BWD80_HEADS_INNER=0 (12 deterministic: the 64 main; 13 the default
-         * mode, head by head); 14 the default mode's heads-inner walk (no turns) */
+         * mode, head by head); 14 the default mode's heads-inner walk (no turns); 13 and 14 with
+         * FA4JIT_SM90_BWD_SPLIT=0 (split by query head is the default mode's GQA walk) */
         c.hi80_env = k == 12 || k == 13;
         if (k == 12)
             c.det80 = 0;
-        if (k >= 13)
+        if (k >= 13) {
             c.determ = c.det80 = 0;
+            c.nosplit_env = 1;
+        }
         add_case(c);
     }
     /* S: trainable tables with dO scaled by 2^12, so that many aux-gradient terms reach 2^6 and
@@ -858,6 +862,7 @@ static void case_tags(tcase *c)
     TAG(c->det80_env, "det-bm80-env");
     TAG(c->hi80_env, "heads-inner80-env");
     TAG(c->desc80_env, "desc80-env");
+    TAG(c->nosplit_env, "nosplit-env");
     TAG(c->dout_scale > 0, "big-dout");
 #undef TAG
 }
@@ -1041,6 +1046,8 @@ int main(int argc, char **argv)
                 setenv("FA4JIT_SM90_BWD80_HEADS_INNER", "0", 1);
             if (c->desc80_env)
                 setenv("FA4JIT_SM90_BWD80_DESC", "1", 1);
+            if (c->nosplit_env)
+                setenv("FA4JIT_SM90_BWD_SPLIT", "0", 1);
             run_case(c, &res);
             if (c->det_rot_env > 0)
                 unsetenv("FA4JIT_SM90_BWD_DET_ROTATE");
@@ -1052,6 +1059,8 @@ int main(int argc, char **argv)
                 unsetenv("FA4JIT_SM90_BWD80_HEADS_INNER");
             if (c->desc80_env)
                 unsetenv("FA4JIT_SM90_BWD80_DESC");
+            if (c->nosplit_env)
+                unsetenv("FA4JIT_SM90_BWD_SPLIT");
             const double dt_ms = now_ms() - t0;
             nrun++;
             npass += res.pass;
