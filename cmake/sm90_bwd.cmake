@@ -11,9 +11,9 @@
 #                      relative backward's shuffle form, opt-in).
 #   sm90_bwd_fx        the same at D 128 with -DFA4_AUX_FX=1 (the deterministic mode's main with
 #                      fixed-point aux gradients, bwd_main_fx.cu).
-#   sm90_bwd80_heads_inner  the 80-query main (document) with -DFA4_SM90_BWD80_HEADS_INNER=0
-#                      (head by head only; the heads-inner GQA walk is the default since
-#                      session 19 and sm90_bwd_compile checks it), no fallback.
+#   sm90_bwd80_heads_inner  the 80-query main's GQA program (bwd_main80s.cu, document) as
+#                      -DFA4_SM90_BWD_GQA_PROG=1 (the heads-inner walk and the split-by-query-head
+#                      epilogue), no fallback.
 #   sm90_bwd_int_window  trainable mods at D 128 with -DFA4_SM90_BWD_AUX_INT_WINDOW=0 (the float
 #                      window of the default mode, kept for A/B since the integer one became the
 #                      default in session 18).
@@ -44,9 +44,9 @@ if(FA4JIT_BUILD_TESTS)
   # the default mode's float window (FA4_SM90_BWD_AUX_INT_WINDOW=0, the A/B form; the integer
   # window is the default and sm90_bwd_compile checks it)
   add_test(NAME sm90_bwd_fx COMMAND bwd_compile_check --filter "d128 bf16" -DFA4_AUX_FX=1)
-  # the 80-query main without its heads-inner GQA walk (FA4_SM90_BWD80_HEADS_INNER, bwd_schedule.cuh)
+  # the 80-query main's GQA program (FA4_SM90_BWD_GQA_PROG: heads-inner walk, split epilogue)
   add_test(NAME sm90_bwd80_heads_inner COMMAND bwd_compile_check --main80 --mod document --filter "d128 bf16"
-           -DFA4_SM90_BWD80_HEADS_INNER=0)
+           -DFA4_SM90_BWD_GQA_PROG=1)
   set_tests_properties(sm90_bwd80_heads_inner PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
   add_test(NAME sm90_bwd_int_window COMMAND bwd_compile_check --filter "(trainable) d128 bf16"

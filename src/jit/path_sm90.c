@@ -60,6 +60,10 @@ static const fa4__program_desc programs[] = {
      * the fallback is a stub (bwd80_built: the launcher runs bwd_main90 instead) */
     {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
      bwd80_wanted, 0},
+    /* the 80-query main for GQA split by query head (bwd_main80s.cu, bwd_split), where the 80 main
+     * is compiled; a stub where it spills (bwd80_built) */
+    {"bwd_main90m80s", "sm90/bwd_main80s.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
+     bwd80_wanted, 0},
     {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0, NULL, 0},
     {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0, NULL, 0},
 };
@@ -213,6 +217,7 @@ static int64_t bwd80_turns_smem(const fa4__problem *p)
  *   added to the workspace).
  * Independent of FA4JIT_SM90_BWD_BM and FA4JIT_SM90_BWD_DET80_BM, so the workspace size does not
  * change with them. */
+static int bwd80_built(fa4_kernel *k, const char *prog);
 static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
 {
     if (!p->has_block_mask || pad64(p->head_dim) != 128 || pad64(p->head_dim_v) != 128 ||
@@ -226,18 +231,19 @@ static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, cons
     if (!p->deterministic)
         return bytes <= w->slots * slot / 8 ? bytes : 0;
     if (p->bm.q_block % 128 || p->cu_seqlens_q ||
-        (p->hq != p->hkv && !(p->bm.heads == 1 && bwd80_heads_inner())) ||
+        (p->hq != p->hkv &&
+         !(p->bm.heads == 1 && bwd80_heads_inner() && bwd80_built((fa4_kernel *)k, "bwd_main90m80s"))) ||
         (int64_t)(p->bm.num_kv_blocks - 1) * (p->bm.kv_block / BWD_N) > 255 || bwd80_turns_smem(p) > 48 * 1024)
         return 0;
     const size_t first = (slot + 255) & ~(size_t)255, all = (w->slots * slot + 255) & ~(size_t)255;
     return first + bytes <= all ? bytes : 0;
 }
 
-/* Whether bwd_main90m80 holds the 80-query main: its spill fallback's stub has a thread bound of 32
- * (bwd_main.cu FA4_SM90_BWD80_OFF). */
-static int bwd80_built(fa4_kernel *k)
+/* Whether bwd_main90m80 (or bwd_main90m80s) holds the 80-query main: its spill fallback's stub has
+ * a thread bound of 32 (bwd_main.cu FA4_SM90_BWD80_OFF). */
+static int bwd80_built(fa4_kernel *k, const char *prog)
 {
-    CUfunction f = fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main");
+    CUfunction f = fa4__kernel_function(k, prog, "fa4_sm90_bwd_main");
     int n = 0;
     return f && k->ctx->cu->funcGetAttribute(&n, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) == CUDA_SUCCESS &&
            n >= BWD_THREADS;
@@ -285,12 +291,12 @@ static int bwd256_smem(void)
  * 1.680 / 1.683 -> 1.693 / 1.698 (1.656 / 1.656); bench/run.py GQA 32:4 B8 f+b 407 -> 489
  * TFLOP/s (cuDNN 512), GQA 8:1 446 -> 481 (cuDNN 486). FA4JIT_SM90_BWD_SPLIT, read at every
  * call: 0 off (A/B). */
-static int bwd_split(const fa4_kernel *k, const fa4__problem *p)
+static int bwd_split(fa4_kernel *k, const fa4__problem *p)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_SPLIT");
     const int on = !(e && *e && atoi(e) == 0);
-    return on && !p->deterministic && p->hq > p->hkv && p->hkv > 0 &&
-           !bwd256_spec(p->head_dim, p->head_dim_v, k->spec.flags) && !(k->spec.flags & FA4_COMPILE_CHECKED);
+    return on && !p->deterministic && p->hq > p->hkv && p->hkv > 0 && pad64(p->head_dim) == 128 &&
+           pad64(p->head_dim_v) == 128 && !(k->spec.flags & FA4_COMPILE_CHECKED) && bwd80_built(k, "bwd_main90m80s");
 }
 
 /* dkv_accum's rows per kv head and its bytes (0 when not split) */
@@ -299,7 +305,7 @@ static int64_t bwd_split_rows(const fa4__problem *p)
     return p->cu_seqlens_k ? p->total_k : (int64_t)p->batch * p->seqlen_k;
 }
 
-static size_t bwd_split_bytes(const fa4_kernel *k, const fa4__problem *p)
+static size_t bwd_split_bytes(fa4_kernel *k, const fa4__problem *p)
 {
     if (!bwd_split(k, p))
         return 0;
@@ -381,7 +387,7 @@ static int sm90_smem_bytes(const fa4_kernel_spec *spec, const char *program)
     const int main90 = strcmp(program, "bwd_main90") == 0 || strcmp(program, "bwd_main90fx") == 0;
     if (main90 && bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags))
         return bwd256_smem();
-    if (strcmp(program, "bwd_main90m80") == 0)
+    if (strcmp(program, "bwd_main90m80") == 0 || strcmp(program, "bwd_main90m80s") == 0)
         return bwd_smem_m(spec->head_dim, head_dim_v(spec), 0, BWD80_M);
     if (main90)
         return pad64(spec->head_dim) <= BWD_MAX_DIM && pad64(head_dim_v(spec)) <= BWD_MAX_DIM &&
@@ -769,12 +775,15 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     /* the workspace (its size and alignment checked by launch.c) as the sm80 backward lays it out */
     fa4__sm80_bwd_layout(p, &w);
     pthread_once(&g_bwd_bm_once, read_bwd_bm_env);
+    /* GQA takes the GQA program (bwd_main80s.cu: split by query head, the heads-inner walk) where
+     * it was built; the 80 main otherwise */
+    const char *m80 = p->hq > p->hkv && bwd80_built(k, "bwd_main90m80s") ? "bwd_main90m80s" : "bwd_main90m80";
     if ((p->has_block_mask ? g_bwd_bm80_bm
                            : k->mod && fa4__mod_has_mask(k->mod) ? g_bwd_bm80_dense_mask : g_bwd_bm80) &&
         !d256 && (!p->deterministic || (bwd_det80() && (!p->has_block_mask || bwd_det80_bm()))) &&
         (!p->has_block_mask || bwd80_table_bytes(k, p, &w) > 0) &&
-        bwd80_built(k)) {
-        main_prog = "bwd_main90m80";
+        bwd80_built(k, m80)) {
+        main_prog = m80;
         bm = BWD80_M;
         smem = bwd_smem_m(p->head_dim, p->head_dim_v, 0, BWD80_M);
     }
@@ -800,8 +809,9 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             fa4__mod_has_mask(k->mod) && bwd_det_heads_inner())
             pr.deterministic |= FA4_DET_HEADS_INNER;
     }
-    /* split GQA (bwd_split): one query head per CTA, dK and dV into the accumulator */
-    const int split = bwd_split(k, p);
+    /* split GQA (bwd_split): one query head per CTA, dK and dV into the accumulator; on the 80
+     * main only (its program of its own, bwd_main80s.cu) */
+    const int split = bm == BWD80_M && bwd_split(k, p);
     if (split) {
         pr.kv_split = p->hq / p->hkv;
         pr.group = 1;

@@ -20,6 +20,13 @@ constexpr int kBN = 128;        /* keys per CTA (the stationary block) */
 /* FA4_SM90_BWD_BM: query rows per step, 64 (default) or 80 (the bwd_main90m80 program: padded
  * D = Dv = 128 without score_mod, non-deterministic, dense or block-masked (the step table of
  * bwd_steps80.cuh); S^T, dP^T and dQ^T as m64n80 wgmmas, dQ swapped: see bwd_consumer.cuh). */
+/* 1: the GQA program (bwd_main80s.cu): with params.h kv_split set (GQA split by query head) the
+ * CTA's head is a query head, K and V come from its kv head, and dK, dV are added into
+ * dkv_accum; it also holds the heads-inner walk (bwd_schedule.cuh FA4_SM90_BWD80_HEADS_INNER). 0
+ * (every other program): neither, their code as before session 19. */
+#ifndef FA4_SM90_BWD_GQA_PROG
+#define FA4_SM90_BWD_GQA_PROG 0
+#endif
 #ifndef FA4_SM90_BWD_BM
 #define FA4_SM90_BWD_BM 64
 #endif

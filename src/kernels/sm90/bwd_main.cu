@@ -426,11 +426,12 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         if (it > 0 && cw == 0) /* the turn warpgroup 1 left open after its last step */
             asm volatile("bar.sync 5, 256;\n" ::: "memory");
 #endif
-        /* epilogue: dK (scaled) and dV of the keys inside the sequence; split GQA (p.kv_split):
-         * added into dkv_accum, unscaled (bwd_post's fa4_bwd_post_dkv scales and converts) */
+        /* epilogue: dK (scaled) and dV of the keys inside the sequence; in the GQA program
+         * (FA4_SM90_BWD_GQA_PROG, bwd_main80s.cu) split calls (p.kv_split) add them into dkv_accum,
+         * unscaled (bwd_post's fa4_bwd_post_dkv scales and converts) */
         const auto epilogue = [&]() {
             const int g = lane >> 2, t = lane & 3;
-            if (p.kv_split) {
+            if (FA4_SM90_BWD_GQA_PROG && p.kv_split) {
                 const int hkv = hk / p.kv_split;
                 const long long row0 = (p.cu_seqlens_k ? seq.row_k : (long long)b * p.seqlen_k) + n0;
                 float *aK = p.dkv_accum + ((long long)hkv * p.dkv_rows + row0) * kD;

@@ -29,7 +29,7 @@ __device__ __forceinline__ void fa4_bwd_produce(const fa4_params &p, const fa4_b
         fa4_tma_prefetch(tm_lse2);
         fa4_tma_prefetch(tm_dpsum);
         const int krow = (int)seq.row_k + n0;
-        const int hkv = p.kv_split ? hk / p.kv_split : hk; /* split GQA: hk is the query head */
+        const int hkv = FA4_SM90_BWD_GQA_PROG && p.kv_split ? hk / p.kv_split : hk; /* split: hk is the query head */
         fa4_mbar_expect_tx(sm.bar_kv(), kBKBytes + kBVBytes);
 #pragma unroll
         for (int c = 0; c < kDp / 64; ++c)

@@ -248,7 +248,9 @@ __device__ __forceinline__ const int *fa4_bwd_steps_row(const fa4_params &p, int
     return r + 2;
 }
 
-/* FA4_SM90_BWD80_HEADS_INNER 1 (0 compiles the walks below as head by head only): block-masked GQA
+/* FA4_SM90_BWD80_HEADS_INNER 1 (the GQA program's; 0 compiles the walks below as head by head only,
+ * as every other program does, whose code it would change: the 80 main's SASS for attention without
+ * groups measured 2-5% slower with it and the split epilogue, H100 2026-12-06): block-masked GQA
  * with one mask for every head, where the launcher sets p.deterministic's FA4_DET_HEADS_INNER
  * (path_sm90.c; FA4JIT_SM90_BWD80_HEADS_INNER=0 clears it), walks each step of the one step table
  * for every head of the group before the next step, as the 64-row walk's heads-inner order
@@ -265,8 +267,8 @@ __device__ __forceinline__ const int *fa4_bwd_steps_row(const fa4_params &p, int
  * documents): 1.156 / 1.150, 1.138 / 1.126, 1.302 / 1.337, 1.204 / 1.209. Deterministic
  * (heads-inner, descending) causal 1.745 / 1.753, document 1.219 / 1.199, against 2.048 / 2.043
  * and 1.319 / 1.320 on the 64 main. */
-#ifndef FA4_SM90_BWD80_HEADS_INNER
-#define FA4_SM90_BWD80_HEADS_INNER 1
+#ifndef FA4_SM90_BWD80_HEADS_INNER /* only in the GQA program (bwd_main80s.cu) */
+#define FA4_SM90_BWD80_HEADS_INNER FA4_SM90_BWD_GQA_PROG
 #endif
 #ifndef FA4_SM90_BWD80_HI_MIN_STEPS
 #define FA4_SM90_BWD80_HI_MIN_STEPS 28
