@@ -7,6 +7,10 @@
  */
 #ifndef FA4_SM90_BWD_PRODUCER_CUH
 #define FA4_SM90_BWD_PRODUCER_CUH
+/* 1 in the GQA program (bwd_main80s.cu; bwd_config.cuh says what it changes) */
+#ifndef FA4_SM90_BWD_GQA_PROG
+#define FA4_SM90_BWD_GQA_PROG 0
+#endif
 
 /* kTurnSlot: with a deterministic walk table, leave each step's walk-table word (turn | full << 31)
  * by its stage for the dQ issuers (made visible by the stage's arrival). Nothing more per step:

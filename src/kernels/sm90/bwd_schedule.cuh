@@ -10,6 +10,10 @@
  */
 #ifndef FA4_SM90_BWD_SCHEDULE_CUH
 #define FA4_SM90_BWD_SCHEDULE_CUH
+/* 1 in the GQA program (bwd_main80s.cu; bwd_config.cuh says what it changes) */
+#ifndef FA4_SM90_BWD_GQA_PROG
+#define FA4_SM90_BWD_GQA_PROG 0
+#endif
 
 /* 1 in the 80-query-step program (bwd_main80.cu; bwd256.cuh never defines FA4_SM90_BWD_BM) */
 #if defined(FA4_SM90_BWD_BM) && FA4_SM90_BWD_BM != 64
