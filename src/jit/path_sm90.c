@@ -60,7 +60,7 @@ static const fa4__program_desc programs[] = {
      * the fallback is a stub (bwd80_built: the launcher runs bwd_main90 instead) */
     {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
      bwd80_wanted, 0},
-    /* the 80-query main for GQA split by query head (bwd_main80s.cu, bwd_split), where the 80 main
+    /* the 80-query main for GQA split by query head (bwd_main80s.cu, bwd_split_asked), where the 80 main
      * is compiled; a stub where it spills (bwd80_built) */
     {"bwd_main90m80s", "sm90/bwd_main80s.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
      bwd80_wanted, 0},
@@ -239,6 +239,13 @@ static size_t bwd80_table_bytes(const fa4_kernel *k, const fa4__problem *p, cons
     return first + bytes <= all ? bytes : 0;
 }
 
+/* The default mode's step table (bwd80_table_bytes), which sits after the workspace's sm80 layout;
+ * deterministic calls keep theirs in dq_accum's slots: 0 */
+static size_t bwd_table_bytes_nondet(const fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
+{
+    return p->deterministic ? 0 : bwd80_table_bytes(k, p, w);
+}
+
 /* Whether bwd_main90m80 (or bwd_main90m80s) holds the 80-query main: its spill fallback's stub has
  * a thread bound of 32 (bwd_main.cu FA4_SM90_BWD80_OFF). */
 static int bwd80_built(fa4_kernel *k, const char *prog)
@@ -290,26 +297,31 @@ static int bwd256_smem(void)
  * (eight heads interleaved: 1.041 / 1.037), window 1024 0.939 / 0.939 -> 0.981 / 0.981, prefix-LM
  * 1.680 / 1.683 -> 1.693 / 1.698 (1.656 / 1.656); bench/run.py GQA 32:4 B8 f+b 407 -> 489
  * TFLOP/s (cuDNN 512), GQA 8:1 446 -> 481 (cuDNN 486). FA4JIT_SM90_BWD_SPLIT, read at every
- * call: 0 off (A/B). */
-static int bwd_split(fa4_kernel *k, const fa4__problem *p)
+ * call: 0 off (A/B). Whether the call asks for it; the split also needs bwd_main90m80s built (the
+ * workspace checks) and chosen (the launch). */
+static int bwd_split_asked(const fa4_kernel *k, const fa4__problem *p)
 {
     const char *e = getenv("FA4JIT_SM90_BWD_SPLIT");
     const int on = !(e && *e && atoi(e) == 0);
     return on && !p->deterministic && p->hq > p->hkv && p->hkv > 0 && pad64(p->head_dim) == 128 &&
-           pad64(p->head_dim_v) == 128 && !(k->spec.flags & FA4_COMPILE_CHECKED) && bwd80_built(k, "bwd_main90m80s");
+           pad64(p->head_dim_v) == 128 && !(k->spec.flags & FA4_COMPILE_CHECKED);
 }
 
-/* dkv_accum's rows per kv head and its bytes (0 when not split) */
+/* dkv_accum's rows per kv head, its bytes, and where it starts: after the workspace's other parts
+ * (the sm80 layout, then the default mode's step table), 256-byte aligned */
 static int64_t bwd_split_rows(const fa4__problem *p)
 {
     return p->cu_seqlens_k ? p->total_k : (int64_t)p->batch * p->seqlen_k;
 }
 
-static size_t bwd_split_bytes(fa4_kernel *k, const fa4__problem *p)
+static size_t bwd_split_bytes(const fa4__problem *p)
 {
-    if (!bwd_split(k, p))
-        return 0;
     return (size_t)p->hkv * (size_t)bwd_split_rows(p) * (size_t)(p->head_dim + p->head_dim_v) * 4;
+}
+
+static size_t bwd_split_offset(const fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
+{
+    return (w->total + bwd_table_bytes_nondet(k, p, w) + 255) & ~(size_t)255;
 }
 
 static int bwd256_enabled(void)
@@ -606,12 +618,10 @@ static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_
     fa4__bwd_ws w;
     fa4__sm80_bwd_layout(p, &w);
     /* deterministic: the step table lies in dq_accum's unused slots (bwd80_table_bytes) */
-    *bytes = w.total + sm90_dq_sem_bytes(p, &w) + sm90_dq_rank_bytes(p) +
-             (p->deterministic ? 0 : bwd80_table_bytes(k, p, &w));
-    /* split GQA: the dK / dV accumulator last, 256-byte aligned */
-    const size_t split = bwd_split_bytes(k, p);
-    if (split)
-        *bytes = ((*bytes + 255) & ~(size_t)255) + split;
+    *bytes = w.total + sm90_dq_sem_bytes(p, &w) + sm90_dq_rank_bytes(p) + bwd_table_bytes_nondet(k, p, &w);
+    /* split GQA (never deterministic, so after the table): the dK / dV accumulator */
+    if (bwd_split_asked(k, p) && bwd80_built(k, "bwd_main90m80s"))
+        *bytes = bwd_split_offset(k, p, &w) + bwd_split_bytes(p);
     return FA4_OK;
 }
 
@@ -777,12 +787,13 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     pthread_once(&g_bwd_bm_once, read_bwd_bm_env);
     /* GQA takes the GQA program (bwd_main80s.cu: split by query head, the heads-inner walk) where
      * it was built; the 80 main otherwise */
-    const char *m80 = p->hq > p->hkv && bwd80_built(k, "bwd_main90m80s") ? "bwd_main90m80s" : "bwd_main90m80";
+    const int gqa80 = p->hq > p->hkv && bwd80_built(k, "bwd_main90m80s");
+    const char *m80 = gqa80 ? "bwd_main90m80s" : "bwd_main90m80";
     if ((p->has_block_mask ? g_bwd_bm80_bm
                            : k->mod && fa4__mod_has_mask(k->mod) ? g_bwd_bm80_dense_mask : g_bwd_bm80) &&
         !d256 && (!p->deterministic || (bwd_det80() && (!p->has_block_mask || bwd_det80_bm()))) &&
         (!p->has_block_mask || bwd80_table_bytes(k, p, &w) > 0) &&
-        bwd80_built(k, m80)) {
+        (gqa80 || bwd80_built(k, m80))) {
         main_prog = m80;
         bm = BWD80_M;
         smem = bwd_smem_m(p->head_dim, p->head_dim_v, 0, BWD80_M);
@@ -809,14 +820,14 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             fa4__mod_has_mask(k->mod) && bwd_det_heads_inner())
             pr.deterministic |= FA4_DET_HEADS_INNER;
     }
-    /* split GQA (bwd_split): one query head per CTA, dK and dV into the accumulator; on the 80
+    /* split GQA (bwd_split_asked): one query head per CTA, dK and dV into the accumulator; on the 80
      * main only (its program of its own, bwd_main80s.cu) */
-    const int split = bm == BWD80_M && bwd_split(k, p);
+    const int split = bm == BWD80_M && gqa80 && bwd_split_asked(k, p);
     if (split) {
         pr.kv_split = p->hq / p->hkv;
         pr.group = 1;
         pr.dkv_rows = bwd_split_rows(p);
-        pr.dkv_accum = (float *)((uint8_t *)p->workspace + ((w.total + bwd80_table_bytes(k, p, &w) + 255) & ~(size_t)255));
+        pr.dkv_accum = (float *)((uint8_t *)p->workspace + bwd_split_offset(k, p, &w));
     }
     /* the default mode's 80-query block-mask steps from the last down (bwd80_desc; split GQA walks
      * as attention without groups does) */
@@ -859,7 +870,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         f_dkv = fa4__kernel_function(k, "bwd_post", "fa4_bwd_post_dkv");
         if (!f_dkv)
             return fa4__set_error(ctx, FA4_ERR_LAUNCH, "sm90: no fa4_bwd_post_dkv in bwd_post");
-        r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)pr.dkv_accum, 0, bwd_split_bytes(k, p) / 4, p->stream);
+        r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)pr.dkv_accum, 0, bwd_split_bytes(p) / 4, p->stream);
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dkv_accum)");
     }
@@ -977,7 +988,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         }
         if (pr.tiles_slowest == 1 ? (p->batch > 65535 || tiles > 65535) : (units_h > 65535 || p->batch > 65535))
             return fa4__set_error(ctx, FA4_ERR_SHAPE,
-                                  "sm90: %lld key tiles, %d kv heads, %d batch entries: over the grid's 65535",
+                                  "sm90: %lld key tiles, %d heads, %d batch entries: over the grid's 65535",
                                   (long long)tiles, units_h, p->batch);
         if (pr.tiles_slowest == 1)
             r = fa4__cu_launch(cu, f, (unsigned)units_h, (unsigned)p->batch, (unsigned)tiles, BWD_THREADS,
@@ -989,12 +1000,12 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_main90");
     }
     st = fa4__sm80_bwd_post(k, &pr, p, pdl);
-    if (st != FA4_OK || !split || bwd_split_rows(p) == 0)
+    if (st != FA4_OK || !split || pr.dkv_rows == 0)
         return st;
     /* split GQA: dK, dV from the accumulator, in stream order after bwd_post */
     {
         void *dargs[2] = {&pr, (void *)(p->aux_block ? p->aux_block : zero_aux)};
-        r = fa4__cu_launch(cu, f_dkv, (unsigned)cdiv(bwd_split_rows(p), 64), (unsigned)p->hkv, 2, 256, 0, p->stream,
+        r = fa4__cu_launch(cu, f_dkv, (unsigned)cdiv(pr.dkv_rows, 64), (unsigned)p->hkv, 2, 256, 0, p->stream,
                            dargs, 0);
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fa4_bwd_post_dkv");
