@@ -18,7 +18,8 @@
 #                      window of the default mode, kept for A/B since the integer one became the
 #                      default in session 18).
 #   sm90_all_mods_resources  every shipped mod and plain attention through the library and the
-#                      fa4jit command (all programs, the spill fallback included), bf16 D 128:
+#                      fa4jit command (all programs, the spill fallback included; --gqa, so the
+#                      GQA program bwd_main90m80s too, which plain attention must have), bf16 D 128:
 #                      fails on any spill, stack frame or serialized wgmma.
 #   sm90_all_mods_resources_d256  the same at D 256: the forward's overlapped loop, whose registers are
 #                      tightest there (its spill fallback levels: path_sm90.c), and the bwd256
@@ -59,7 +60,7 @@ if(FA4JIT_BUILD_TESTS)
   if(Python3_Interpreter_FOUND AND TARGET fa4jit_cli)
     add_test(NAME sm90_all_mods_resources
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cli/all_mods_resources.py
-                     $<TARGET_FILE:fa4jit_cli> sm_90a sm90)
+                     $<TARGET_FILE:fa4jit_cli> sm_90a sm90 --gqa)
     add_test(NAME sm90_all_mods_resources_d256
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cli/all_mods_resources.py
                      $<TARGET_FILE:fa4jit_cli> sm_90a sm90 --head-dim 256)

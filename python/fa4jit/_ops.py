@@ -159,7 +159,8 @@ def _kernel(q, k, v, source, aux_spec, options, backward):
     from .api import _kernel_for
     opts = decode_options(options)
     kern = _kernel_for(q.device, source or None, q.dtype, q.shape[-1], v.shape[-1],
-                       trainable_names(aux_spec), opts, backward or opts.get("needs_grad") == "1")
+                       trainable_names(aux_spec), opts, backward or opts.get("needs_grad") == "1",
+                       gqa=q.shape[1] != k.shape[1])
     _last.kernel = kern
     return kern
 

@@ -114,8 +114,9 @@ def _options(kernel_options):
 
 
 def _kernel_for(device, source, dtype, head_dim, head_dim_v, trainable, opts, backward,
-                block_mask_only=False):
-    """The compiled kernel for this variant, from the process table or compiled now."""
+                block_mask_only=False, gqa=False):
+    """The compiled kernel for this variant, from the process table or compiled now (gqa: the
+    call has more query heads than kv heads, so a backward also gets the Hopper GQA program)."""
     if block_mask_only:
         flags = C.FA4_COMPILE_BLOCK_MASK
     else:
@@ -126,6 +127,8 @@ def _kernel_for(device, source, dtype, head_dim, head_dim_v, trainable, opts, ba
         flags |= C.FA4_COMPILE_FAST_MATH
     if opts.get("deterministic") == "1" and backward and trainable:
         flags |= C.FA4_COMPILE_DETERMINISTIC  # the fixed-point aux-gradient programs
+    if gqa and backward and not block_mask_only:
+        flags |= C.FA4_COMPILE_GQA
     dev = _device_key(device)
     dname = str(dtype).replace("torch.", "")
     key = (dev, source, dname, int(head_dim), int(head_dim_v), tuple(trainable), flags,
@@ -147,12 +150,14 @@ def _kernel_for(device, source, dtype, head_dim, head_dim_v, trainable, opts, ba
 # ----------------------------------------------------------------------------------- compile()
 def compile(score_mod=None, mask_mod=None, dtype="bf16", head_dim=128, head_dim_v=None,
             arch=None, device=None, aux=None, backward=True, block_mask=True, path="auto",
-            kernel_options=None) -> Kernel:
+            kernel_options=None, gqa=False) -> Kernel:
     """Compile (or find in the caches) the kernels of a variant ahead of time; returns the Kernel
     (.info: key, arch, cache result, compile times, programs; .aux: the aux parameters).
 
     With arch (e.g. "sm_90a") and no device, compiles without a GPU (deviceless, for filling a
-    cache); otherwise for the device (default: the current CUDA device)."""
+    cache); otherwise for the device (default: the current CUDA device). gqa=True with the backward
+    also compiles the Hopper backward's program for grouped-query attention (more query heads than
+    kv heads), which flex_attention's own compiles add by themselves for such calls."""
     p = prepare(score_mod, mask_mod, aux)
     opts = _options(kernel_options)
     flags = C.FA4_COMPILE_FWD
@@ -166,6 +171,8 @@ def compile(score_mod=None, mask_mod=None, dtype="bf16", head_dim=128, head_dim_
         flags |= C.FA4_COMPILE_FAST_MATH
     if opts.get("deterministic") == "1" and backward and p.trainable:
         flags |= C.FA4_COMPILE_DETERMINISTIC
+    if gqa and backward:
+        flags |= C.FA4_COMPILE_GQA
     ctx = context("none" if arch is not None and device is None else device)
     k = ctx.compile(source=p.source, dtype=dtype, head_dim=head_dim, head_dim_v=head_dim_v or 0,
                     arch=arch, flags=flags, path=path, trainable=p.trainable,

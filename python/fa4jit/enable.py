@@ -68,7 +68,8 @@ def _compile_for(query, key, value, call):
     needs_grad = torch.is_grad_enabled() and (
         query.requires_grad or key.requires_grad or value.requires_grad or any_trainable)
     api._kernel_for(query.device, source or None, query.dtype, query.shape[-1], value.shape[-1],
-                    trainable_names(aux_spec), decode_options(options), needs_grad)
+                    trainable_names(aux_spec), decode_options(options), needs_grad,
+                    gqa=query.shape[1] != key.shape[1])
 
 
 def _routed(query, key, value, score_mod=None, block_mask=None, scale=None, enable_gqa=False,

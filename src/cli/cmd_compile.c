@@ -30,6 +30,9 @@ static void help(FILE *f)
             "  --deterministic      with --trainable: also the deterministic backward's programs\n"
             "                       (bitwise reproducible aux gradients; a deterministic launch\n"
             "                       with trainable aux needs them)\n"
+            "  --gqa                with the backward: also the Hopper backward's program for\n"
+            "                       grouped-query attention (more query heads than kv heads);\n"
+            "                       without it their backward is correct but slower\n"
             "  --path P             auto (default), sm80 or sm90\n"
             "  --cache-dir DIR      the writable cache tier (default: FA4JIT_CACHE_DIR or\n"
             "                       $XDG_CACHE_HOME/fa4jit)\n"
@@ -42,7 +45,7 @@ static void help(FILE *f)
 
 typedef struct opts {
     const char *arch, *cache_dir, *out_dir;
-    int head_dim, head_dim_v, dtype, json, dump, quiet, checked, fast_math, deterministic, plain, no_cache, path;
+    int head_dim, head_dim_v, dtype, json, dump, quiet, checked, fast_math, deterministic, gqa, plain, no_cache, path;
     uint32_t flags;
     const char *trainable[16];
     int num_trainable;
@@ -111,7 +114,8 @@ static int compile_one(fa4_ctx *ctx, const opts *o, const char *path, int first)
     spec.head_dim_v = o->head_dim_v;
     spec.dtype = o->dtype;
     spec.flags = o->flags | (o->checked ? FA4_COMPILE_CHECKED : 0) |
-                 (o->fast_math ? FA4_COMPILE_FAST_MATH : 0) | (o->deterministic ? FA4_COMPILE_DETERMINISTIC : 0);
+                 (o->fast_math ? FA4_COMPILE_FAST_MATH : 0) | (o->deterministic ? FA4_COMPILE_DETERMINISTIC : 0) |
+                 (o->gqa ? FA4_COMPILE_GQA : 0);
     spec.path = o->path;
     spec.trainable_aux = o->trainable;
     spec.num_trainable_aux = o->num_trainable;
@@ -334,6 +338,8 @@ int fa4__cli_compile(int argc, char **argv)
             o.fast_math = 1;
         } else if (!strcmp(a, "--deterministic")) {
             o.deterministic = 1;
+        } else if (!strcmp(a, "--gqa")) {
+            o.gqa = 1;
         } else if (!strcmp(a, "--plain")) {
             o.plain = 1;
         } else if (!strcmp(a, "--no-cache")) {

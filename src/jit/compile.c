@@ -97,6 +97,22 @@ typedef struct resolved {
     const char *source_name;
 } resolved;
 
+/* Whether FA4_COMPILE_GQA changes the programs this spec compiles (a program of the path that the
+ * spec asks for and that its wanted() takes only with the flag); where it does not, resolve_spec
+ * drops the flag, so that the kernel and its cache key are those of the same spec without it. */
+static int gqa_flag_matters(const resolved *r)
+{
+    fa4_kernel_spec without = r->spec;
+    without.flags &= ~(uint32_t)FA4_COMPILE_GQA;
+    for (int p = 0; p < r->ops->num_programs; p++) {
+        const fa4__program_desc *d = &r->ops->programs[p];
+        if ((d->needs & r->spec.flags) && d->wanted &&
+            !d->wanted(&without, r->mod) != !d->wanted(&r->spec, r->mod))
+            return 1;
+    }
+    return 0;
+}
+
 /* Check and resolve a spec; on failure the error is recorded on ctx. */
 static fa4_status resolve_spec(fa4_ctx *ctx, const fa4_kernel_spec *in, resolved *r)
 {
@@ -128,7 +144,8 @@ static fa4_status resolve_spec(fa4_ctx *ctx, const fa4_kernel_spec *in, resolved
     if (s->flags == 0)
         s->flags = FA4_COMPILE_ALL;
     const uint32_t known =
-        FA4_COMPILE_ALL | FA4_COMPILE_CHECKED | FA4_COMPILE_FAST_MATH | FA4_COMPILE_DETERMINISTIC;
+        FA4_COMPILE_ALL | FA4_COMPILE_CHECKED | FA4_COMPILE_FAST_MATH | FA4_COMPILE_DETERMINISTIC |
+        FA4_COMPILE_GQA;
     if (s->flags & ~known)
         return fa4__set_error(ctx, FA4_ERR_INVALID_ARGUMENT, "spec.flags has unknown bits 0x%x",
                               s->flags & ~known);
@@ -197,6 +214,8 @@ static fa4_status resolve_spec(fa4_ctx *ctx, const fa4_kernel_spec *in, resolved
                               "trainable aux '%s' given but there is no mod source",
                               s->trainable_aux[0] ? s->trainable_aux[0] : "(null)");
     }
+    if ((s->flags & FA4_COMPILE_GQA) && !gqa_flag_matters(r))
+        s->flags &= ~(uint32_t)FA4_COMPILE_GQA; /* the same programs: one cache entry */
     return FA4_OK;
 }
 

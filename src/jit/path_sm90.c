@@ -30,6 +30,7 @@ enum { FWD_M = 128, FWD_THREADS = 384, BOX_COLS = 64, SMEM_LIMIT = 227 * 1024 };
 fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int max_ctas);
 
 static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
+static int bwd80s_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
 
 static const fa4__program_desc programs[] = {
     /* spill fallback levels (mainloop.cuh): the overlapped forward without the late rescale, then
@@ -61,9 +62,9 @@ static const fa4__program_desc programs[] = {
     {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
      bwd80_wanted, 0},
     /* the 80-query main for GQA split by query head (bwd_main80s.cu, bwd_split_asked), where the 80 main
-     * is compiled; a stub where it spills (bwd80_built) */
+     * is compiled and the spec asks for FA4_COMPILE_GQA; a stub where it spills (bwd80_built) */
     {"bwd_main90m80s", "sm90/bwd_main80s.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
-     bwd80_wanted, 0},
+     bwd80s_wanted, 0},
     {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0, NULL, 0},
     {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0, NULL, 0},
 };
@@ -160,6 +161,14 @@ static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
 {
     return pad64(spec->head_dim) == 128 && pad64(head_dim_v(spec)) == 128 && !(spec->flags & FA4_COMPILE_CHECKED) &&
            !(mod && fa4__mod_has_score(mod));
+}
+
+/* The GQA program: only for specs with FA4_COMPILE_GQA, since it costs every cold compile about 1.1 s
+ * of NVRTC CPU time (notes/compile-time.md, sessions 19 and 20); without it a GQA backward runs the
+ * group's heads in one CTA on bwd_main90m80 (the launcher asks bwd80_built) */
+static int bwd80s_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod)
+{
+    return (spec->flags & FA4_COMPILE_GQA) && bwd80_wanted(spec, mod);
 }
 
 static int64_t cdiv(int64_t a, int64_t b)

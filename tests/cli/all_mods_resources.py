@@ -64,6 +64,12 @@ def main():
                 bad += 1
             else:
                 print("ok  ", line)
+    if "--gqa" in extra and path == "sm90":
+        # the GQA program is compiled with --gqa where the 80-query main is (plain attention's)
+        plain = [m for m in results if m.get("ok") and "plain" in str(m.get("mod"))]
+        if not plain or not any(p["name"] == "bwd_main90m80s" for p in plain[0]["programs"]):
+            print("FAIL plain attention with --gqa has no bwd_main90m80s program")
+            bad += 1
     print(f"{len(results)} kernels for {arch} on the {path} path{' ' + ' '.join(extra) if extra else ''}: "
           f"{bad} problem(s)")
     return 1 if bad else 0

@@ -212,6 +212,41 @@ static void test_compile_deterministic_trainable(void **state)
     free(out);
 }
 
+/* The JSON's cache key (the 32 hex digits after "key":"), or "" */
+static void json_key(const char *out, char key[33])
+{
+    const char *k = strstr(out, "\"key\":\"");
+    key[0] = '\0';
+    if (k && strlen(k + 7) >= 32) {
+        memcpy(key, k + 7, 32);
+        key[32] = '\0';
+    }
+}
+
+/* --gqa: the Hopper backward's GQA program (bwd_main90m80s) only with it; where it changes no
+ * program (the sm80 path here) the flag is dropped, so the kernel is the one without it (same key,
+ * a disk hit) */
+static void test_compile_gqa(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = run("compile --plain --arch sm_90a --path sm90 --kernels bwd --no-cache --json --quiet", &out);
+    if (rc != 0 || strstr(out, "bwd_main90m80s") || !strstr(out, "\"name\":\"bwd_main90m80\""))
+        fail_msg("sm90 bwd without --gqa: %d: %.2000s", rc, out);
+    free(out);
+    rc = run("compile good.mod --arch sm_80 --head-dim 64 --kernels bwd --json --quiet", &out);
+    char k1[33], k2[33];
+    json_key(out, k1);
+    if (rc != 0 || !k1[0])
+        fail_msg("sm80 bwd: %d: %.2000s", rc, out);
+    free(out);
+    rc = run("compile good.mod --arch sm_80 --head-dim 64 --kernels bwd --gqa --json --quiet", &out);
+    json_key(out, k2);
+    if (rc != 0 || strcmp(k1, k2) || !strstr(out, "disk-hit"))
+        fail_msg("sm80 bwd --gqa: key %s against %s: %d: %.2000s", k2, k1, rc, out);
+    free(out);
+}
+
 static void test_compile_bad_mod_and_dump(void **state)
 {
     (void)state;
@@ -248,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_check_points_at_the_error),
         cmocka_unit_test(test_compile_json_out_and_cache_hit),
         cmocka_unit_test(test_compile_deterministic_trainable),
+        cmocka_unit_test(test_compile_gqa),
         cmocka_unit_test(test_compile_bad_mod_and_dump),
         cmocka_unit_test(test_info),
     };

@@ -79,7 +79,7 @@ void bench(const bench_shape *b)
     if (es && atoi(es) > 0)
         c.sq = c.skv = atoi(es);
     c.layout = L_BHSD;
-    kvariant *kv = &g_kv[variant_index(c.mod, c.dtype, c.d, c.dv, 0)];
+    kvariant *kv = &g_kv[variant_index(c.mod, c.dtype, c.d, c.dv, 0, 0)];
     if (kv->st != FA4_OK || !kv->k) {
         printf("BENCH %-26s kernel not compiled\n", b->label);
         return;

@@ -361,7 +361,7 @@ void run_case(tcase *c, case_out *res)
     res->determ_ok = -1;
     res->bm_ok = -1;
     res->sched_ok = -1;
-    kvariant *kv = &g_kv[variant_index(c->mod, c->dtype, c->d, c->dv, c->checked)];
+    kvariant *kv = &g_kv[variant_index(c->mod, c->dtype, c->d, c->dv, c->checked, c->nogqa)];
     if (kv->st != FA4_OK || !kv->k) {
         snprintf(res->note, sizeof res->note, "compile failed: %.150s", kv->err);
         return;

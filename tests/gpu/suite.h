@@ -35,6 +35,7 @@ int64_t t5_index(int h, int q_idx, int kv_idx);
 
 typedef struct kvariant {
     int mod, dtype, d, dv, checked;
+    int nogqa; /* compiled without FA4_COMPILE_GQA (every other variant has it) */
     fa4_kernel *k;
     fa4__mod *m; /* host-side parse for the CPU evaluator */
     fa4_status st;
@@ -44,8 +45,8 @@ typedef struct kvariant {
 
 extern kvariant g_kv[128];
 extern int g_nkv;
-/* index of the (mod, dtype, d, dv, checked) variant, registered on first use */
-int variant_index(int mod, int dtype, int d, int dv, int checked);
+/* index of the (mod, dtype, d, dv, checked, nogqa) variant, registered on first use */
+int variant_index(int mod, int dtype, int d, int dv, int checked, int nogqa);
 double now_ms(void);
 
 enum { L_BHSD, L_BSHD, L_PADDED, L_COUNT };
@@ -68,6 +69,7 @@ typedef struct tcase {
     int hi80_env;    /* 1: the case runs with FA4JIT_SM90_BWD80_HEADS_INNER=0 */
     int desc80_env;  /* 1: the case runs with FA4JIT_SM90_BWD80_DESC=1 */
     int nosplit_env; /* 1: the case runs with FA4JIT_SM90_BWD_SPLIT=0 (GQA heads in one CTA) */
+    int nogqa;       /* 1: its kernel is compiled without FA4_COMPILE_GQA (no GQA program) */
     double dout_scale; /* > 0: dO's random values times this (large aux-gradient terms), else 1 */
     int det_heads_inner; /* group O: deterministic GQA with a block mask for every head (a tag) */
     int validation; /* > 0: a launch-validation case number */

@@ -135,17 +135,17 @@ int64_t t5_index(int h, int q_idx, int kv_idx)
 kvariant g_kv[128];
 int g_nkv;
 
-int variant_index(int mod, int dtype, int d, int dv, int checked)
+int variant_index(int mod, int dtype, int d, int dv, int checked, int nogqa)
 {
     for (int i = 0; i < g_nkv; i++)
         if (g_kv[i].mod == mod && g_kv[i].dtype == dtype && g_kv[i].d == d && g_kv[i].dv == dv &&
-            g_kv[i].checked == checked)
+            g_kv[i].checked == checked && g_kv[i].nogqa == nogqa)
             return i;
     if (g_nkv == (int)(sizeof g_kv / sizeof g_kv[0])) {
         fprintf(stderr, "too many kernel variants\n");
         exit(2);
     }
-    g_kv[g_nkv] = (kvariant){mod, dtype, d, dv, checked, NULL, NULL, FA4_OK, "", 0};
+    g_kv[g_nkv] = (kvariant){mod, dtype, d, dv, checked, nogqa, NULL, NULL, FA4_OK, "", 0};
     return g_nkv++;
 }
 
@@ -182,7 +182,7 @@ static void *compile_worker(void *arg)
         spec.arch = g_arch;
         spec.flags = FA4_COMPILE_FWD | FA4_COMPILE_BWD | (mods[v->mod].has_mask ? FA4_COMPILE_BLOCK_MASK : 0) |
                      (v->checked ? FA4_COMPILE_CHECKED : 0) |
-                     (mods[v->mod].trainable ? FA4_COMPILE_DETERMINISTIC : 0);
+                     (mods[v->mod].trainable ? FA4_COMPILE_DETERMINISTIC : 0) | (v->nogqa ? 0 : FA4_COMPILE_GQA);
         const char *tr[1] = {mods[v->mod].trainable};
         if (tr[0]) {
             spec.trainable_aux = tr;
@@ -738,10 +738,12 @@ static void make_cases(int quick)
      * main's heads-inner walk (session 19), 12 and 13 the escape hatch FA4JIT_SM90_BWD80_HEADS_INNER=0
      * (12 deterministic: the 64 main, heads inner; 13 the default mode head by head), 14 the default
      * mode's heads-inner walk over descending steps (13, 14: not split by query head, the default
-     * mode's GQA backward since session 19). Generator of its own */
+     * mode's GQA backward since session 19); 15 (deterministic) and 16 (default mode) with kernels
+     * compiled without FA4_COMPILE_GQA: no GQA program, so the 64 main heads inner and the 80 main
+     * with the group's heads in one CTA (session 20). Generator of its own */
     rng r80 = {8018};
     const int rmods80[6] = {M_CAUSAL, M_WINDOW, M_DOCUMENT, M_PREFIX_LM, M_NONE, M_CAUSAL};
-    for (int k = 0; k < (quick ? 6 : 15); k++) {
+    for (int k = 0; k < (quick ? 6 : 17); k++) {
         const int d = k % 5 == 4 ? 96 : 128;
         tcase c = random_case(&r80, rmods80[k % 6], dtypes[(k / 6) % 2], d, d);
         c.determ = 1;
@@ -776,9 +778,13 @@ static void make_cases(int quick)
         c.hi80_env = k == 12 || k == 13;
         if (k == 12)
             c.det80 = 0;
-        if (k >= 13) {
+        if (k == 13 || k == 14 || k == 16) {
             c.determ = c.det80 = 0;
-            c.nosplit_env = 1;
+            c.nosplit_env = k != 16;
+        }
+        if (k >= 15) {
+            c.nogqa = 1;
+            c.det80 = 0;
         }
         add_case(c);
     }
@@ -863,6 +869,7 @@ static void case_tags(tcase *c)
     TAG(c->hi80_env, "heads-inner80-env");
     TAG(c->desc80_env, "desc80-env");
     TAG(c->nosplit_env, "nosplit-env");
+    TAG(c->nogqa, "nogqa-build");
     TAG(c->dout_scale > 0, "big-dout");
 #undef TAG
 }
@@ -898,7 +905,7 @@ static void select_cases(const char *filter, int max_cases)
         if (g_only >= 0 && seen++ != g_only)
             continue;
         g_cases[n++] = *c;
-        variant_index(c->mod, c->dtype, c->d, c->dv, c->checked);
+        variant_index(c->mod, c->dtype, c->d, c->dv, c->checked, c->nogqa);
     }
     g_ncases = n;
 }
@@ -919,7 +926,7 @@ static int checked_trap(void)
     c.checked = 1;
     c.bwd = 0;
     c.seed = 99;
-    variant_index(c.mod, c.dtype, c.d, c.dv, 1);
+    variant_index(c.mod, c.dtype, c.d, c.dv, 1, 0);
     compile_all();
     case_out res;
     run_case(&c, &res); /* the forward traps; run_case's checks then fail on the dead context */
@@ -1014,7 +1021,7 @@ int main(int argc, char **argv)
     if (!no_bench)
         for (int i = 0; i < num_bench_shapes; i++)
             if (!filter || !bench_only || filter_match(bench_shapes[i].label, filter))
-                variant_index(bench_shapes[i].mod, FA4_DTYPE_BF16, bench_shapes[i].d, bench_shapes[i].d, 0);
+                variant_index(bench_shapes[i].mod, FA4_DTYPE_BF16, bench_shapes[i].d, bench_shapes[i].d, 0, 0);
     compile_all();
 
     int npass = 0, nrun = 0;
