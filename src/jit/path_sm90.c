@@ -88,10 +88,11 @@ static int fwd_n(int d, int dv)
 /* Alignment slack, Q, the K/V ring (3 stages where they fit, as config.cuh), barriers; with three
  * consumers 192 query rows and the consumer warps' stash (config.cuh's FA4_SM90_STASH_BYTES), with
  * two the relative form's tables (FA4_SM90_RELT_BYTES; reserved for every forward, used by the
- * kernels of mods with the form). */
+ * kernels of mods with the form); then the block of ones of FA4_SM90_ROWSUM_MMA (256 bytes, reserved
+ * for every forward). */
 static int fwd_smem_c(int d, int dv, int consumers)
 {
-    const int n = fwd_n(d, dv), m = consumers == 3 ? 192 : FWD_M, bar = 256 + (consumers == 3 ? 768 : 1536);
+    const int n = fwd_n(d, dv), m = consumers == 3 ? 192 : FWD_M, bar = 256 + (consumers == 3 ? 768 : 1536) + 256;
     const int three = 1024 + m * pad64(d) * 2 + 3 * n * (pad64(d) + pad64(dv)) * 2 + bar;
     return three <= SMEM_LIMIT ? three : 1024 + m * pad64(d) * 2 + 2 * n * (pad64(d) + pad64(dv)) * 2 + bar;
 }

@@ -142,8 +142,19 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
 #endif
 #define FA4_SM90_RELT_WG_BYTES 768
 #define FA4_SM90_RELT_BYTES (FA4_SM90_RELT ? 2 * FA4_SM90_RELT_WG_BYTES : 0)
-/* alignment slack, tiles, barriers, stash or table */
-constexpr int kSmemBytes = 1024 + kSmemTiles + 256 + FA4_SM90_STASH_BYTES + FA4_SM90_RELT_BYTES;
+/* FA4_SM90_ROWSUM_MMA 1: the softmax's row sums l come from the tensor cores, not from an FADD per
+ * score: beside each P V wgmma a m64n8k16 one multiplies the same P fragment by a 16 x 8 block of
+ * ones in shared memory (FA4_SM90_ONES_BYTES after the table, filled once per CTA), so every
+ * column of that accumulator is the row's sum of the rounded P that O adds up; it is rescaled
+ * with O. 0: the FADDs (mainloop.cuh issue_pv, softmax.cuh). The host (path_sm90.c fwd_smem_c)
+ * reserves the 256 bytes for every forward; at D 128 the three-stage ring then uses the whole
+ * 227 KB. */
+#ifndef FA4_SM90_ROWSUM_MMA
+#define FA4_SM90_ROWSUM_MMA 0
+#endif
+#define FA4_SM90_ONES_BYTES (FA4_SM90_ROWSUM_MMA ? 256 : 0)
+/* alignment slack, tiles, barriers, stash or table, ones */
+constexpr int kSmemBytes = 1024 + kSmemTiles + 256 + FA4_SM90_STASH_BYTES + FA4_SM90_RELT_BYTES + FA4_SM90_ONES_BYTES;
 
 static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
 static_assert(kDp <= 256 && kDvp <= 256, "head dims above 256 are not supported");

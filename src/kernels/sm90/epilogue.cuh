@@ -49,7 +49,11 @@ __device__ __forceinline__ void fa4_sm90_epilogue(const float (&acc)[NT][4], con
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int row = row0 + 8 * r;
+#if FA4_SM90_ROWSUM_MMA
+        const float sum = l[r]; /* the whole row's already (mainloop.cuh issue_pv) */
+#else
         const float sum = fa4_quad_sum(l[r]);
+#endif
         const float inv = sum > 0.f ? 1.f / sum : 0.f;
 #if FA4_SM90_FWD_STG128 == 2
         /* 8-byte stores: one xor-1 shuffle per pair of blocks (2q, 2q + 1); the even lane keeps

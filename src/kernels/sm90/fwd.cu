@@ -114,6 +114,19 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         }
         fa4_mbar_init_fence();
     }
+#if FA4_SM90_ROWSUM_MMA
+    if (tid < 64) { /* the block of ones of the row sums (mainloop.cuh), for the async proxy */
+#if defined(FA4_DTYPE_BF16)
+        const unsigned one2 = 0x3F803F80u;
+#else
+        const unsigned one2 = 0x3C003C00u;
+#endif
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(s_bar + 256u + FA4_SM90_STASH_BYTES + FA4_SM90_RELT_BYTES + 4u * tid),
+                     "r"(one2)
+                     : "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+#endif
     __syncthreads();
 
     const int wg = tid >> 7;

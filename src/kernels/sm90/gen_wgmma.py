@@ -4,7 +4,7 @@
 Inline PTX needs every accumulator register spelled out, so the operand lists are generated here
 rather than typed. Run: python3 src/kernels/sm90/gen_wgmma.py > src/kernels/sm90/wgmma.cuh
 """
-NS = [64, 80, 96, 128, 176, 192, 256]
+NS = [8, 64, 80, 96, 128, 176, 192, 256]
 
 def ops(n):
     regs = n // 2

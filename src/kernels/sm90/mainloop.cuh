@@ -260,16 +260,29 @@ struct fa4_sm90_consumer {
         }
     }
 
-    __device__ __forceinline__ void issue_pv(float (&o)[kDvp / 8][4], const unsigned (&pa)[kN / 16][4],
-                                             int s) const
+    /* O += P V; with FA4_SM90_ROWSUM_MMA also la += P x ones (the row sums, config.cuh) */
+    __device__ __forceinline__ void issue_pv(float (&o)[kDvp / 8][4], float (&la)[1][4],
+                                             const unsigned (&pa)[kN / 16][4], int s) const
     {
+        (void)la;
 #pragma unroll
         for (int kk = 0; kk < kN / 16; ++kk) {
             const unsigned long long dv =
                 fa4_desc_sw128(s_v + s * kVBytes + kk * 16 * kPanelBytes, kN * kPanelBytes, 1024);
             fa4_wgmma<kDvp>::rs(o, pa[kk], dv, 1);
+#if FA4_SM90_ROWSUM_MMA
+            fa4_wgmma<8>::rs(la, pa[kk], fa4_desc_ones(ones()), 1);
+#endif
         }
     }
+
+#if FA4_SM90_ROWSUM_MMA
+    /* the 16 x 8 block of ones (fwd.cu fills it), after the barriers, stash and table */
+    __device__ __forceinline__ unsigned ones() const
+    {
+        return bars.base + 256u + FA4_SM90_STASH_BYTES + FA4_SM90_RELT_BYTES;
+    }
+#endif
 
     /* With the early mask, between the issue of S(j) and its wait: key tile j's first key, key
      * limit, whether it lies in a full block and whether its positions need checking (tiles.start
@@ -335,8 +348,14 @@ struct fa4_sm90_consumer {
         return fa4_sm90_softmax<kN / 8>(sc, m, l, corr, k2, aw);
     }
 
-    static __device__ __forceinline__ void rescale(float (&o)[kDvp / 8][4], const float (&corr)[2])
+    static __device__ __forceinline__ void rescale(float (&o)[kDvp / 8][4], float (&la)[1][4], const float (&corr)[2])
     {
+#if FA4_SM90_ROWSUM_MMA
+        la[0][0] *= corr[0]; /* [1] and [3] repeat [0] and [2]: never read */
+        la[0][2] *= corr[1];
+#else
+        (void)la;
+#endif
 #pragma unroll
         for (int i = 0; i < kDvp / 8; ++i) {
             o[i][0] *= corr[0];
@@ -363,6 +382,11 @@ struct fa4_sm90_consumer {
             fa4_mbar_arrive(bar);
     }
 
+#if FA4_SM90_ROWSUM_MMA
+#define FA4_LA_FENCE() fa4_reg_fence(la)
+#else
+#define FA4_LA_FENCE() ((void)0)
+#endif
     /* One tile: it0 = ring iterations before it (stage and phase of key tile j follow from it0 + j).
      * between() runs once the last P V is issued, before its wait (fwd.cu's next-tile fetch,
      * FA4_SM90_FWD_NEXT_EARLY); without the overlap after the last wait. */
@@ -377,6 +401,8 @@ struct fa4_sm90_consumer {
         fa4_sm90_early e;
         fa4_sm90_affw<kN / 8> aw;
         fa4_sm90_affw_init<kN / 8>(aw, p, aux, b, h, row0, len_k);
+        /* the row sums' accumulator (FA4_SM90_ROWSUM_MMA): column 2t of rows row0, row0 + 8 */
+        float la[1][4] = {{l[0], l[0], l[1], l[1]}};
 #define FA4_STAGE(j) ((it0 + (j)) % kStages)
 #define FA4_PHASE(j) ((unsigned)((it0 + (j)) / kStages) & 1u)
 #if !FA4_SM90_OVERLAP
@@ -395,16 +421,18 @@ struct fa4_sm90_consumer {
             if (j == n_tiles - 1)
                 release(bars.eq());
             if (softmax(sc, j, e, m, l, corr, aw))
-                rescale(o, corr);
+                rescale(o, la, corr);
             pack(pa, sc);
             fa4_mbar_wait(bars.v(s), FA4_PHASE(j));
             fa4_reg_fence(o);
+            FA4_LA_FENCE();
             fa4_reg_fence_u(pa);
             fa4_wgmma_fence();
-            issue_pv(o, pa, s);
+            issue_pv(o, la, pa, s);
             fa4_wgmma_commit();
             fa4_wgmma_wait<0>();
             fa4_reg_fence(o);
+            FA4_LA_FENCE();
             fa4_reg_fence_u(pa);
             release(bars.ev(s));
         }
@@ -433,22 +461,25 @@ struct fa4_sm90_consumer {
             fa4_mbar_wait(bars.v(sp), FA4_PHASE(j - 1));
             pp.acquire();
             fa4_reg_fence(o);
+            FA4_LA_FENCE();
             fa4_reg_fence_u(pa);
             fa4_wgmma_fence();
             issue_qk(sc, s);
             fa4_wgmma_commit();
 #if FA4_SM90_RESCALE_LATE
-            rescale(o, corr); /* tile j - 1's */
+            rescale(o, la, corr); /* tile j - 1's */
             fa4_reg_fence(o);
+            FA4_LA_FENCE();
             fa4_wgmma_fence();
 #endif
-            issue_pv(o, pa, sp);
+            issue_pv(o, la, pa, sp);
             fa4_wgmma_commit();
             pp.release();
             early(e, j);
 #if FA4_SM90_JOINT_WAIT
             fa4_wgmma_wait<0>();
             fa4_reg_fence(o);
+            FA4_LA_FENCE();
             fa4_reg_fence_u(pa);
 #else
             fa4_wgmma_wait<1>();
@@ -460,11 +491,12 @@ struct fa4_sm90_consumer {
             const bool need = softmax(sc, j, e, m, l, corr, aw);
             fa4_wgmma_wait<0>();
             fa4_reg_fence(o);
+            FA4_LA_FENCE();
             fa4_reg_fence_u(pa);
             release(bars.ev(sp));
 #if !FA4_SM90_RESCALE_LATE
             if (need)
-                rescale(o, corr);
+                rescale(o, la, corr);
 #else
             (void)need; /* corr is 1 where no rescale is needed */
 #endif
@@ -498,12 +530,13 @@ struct fa4_sm90_consumer {
              * rel. bias and prefix-LM (H200 2026-12-01, notes/issue8-fwd-overlap.md). */
             fa4_wgmma_wait<0>();
             fa4_reg_fence(o);
+            FA4_LA_FENCE();
             fa4_reg_fence_u(pa);
             if (j > 0)
                 release(bars.ev(sp));
 #if !FA4_SM90_RESCALE_LATE
             if (j > 0 && need) /* tile 0: O is still zero, nothing to rescale */
-                rescale(o, corr);
+                rescale(o, la, corr);
 #else
             (void)need; /* corr is 1 where no rescale is needed */
 #endif
@@ -517,16 +550,18 @@ struct fa4_sm90_consumer {
             fa4_mbar_wait(bars.v(s), FA4_PHASE(j - 1));
             pp.acquire();
             fa4_reg_fence(o);
+            FA4_LA_FENCE();
             fa4_reg_fence_u(pa);
             fa4_wgmma_fence();
             issue_qk(sc, sn);
             fa4_wgmma_commit();
 #if FA4_SM90_RESCALE_LATE
-            rescale(o, corr); /* tile j - 1's */
+            rescale(o, la, corr); /* tile j - 1's */
             fa4_reg_fence(o);
+            FA4_LA_FENCE();
             fa4_wgmma_fence();
 #endif
-            issue_pv(o, pa, s);
+            issue_pv(o, la, pa, s);
             fa4_wgmma_commit();
             pp.release();
             early(e, j);
@@ -536,21 +571,28 @@ struct fa4_sm90_consumer {
         const int sl = FA4_STAGE(n_tiles - 1);
         fa4_mbar_wait(bars.v(sl), FA4_PHASE(n_tiles - 1));
 #if FA4_SM90_RESCALE_LATE
-        rescale(o, corr); /* the last tile's */
+        rescale(o, la, corr); /* the last tile's */
 #endif
         fa4_reg_fence(o);
+        FA4_LA_FENCE();
         fa4_reg_fence_u(pa);
         fa4_wgmma_fence();
-        issue_pv(o, pa, sl);
+        issue_pv(o, la, pa, sl);
         fa4_wgmma_commit();
         between();
         fa4_wgmma_wait<0>();
         fa4_reg_fence(o);
+        FA4_LA_FENCE();
         fa4_reg_fence_u(pa);
         release(bars.ev(sl));
 #endif
+#if FA4_SM90_ROWSUM_MMA
+        l[0] = la[0][0];
+        l[1] = la[0][2];
+#endif
 #undef FA4_STAGE
 #undef FA4_PHASE
+#undef FA4_LA_FENCE
     }
 };
 

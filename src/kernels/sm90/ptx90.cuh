@@ -130,6 +130,15 @@ __device__ __forceinline__ unsigned long long fa4_desc_sw128(unsigned addr, unsi
            ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62);
 }
 
+/* Descriptor of a block of 256 bytes without swizzle whose two 128-byte core matrices sit 128 bytes
+ * apart (strides of 128 both ways): the 16 x 8 B operand of a m64n8k16 wgmma, read whole whatever
+ * its major-ness, so a block of equal values needs no particular order (mainloop.cuh's ones). */
+__device__ __forceinline__ unsigned long long fa4_desc_ones(unsigned addr)
+{
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(128u >> 4) << 16) |
+           ((unsigned long long)(128u >> 4) << 32);
+}
+
 /* --------------------------------------------------------------------- register reallocation */
 template <int R> __device__ __forceinline__ void fa4_regs_dec(void)
 {

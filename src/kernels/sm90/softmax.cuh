@@ -431,10 +431,16 @@ __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2
 #else
                 s[ni][e] = fa4_exp2(x);
 #endif
+#if !FA4_SM90_ROWSUM_MMA
                 sum += s[ni][e];
+#endif
             }
         }
+#if FA4_SM90_ROWSUM_MMA
+        (void)sum, (void)l; /* the tensor cores sum P (mainloop.cuh issue_pv) */
+#else
         l[r] = l[r] * corr[r] + sum;
+#endif
     }
     return rescale;
 }

@@ -19,6 +19,27 @@
 
 template <int N> struct fa4_wgmma;
 
+template <> struct fa4_wgmma<8> {
+    static __device__ __forceinline__ void ss(float (&d)[1][4], unsigned long long da,
+                                              unsigned long long db, int acc)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n8k16.f32." FA4_WG_T "." FA4_WG_T " "
+                     "{%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
+                     : "l"(da), "l"(db), "r"(acc));
+    }
+    static __device__ __forceinline__ void rs(float (&d)[1][4], const unsigned (&a)[4],
+                                              unsigned long long db, int acc)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n8k16.f32." FA4_WG_T "." FA4_WG_T " "
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 1;\n}\n"
+                     : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+    }
+};
+
 template <> struct fa4_wgmma<64> {
     static __device__ __forceinline__ void ss(float (&d)[8][4], unsigned long long da,
                                               unsigned long long db, int acc)
