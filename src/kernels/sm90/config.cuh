@@ -148,9 +148,22 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
  * column of that accumulator is the row's sum of the rounded P that O adds up; it is rescaled
  * with O. 0: the FADDs (mainloop.cuh issue_pv, softmax.cuh). The host (path_sm90.c fwd_smem_c)
  * reserves the 256 bytes for every forward; at D 128 the three-stage ring then uses the whole
- * 227 KB. */
+ * 227 KB. Default: only where the affine form is folded (softmax.cuh FA4_SM90_AFFW: ALiBi, head
+ * scale) at padded D and Dv 128, whose extra FMA a score makes the softmax's issue slots the
+ * limit (D 64 and 256 not measured with a mod: plain D 256 was slower). H100 2026-12-06
+ * (51c169a, FA4JIT_KERNEL_DIR copies, same call, two rounds, B4 H16 S4096 bf16 fwd TFLOP/s, off ->
+ * on): ALiBi 593.6, 600.9 -> 615.1, 611.7; plain 678.4, 682.7 -> 673.6, 674.1; causal 577.2, 578.5
+ * -> 559.6, 571.5; rel. bias 557.2, 562.6 -> 526.0, 525.4; T5 517.3, 522.3 -> 498.7, 499.3;
+ * soft-cap 309.9, 312.2 -> 299.9, 300.2; document 321.3, 319.8 -> 308.2, 310.6; D 64 even; D 256
+ * 734.8, 735.7 -> 702.4 (notes/issue8-mod-cost.md, session 20). */
 #ifndef FA4_SM90_ROWSUM_MMA
+#if FA4_HAS_SCORE_MOD && defined(FA4_SCORE_MOD_AFFINE) && FA4_SCORE_MOD_AFFINE && FA4_SM90_CONSUMERS != 3 && \
+    !(defined(FA4_SM90_AFFINE) && !FA4_SM90_AFFINE) && !(defined(FA4_SM90_AFFINE_FOLD) && !FA4_SM90_AFFINE_FOLD) && \
+    FA4_HEAD_DIM > 64 && FA4_HEAD_DIM <= 128 && FA4_HEAD_DIM_V > 64 && FA4_HEAD_DIM_V <= 128
+#define FA4_SM90_ROWSUM_MMA 1
+#else
 #define FA4_SM90_ROWSUM_MMA 0
+#endif
 #endif
 #define FA4_SM90_ONES_BYTES (FA4_SM90_ROWSUM_MMA ? 256 : 0)
 /* alignment slack, tiles, barriers, stash or table, ones */
