@@ -132,6 +132,22 @@ def test_gqa_with_torch_causal_block_mask():
     _check("gqa causal", q, k, v, block_mask=bm, enable_gqa=True)
 
 
+def test_gqa_backward_compiles_the_gqa_program_on_hopper():
+    """A GQA call with a backward asks for FA4_COMPILE_GQA (the Hopper backward's program split by
+    query head, bwd_main90m80s, D 128 without score_mod); the same shapes without groups do not."""
+    q, k, v = _inputs(Hq=8, Hkv=2, Sq=300, Skv=300, D=128)
+    _check("gqa d128", q, k, v, enable_gqa=True)
+    kern = fa4jit.last_kernel()
+    names = {p.name for p in kern.info.programs}
+    if kern.info.path != "sm90":
+        assert "bwd_main90m80s" not in names
+        pytest.skip(f"the GQA program is the Hopper path's; this kernel is {kern.info.path}'s")
+    assert "bwd_main90m80s" in names, names
+    q, k, v = _inputs(Hq=2, Hkv=2, Sq=300, Skv=300, D=128)
+    _check("mha d128", q, k, v)
+    assert "bwd_main90m80s" not in {p.name for p in fa4jit.last_kernel().info.programs}
+
+
 def test_document_mask_with_int_tensor_and_score_mod():
     q, k, v = _inputs(B=1, Sq=384, Skv=384)
     doc = torch.repeat_interleave(torch.arange(3, device=DEV, dtype=torch.int32), 128)
