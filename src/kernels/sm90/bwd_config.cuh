@@ -30,6 +30,14 @@ constexpr int kBN = 128;        /* keys per CTA (the stationary block) */
 #ifndef FA4_SM90_BWD_BM
 #define FA4_SM90_BWD_BM 64
 #endif
+/* The GQA program's split epilogue (bwd_main.cu): 1 stages each warp's dK, then dV rows in the Q / dO
+ * ring and adds them with one bulk reduce a row (cp.reduce.async.bulk ... add.f32); 0 adds them
+ * from registers, red.global.add.v2.f32 (session 19's form). */
+#ifndef FA4_SM90_BWD_SPLIT_BULK
+#define FA4_SM90_BWD_SPLIT_BULK FA4_SM90_BWD_GQA_PROG
+#endif
+/* a staged row: 128 floats and 32 bytes of padding (the rows' quads then fall on other banks) */
+#define kBSplitRowBytes (128 * 4 + 32)
 constexpr int kBM = FA4_SM90_BWD_BM; /* query rows per step */
 constexpr int kBWgKeys = 64;    /* keys per consumer warpgroup */
 constexpr int kBThreads = 384;
@@ -107,6 +115,10 @@ constexpr int kBDqWgs = kDp / 64;
 static_assert(kDp <= 128 && kDvp <= 128, "the sm90 backward keeps dK, dV in registers: head dims up to 128");
 static_assert(kBDqWgs == 1 || kBDqWgs == 2, "dQ is split over at most the two consumer warpgroups");
 static_assert(kBSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
+#if FA4_SM90_BWD_SPLIT_BULK
+static_assert(8 * 16 * kBSplitRowBytes <= kBStages * kBStageBytes && kDp <= 128 && kDvp <= 128,
+              "the split epilogue's rows in the Q / dO ring");
+#endif
 static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs && kBLaunchRegs * kBThreads <= 65536,
               "setmaxnreg must stay inside the CTA's registers");
 static_assert(kBM % 16 == 0 && kBN == 2 * kBWgKeys, "tile shape");

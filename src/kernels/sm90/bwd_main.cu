@@ -436,6 +436,52 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
                 const long long row0 = (p.cu_seqlens_k ? seq.row_k : (long long)b * p.seqlen_k) + n0;
                 float *aK = p.dkv_accum + ((long long)hkv * p.dkv_rows + row0) * kD;
                 float *aV = p.dkv_accum + (long long)p.hkv * p.dkv_rows * kD + ((long long)hkv * p.dkv_rows + row0) * kDv;
+#if FA4_SM90_BWD_SPLIT_BULK
+                /* each warp stages its 16 rows of dK, then of dV, in the Q / dO ring (free once both
+                 * consumer warpgroups are past their last step) and adds them by bulk reduce, a row a
+                 * lane: rows kBSplitRowBytes apart, so the quads' 8-byte stores meet no more than two
+                 * to a bank */
+                fa4_bwd_consumers_sync();
+                const unsigned st = sm.q(0) + (unsigned)((cw * 4 + warp) * 16 * kBSplitRowBytes);
+                const int rw = cw * kBWgKeys + warp * 16; /* the warp's first row */
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+#pragma unroll
+                    for (int r2 = 0; r2 < 2; ++r2) {
+                        const unsigned row = st + (unsigned)((g + 8 * r2) * kBSplitRowBytes) + 8u * (unsigned)t;
+                        if (half == 0) {
+#pragma unroll
+                            for (int i = 0; i < kDp / 8; ++i)
+                                if (i * 8 < kD)
+                                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(row + 32u * (unsigned)i),
+                                                 "f"(dk[i][2 * r2]), "f"(dk[i][2 * r2 + 1])
+                                                 : "memory");
+                        } else {
+#pragma unroll
+                            for (int i = 0; i < kDvp / 8; ++i)
+                                if (i * 8 < kDv)
+                                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(row + 32u * (unsigned)i),
+                                                 "f"(dv[i][2 * r2]), "f"(dv[i][2 * r2 + 1])
+                                                 : "memory");
+                        }
+                    }
+                    fa4_fence_proxy_async_smem();
+                    __syncwarp();
+                    if (lane < 16 && n0 + rw + lane < seq.len_k) {
+                        if (half == 0)
+                            fa4_bulk_reduce_add_f32(aK + (long long)(rw + lane) * kD, st + (unsigned)(lane * kBSplitRowBytes),
+                                                    kD * 4);
+                        else
+                            fa4_bulk_reduce_add_f32(aV + (long long)(rw + lane) * kDv, st + (unsigned)(lane * kBSplitRowBytes),
+                                                    kDv * 4);
+                        fa4_bulk_commit();
+                        fa4_bulk_wait_read<0>(); /* the rows are read before the next half overwrites them */
+                    }
+                    __syncwarp();
+                }
+                if (lane < 16)
+                    fa4_bulk_wait<0>();
+#else
 #pragma unroll
                 for (int r2 = 0; r2 < 2; ++r2) {
                     const int r = cw * kBWgKeys + warp * 16 + g + 8 * r2;
@@ -450,6 +496,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
                                 fa4_red_add_v2(aV + (long long)r * kDv + i * 8 + 2 * t, dv[i][2 * r2], dv[i][2 * r2 + 1]);
                     }
                 }
+#endif
                 return;
             }
             fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;

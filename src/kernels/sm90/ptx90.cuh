@@ -93,6 +93,19 @@ template <int N> __device__ __forceinline__ void fa4_bulk_wait(void)
     asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+/* A bulk reduce-add of `bytes` (a multiple of 16; both addresses 16-byte aligned) floats from shared
+ * into global memory, tracked by the issuing thread's bulk group. */
+__device__ __forceinline__ void fa4_bulk_reduce_add_f32(float *dst, unsigned src, unsigned bytes)
+{
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void fa4_fence_proxy_async_smem(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 /* 2 consecutive floats (8-byte aligned) added to global memory in one vector reduction */
 __device__ __forceinline__ void fa4_red_add_v2(float *dst, float a, float b)
 {
