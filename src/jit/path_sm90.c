@@ -317,6 +317,17 @@ static int bwd_split_asked(const fa4_kernel *k, const fa4__problem *p)
            pad64(p->head_dim_v) == 128 && !(k->spec.flags & FA4_COMPILE_CHECKED);
 }
 
+/* Query heads per CTA of the split (params.h group; kv_split = the group over it): 1, each CTA one
+ * query head. FA4JIT_SM90_BWD_SPLIT_HEADS=N, read at every call (A/B, session 20): N heads of the
+ * group per CTA where N divides the group (walked as an unsplit group is, heads inner on long
+ * walks over descending steps), so 1 / N of the CTAs and of the dK, dV adds. */
+static int bwd_split_heads(const fa4__problem *p)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_SPLIT_HEADS");
+    const int n = e && *e ? atoi(e) : 1, g = p->hkv > 0 ? p->hq / p->hkv : 1;
+    return n > 1 && n < g && g % n == 0 ? n : 1;
+}
+
 /* dkv_accum's rows per kv head, its bytes, and where it starts: after the workspace's other parts
  * (the sm80 layout, then the default mode's step table), 256-byte aligned */
 static int64_t bwd_split_rows(const fa4__problem *p)
@@ -833,20 +844,22 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     /* split GQA (bwd_split_asked): one query head per CTA, dK and dV into the accumulator; on the 80
      * main only (its program of its own, bwd_main80s.cu) */
     const int split = bm == BWD80_M && gqa80 && bwd_split_asked(k, p);
+    const int split_heads = split ? bwd_split_heads(p) : 1; /* query heads per CTA */
     if (split) {
-        pr.kv_split = p->hq / p->hkv;
-        pr.group = 1;
+        pr.kv_split = p->hq / p->hkv / split_heads;
+        pr.group = split_heads;
         pr.dkv_rows = bwd_split_rows(p);
         pr.dkv_accum = (float *)((uint8_t *)p->workspace + bwd_split_offset(k, p, &w));
     }
     /* the default mode's 80-query block-mask steps from the last down (bwd80_desc; split GQA walks
      * as attention without groups does) */
-    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && !split && bwd80_desc(p))
+    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && (!split || split_heads > 1) && bwd80_desc(p))
         pr.deterministic |= FA4_BWD80_DESCENDING;
     /* the 80 main's heads-inner walk (bwd80_heads_inner): deterministic, or over descending steps
      * (ascending it measured slower than head by head: causal 2.372 against 2.048 ms); with a
      * block mask the field's other bits mean nothing to the default mode's kernels */
-    if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && !split && bwd80_heads_inner() &&
+    if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && (!split || split_heads > 1) &&
+        bwd80_heads_inner() &&
         (p->deterministic || (pr.deterministic & FA4_BWD80_DESCENDING)))
         pr.deterministic |= FA4_DET_HEADS_INNER;
 
@@ -947,7 +960,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * fewer than 4 waves of CTAs (long CTAs: GQA groups) the tail dominates instead: (kv head,
          * batch, key tile) starts the first keys first, the heaviest under a causal mask (GQA 32:4
          * causal B2 S4096: 244 -> 340 TFLOP/s). */
-        const int units_h = split ? p->hq : p->hkv; /* the grid's heads: query heads when split */
+        const int units_h = split ? p->hq / split_heads : p->hkv; /* the grid's heads: query heads (or groups of split_heads) when split */
         const int64_t tiles = cdiv(p->seqlen_k, bn), ctas = tiles * units_h * p->batch;
         pr.tiles_slowest = (ctx->sm_count > 0 && ctas < 4 * (int64_t)ctx->sm_count) || bwd_slowest_env();
         /* head-major with CTAs of 4 heads interleaved (bwd_main.cu fa4_bwd_cta: the 4 heads' key
@@ -967,7 +980,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         /* split GQA with groups of 8 or more: 8 query heads interleaved, the CTAs of one kv head's
          * key tile together (their K, V loads and dK, dV adds meet in L2; document 1.065 -> 1.041,
          * prefix-LM 1.695 -> 1.656 ms above, causal equal) */
-        if (split && pr.tiles_slowest == 4 && p->hq / p->hkv >= 8 && (int64_t)units_h * p->batch >= 8)
+        if (split && pr.tiles_slowest == 4 && units_h / p->hkv >= 8 && (int64_t)units_h * p->batch >= 8)
             pr.tiles_slowest = 8;
         pthread_once(&g_bwd_heads_once, read_bwd_heads_env);
         if (g_bwd_heads_env > 0 && pr.tiles_slowest != 1 && ctas < INT32_MAX)
