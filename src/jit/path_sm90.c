@@ -317,14 +317,31 @@ static int bwd_split_asked(const fa4_kernel *k, const fa4__problem *p)
            pad64(p->head_dim_v) == 128 && !(k->spec.flags & FA4_COMPILE_CHECKED);
 }
 
-/* Query heads per CTA of the split (params.h group; kv_split = the group over it): 1, each CTA one
- * query head. FA4JIT_SM90_BWD_SPLIT_HEADS=N, read at every call (A/B, session 20): N heads of the
- * group per CTA where N divides the group (walked as an unsplit group is, heads inner on long
- * walks over descending steps), so 1 / N of the CTAs and of the dK, dV adds. */
-static int bwd_split_heads(const fa4__problem *p)
+/* Query heads per CTA of the split (params.h group; kv_split = the group over it), walked as an
+ * unsplit group is (heads inner on long walks over descending steps): with N heads a CTA, 1 / N of
+ * the CTAs, of the K, V loads and of the dK, dV adds. 2 with a block mask whose mask_mod reads no
+ * tensor (causal, sliding window: walks whose lengths follow from the positions), 1 otherwise.
+ * H100 2026-12-06 (notes/sm90-bwd.md session 20; bench/results/2026-12-06-h100-s20-split-heads.txt),
+ * GQA 32:4 S4096 D128 bf16 bwd ms, same calls, 1 -> 2 heads: causal B2 1.554 / 1.544 / 1.556 ->
+ * 1.463 / 1.473 / 1.463, window 1024 0.969 / 0.976 / 0.978 -> 0.932 / 0.931 / 0.936, causal B8
+ * 6.317 / 6.015 / 6.275 -> 5.721 / 6.200 / 6.069; bench/run.py B8 f+b TFLOP/s GQA 32:4 493 -> 511
+ * (cuDNN 506 / 505), 8:1 478 -> 497 (cuDNN 491 / 490); but document 1.019 / 1.018 -> 1.058 / 1.053
+ * and prefix-LM 1.624 / 1.627 -> 1.672 / 1.664 (both read a tensor: doc ids, prefix lengths),
+ * 4 heads: causal B2 1.770. Dense GQA is not measured: 1. FA4JIT_SM90_BWD_SPLIT_HEADS=N, read at
+ * every call (A/B): N where it divides the group. */
+static int bwd_split_heads(const fa4_kernel *k, const fa4__problem *p)
 {
+    const int g = p->hkv > 0 ? p->hq / p->hkv : 1;
     const char *e = getenv("FA4JIT_SM90_BWD_SPLIT_HEADS");
-    const int n = e && *e ? atoi(e) : 1, g = p->hkv > 0 ? p->hq / p->hkv : 1;
+    int n = 1;
+    if (e && *e) {
+        n = atoi(e);
+    } else if (p->has_block_mask && k->mod && fa4__mod_has_mask(k->mod)) {
+        n = 2;
+        for (int i = 0; i < fa4__mod_num_aux(k->mod); i++)
+            if (fa4__mod_aux(k->mod, i)->is_tensor)
+                n = 1;
+    }
     return n > 1 && n < g && g % n == 0 ? n : 1;
 }
 
@@ -844,7 +861,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     /* split GQA (bwd_split_asked): one query head per CTA, dK and dV into the accumulator; on the 80
      * main only (its program of its own, bwd_main80s.cu) */
     const int split = bm == BWD80_M && gqa80 && bwd_split_asked(k, p);
-    const int split_heads = split ? bwd_split_heads(p) : 1; /* query heads per CTA */
+    const int split_heads = split ? bwd_split_heads(k, p) : 1; /* query heads per CTA */
     if (split) {
         pr.kv_split = p->hq / p->hkv / split_heads;
         pr.group = split_heads;
