@@ -70,6 +70,7 @@ typedef struct tcase {
     int desc80_env;  /* 1: the case runs with FA4JIT_SM90_BWD80_DESC=1 */
     int nosplit_env; /* 1: the case runs with FA4JIT_SM90_BWD_SPLIT=0 (GQA heads in one CTA) */
     int nogqa;       /* 1: its kernel is compiled without FA4_COMPILE_GQA (no GQA program) */
+    int split_heads_env; /* > 0: the case runs with FA4JIT_SM90_BWD_SPLIT_HEADS=split_heads_env */
     double dout_scale; /* > 0: dO's random values times this (large aux-gradient terms), else 1 */
     int det_heads_inner; /* group O: deterministic GQA with a block mask for every head (a tag) */
     int validation; /* > 0: a launch-validation case number */

@@ -740,10 +740,12 @@ static void make_cases(int quick)
      * mode's heads-inner walk over descending steps (13, 14: not split by query head, the default
      * mode's GQA backward since session 19); 15 (deterministic) and 16 (default mode) with kernels
      * compiled without FA4_COMPILE_GQA: no GQA program, so the 64 main heads inner and the 80 main
-     * with the group's heads in one CTA (session 20). Generator of its own */
+     * with the group's heads in one CTA (session 20); 17 and 18 default-mode causal GQA split with
+     * FA4JIT_SM90_BWD_SPLIT_HEADS=1 (one query head a CTA; causal's default is 2) and =4 (a group
+     * of 8). Generator of its own */
     rng r80 = {8018};
     const int rmods80[6] = {M_CAUSAL, M_WINDOW, M_DOCUMENT, M_PREFIX_LM, M_NONE, M_CAUSAL};
-    for (int k = 0; k < (quick ? 6 : 17); k++) {
+    for (int k = 0; k < (quick ? 6 : 19); k++) {
         const int d = k % 5 == 4 ? 96 : 128;
         tcase c = random_case(&r80, rmods80[k % 6], dtypes[(k / 6) % 2], d, d);
         c.determ = 1;
@@ -782,9 +784,15 @@ static void make_cases(int quick)
             c.determ = c.det80 = 0;
             c.nosplit_env = k != 16;
         }
-        if (k >= 15) {
+        if (k == 15 || k == 16) {
             c.nogqa = 1;
             c.det80 = 0;
+        }
+        if (k >= 17) {
+            c.determ = c.det80 = 0;
+            c.split_heads_env = k == 17 ? 1 : 4;
+            if (k == 18)
+                c.hq = 16;
         }
         add_case(c);
     }
@@ -870,6 +878,7 @@ static void case_tags(tcase *c)
     TAG(c->desc80_env, "desc80-env");
     TAG(c->nosplit_env, "nosplit-env");
     TAG(c->nogqa, "nogqa-build");
+    TAG(c->split_heads_env, "split-heads-env");
     TAG(c->dout_scale > 0, "big-dout");
 #undef TAG
 }
@@ -1055,7 +1064,14 @@ int main(int argc, char **argv)
                 setenv("FA4JIT_SM90_BWD80_DESC", "1", 1);
             if (c->nosplit_env)
                 setenv("FA4JIT_SM90_BWD_SPLIT", "0", 1);
+            if (c->split_heads_env > 0) {
+                char v[16];
+                snprintf(v, sizeof v, "%d", c->split_heads_env);
+                setenv("FA4JIT_SM90_BWD_SPLIT_HEADS", v, 1);
+            }
             run_case(c, &res);
+            if (c->split_heads_env > 0)
+                unsetenv("FA4JIT_SM90_BWD_SPLIT_HEADS");
             if (c->det_rot_env > 0)
                 unsetenv("FA4JIT_SM90_BWD_DET_ROTATE");
             if (c->det_bm_env > 0)
