@@ -284,6 +284,19 @@ __device__ __forceinline__ void fa4_bwd_aux_window_flush(const fa4_aux &aux, con
  * unit / G) over the units (kv head, batch): about one wave holds G heads, and the key tiles of
  * one head start G CTAs apart, as their turns stagger them anyway. Every order starts a CTA after
  * the smaller key tiles of its kv head (the turns' wait order). */
+/* The split epilogue's staging (FA4_SM90_BWD_SPLIT_BULK): row half r2 of a thread's accumulator
+ * fragments (the first `cols` columns) to the shared-memory row at `row` (+ 8 t bytes already) */
+template <int NT>
+__device__ __forceinline__ void fa4_bwd_stage_row(const float (&a)[NT][4], int r2, unsigned row, int cols)
+{
+#pragma unroll
+    for (int i = 0; i < NT; ++i)
+        if (i * 8 < cols)
+            asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(row + 32u * (unsigned)i), "f"(a[i][2 * r2]),
+                         "f"(a[i][2 * r2 + 1])
+                         : "memory");
+}
+
 __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, int &hk, int &b)
 {
     if (p.tiles_slowest == 1) {
@@ -449,21 +462,10 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #pragma unroll
                     for (int r2 = 0; r2 < 2; ++r2) {
                         const unsigned row = st + (unsigned)((g + 8 * r2) * kBSplitRowBytes) + 8u * (unsigned)t;
-                        if (half == 0) {
-#pragma unroll
-                            for (int i = 0; i < kDp / 8; ++i)
-                                if (i * 8 < kD)
-                                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(row + 32u * (unsigned)i),
-                                                 "f"(dk[i][2 * r2]), "f"(dk[i][2 * r2 + 1])
-                                                 : "memory");
-                        } else {
-#pragma unroll
-                            for (int i = 0; i < kDvp / 8; ++i)
-                                if (i * 8 < kDv)
-                                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(row + 32u * (unsigned)i),
-                                                 "f"(dv[i][2 * r2]), "f"(dv[i][2 * r2 + 1])
-                                                 : "memory");
-                        }
+                        if (half == 0)
+                            fa4_bwd_stage_row<kDp / 8>(dk, r2, row, kD);
+                        else
+                            fa4_bwd_stage_row<kDvp / 8>(dv, r2, row, kDv);
                     }
                     fa4_fence_proxy_async_smem();
                     __syncwarp();
