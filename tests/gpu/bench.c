@@ -288,6 +288,8 @@ const bench_shape bench_shapes[] = {
     /* GQA with a window and per-batch prefix masks (the 80 main's heads-inner walk, session 19) */
     {"GQA 32:4 window 1024 (bm)", M_WINDOW, 2, 32, 4, 4096, 128, 1, 1024},
     {"GQA 32:4 prefix-LM (bm per batch)", M_PREFIX_LM, 2, 32, 4, 4096, 128, 2, 0},
+    /* GQA without a mask (the split's heads a CTA, session 20) */
+    {"GQA 32:4 dense", M_NONE, 2, 32, 4, 4096, 128, 0, 0},
     /* the largest head dim (kN 64, two K/V stages) */
     {"plain D=256", M_NONE, 4, 16, 16, 4096, 256, 0, 0},
     {"causal D=256 (bm)", M_CAUSAL, 4, 16, 16, 4096, 256, 1, 0},
