@@ -319,16 +319,17 @@ static int bwd_split_asked(const fa4_kernel *k, const fa4__problem *p)
 
 /* Query heads per CTA of the split (params.h group; kv_split = the group over it), walked as an
  * unsplit group is (heads inner on long walks over descending steps): with N heads a CTA, 1 / N of
- * the CTAs, of the K, V loads and of the dK, dV adds. 2 with a block mask whose mask_mod reads no
- * tensor (causal, sliding window: walks whose lengths follow from the positions), 1 otherwise.
+ * the CTAs, of the K, V loads and of the dK, dV adds. 2 unless mask_mod reads a tensor (no mask,
+ * causal, sliding window: walks whose lengths follow from the positions), 1 where it does.
  * H100 2026-12-06 (notes/sm90-bwd.md session 20; bench/results/2026-12-06-h100-s20-split-heads.txt),
  * GQA 32:4 S4096 D128 bf16 bwd ms, same calls, 1 -> 2 heads: causal B2 1.554 / 1.544 / 1.556 ->
  * 1.463 / 1.473 / 1.463, window 1024 0.969 / 0.976 / 0.978 -> 0.932 / 0.931 / 0.936, causal B8
  * 6.317 / 6.015 / 6.275 -> 5.721 / 6.200 / 6.069; bench/run.py B8 f+b TFLOP/s GQA 32:4 493 -> 511
  * (cuDNN 506 / 505), 8:1 478 -> 497 (cuDNN 491 / 490); but document 1.019 / 1.018 -> 1.058 / 1.053
  * and prefix-LM 1.624 / 1.627 -> 1.672 / 1.664 (both read a tensor: doc ids, prefix lengths),
- * 4 heads: causal B2 1.770. Dense GQA is not measured: 1. FA4JIT_SM90_BWD_SPLIT_HEADS=N, read at
- * every call (A/B): N where it divides the group. */
+ * 4 heads: causal B2 1.770; without a mask (B2, three rounds) 2.656 / 2.660 / 2.646 -> 2.569 /
+ * 2.579 / 2.579. FA4JIT_SM90_BWD_SPLIT_HEADS=N, read at every call (A/B): N where it divides the
+ * group. */
 static int bwd_split_heads(const fa4_kernel *k, const fa4__problem *p)
 {
     const int g = p->hkv > 0 ? p->hq / p->hkv : 1;
@@ -336,9 +337,9 @@ static int bwd_split_heads(const fa4_kernel *k, const fa4__problem *p)
     int n = 1;
     if (e && *e) {
         n = atoi(e);
-    } else if (p->has_block_mask && k->mod && fa4__mod_has_mask(k->mod)) {
-        n = 2;
-        for (int i = 0; i < fa4__mod_num_aux(k->mod); i++)
+    } else {
+        n = 2; /* the GQA program has no score_mod: any tensor is mask_mod's */
+        for (int i = 0; k->mod && i < fa4__mod_num_aux(k->mod); i++)
             if (fa4__mod_aux(k->mod, i)->is_tensor)
                 n = 1;
     }
