@@ -216,3 +216,13 @@ def test_fast_math_is_a_kernel_option_and_part_of_the_key(isolated_cache):
     assert fast.info.flags & C.FA4_COMPILE_FAST_MATH and not exact.info.flags & \
         C.FA4_COMPILE_FAST_MATH
     assert fast.info.key != exact.info.key
+
+
+def test_compile_gqa_adds_the_hopper_gqa_program(isolated_cache):
+    """fa4jit.compile(gqa=True) with the backward asks for FA4_COMPILE_GQA: the sm90 backward's
+    program for grouped-query attention (bwd_main90m80s) is compiled; without it, it is not."""
+    k = fa4jit.compile(mask_mod="causal", arch=ARCH, gqa=True, block_mask=False)
+    assert "bwd_main90m80s" in {p.name for p in k.info.programs}
+    k = fa4jit.compile(mask_mod="causal", arch=ARCH, block_mask=False)
+    names = {p.name for p in k.info.programs}
+    assert "bwd_main90m80" in names and "bwd_main90m80s" not in names
