@@ -863,6 +863,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
      * main only (its program of its own, bwd_main80s.cu) */
     const int split = bm == BWD80_M && gqa80 && bwd_split_asked(k, p);
     const int split_heads = split ? bwd_split_heads(k, p) : 1; /* query heads per CTA */
+    const int group_walk = !split || split_heads > 1;          /* a CTA walks several heads */
     if (split) {
         pr.kv_split = p->hq / p->hkv / split_heads;
         pr.group = split_heads;
@@ -871,13 +872,12 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
     }
     /* the default mode's 80-query block-mask steps from the last down (bwd80_desc; split GQA walks
      * as attention without groups does) */
-    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && (!split || split_heads > 1) && bwd80_desc(p))
+    if (bm == BWD80_M && p->has_block_mask && !p->deterministic && group_walk && bwd80_desc(p))
         pr.deterministic |= FA4_BWD80_DESCENDING;
     /* the 80 main's heads-inner walk (bwd80_heads_inner): deterministic, or over descending steps
      * (ascending it measured slower than head by head: causal 2.372 against 2.048 ms); with a
      * block mask the field's other bits mean nothing to the default mode's kernels */
-    if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && (!split || split_heads > 1) &&
-        bwd80_heads_inner() &&
+    if (bm == BWD80_M && p->has_block_mask && p->bm.heads == 1 && p->hq > p->hkv && group_walk && bwd80_heads_inner() &&
         (p->deterministic || (pr.deterministic & FA4_BWD80_DESCENDING)))
         pr.deterministic |= FA4_DET_HEADS_INNER;
 

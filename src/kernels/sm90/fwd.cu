@@ -121,9 +121,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #else
         const unsigned one2 = 0x3C003C00u;
 #endif
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(s_bar + 256u + FA4_SM90_STASH_BYTES + FA4_SM90_RELT_BYTES + 4u * tid),
-                     "r"(one2)
-                     : "memory");
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(bars.ones() + 4u * tid), "r"(one2) : "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     }
 #endif

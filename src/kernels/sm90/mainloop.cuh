@@ -134,6 +134,8 @@ struct fa4_sm90_bars {
     __device__ __forceinline__ unsigned v(int s) const { return base + 8u * (2u + kStages + (unsigned)s); }
     __device__ __forceinline__ unsigned ek(int s) const { return base + 8u * (2u + 2u * kStages + (unsigned)s); }
     __device__ __forceinline__ unsigned ev(int s) const { return base + 8u * (2u + 3u * kStages + (unsigned)s); }
+    /* FA4_SM90_ROWSUM_MMA's 16 x 8 block of ones (fwd.cu fills it), after the barriers, stash and table */
+    __device__ __forceinline__ unsigned ones() const { return base + 256u + FA4_SM90_STASH_BYTES + FA4_SM90_RELT_BYTES; }
 };
 
 /* Turn-taking of the nc working consumer warpgroups around their wgmma issues, round robin
@@ -271,18 +273,10 @@ struct fa4_sm90_consumer {
                 fa4_desc_sw128(s_v + s * kVBytes + kk * 16 * kPanelBytes, kN * kPanelBytes, 1024);
             fa4_wgmma<kDvp>::rs(o, pa[kk], dv, 1);
 #if FA4_SM90_ROWSUM_MMA
-            fa4_wgmma<8>::rs(la, pa[kk], fa4_desc_ones(ones()), 1);
+            fa4_wgmma<8>::rs(la, pa[kk], fa4_desc_ones(bars.ones()), 1);
 #endif
         }
     }
-
-#if FA4_SM90_ROWSUM_MMA
-    /* the 16 x 8 block of ones (fwd.cu fills it), after the barriers, stash and table */
-    __device__ __forceinline__ unsigned ones() const
-    {
-        return bars.base + 256u + FA4_SM90_STASH_BYTES + FA4_SM90_RELT_BYTES;
-    }
-#endif
 
     /* With the early mask, between the issue of S(j) and its wait: key tile j's first key, key
      * limit, whether it lies in a full block and whether its positions need checking (tiles.start
