@@ -652,16 +652,67 @@ static size_t sm90_dq_rank_bytes(const fa4__problem *p)
                : 0;
 }
 
+/* The workspace before the fused conversion's counters. */
+static size_t bwd_ws_bytes_base(fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
+{
+    /* deterministic: the step table lies in dq_accum's unused slots (bwd80_table_bytes) */
+    size_t bytes = w->total + sm90_dq_sem_bytes(p, w) + sm90_dq_rank_bytes(p) + bwd_table_bytes_nondet(k, p, w);
+    /* split GQA (never deterministic, so after the table): the dK / dV accumulator */
+    if (bwd_split_asked(k, p) && bwd80_built(k, "bwd_main90m80s"))
+        bytes = bwd_split_offset(k, p, w) + bwd_split_bytes(p);
+    return bytes;
+}
+
+/* The fused dQ conversion's counters (params.h dq_cnt: one int per query head, 4 workspace rows and
+ * column half, as the deterministic turn counters), last in the workspace of every default-mode
+ * call whether or not the call will use them (1/256 of dq_accum at D 128): the size then does not
+ * depend on the environment or the walk. */
+static size_t bwd_cnt_offset(fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
+{
+    return (bwd_ws_bytes_base(k, p, w) + 255) & ~(size_t)255;
+}
+
+static size_t bwd_cnt_bytes(const fa4__problem *p, const fa4__bwd_ws *w)
+{
+    return p->deterministic ? 0 : (size_t)p->hq * (size_t)(w->rows / 4) * 2 * sizeof(int);
+}
+
 static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
 {
     fa4__bwd_ws w;
     fa4__sm80_bwd_layout(p, &w);
-    /* deterministic: the step table lies in dq_accum's unused slots (bwd80_table_bytes) */
-    *bytes = w.total + sm90_dq_sem_bytes(p, &w) + sm90_dq_rank_bytes(p) + bwd_table_bytes_nondet(k, p, &w);
-    /* split GQA (never deterministic, so after the table): the dK / dV accumulator */
-    if (bwd_split_asked(k, p) && bwd80_built(k, "bwd_main90m80s"))
-        *bytes = bwd_split_offset(k, p, &w) + bwd_split_bytes(p);
+    *bytes = bwd_ws_bytes_base(k, p, &w);
+    if (bwd_cnt_bytes(p, &w))
+        *bytes = bwd_cnt_offset(k, p, &w) + bwd_cnt_bytes(p, &w);
     return FA4_OK;
+}
+
+/* FA4JIT_SM90_BWD_DQ_FUSED, read once: 0 runs bwd_post after the 80-query main as before (A/B, and
+ * kernel directories older than the conversion); default on. */
+static int bwd_dq_fused_env(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("FA4JIT_SM90_BWD_DQ_FUSED");
+        on = !(e && *e && atoi(e) == 0);
+    }
+    return on;
+}
+
+/* Whether a default-mode call on the 80-query main converts dQ in the main kernel (bwd_consumer.cuh
+ * FA4_SM90_BWD_DQ_FUSED; bwd_post does not run): dQ's address and strides in 8-byte units (the
+ * conversion stores 4 elements at a time); with a block mask fixed-length queries, q_block a
+ * multiple of 128 (at most one step of a kv block in an 80-row tile) and the count kernel's
+ * shared memory under 48 KB. */
+static int bwd_dq_fused(const fa4__problem *p)
+{
+    const size_t es = fa4_dtype_size(p->dtype);
+    if (p->deterministic || !bwd_dq_fused_env() ||
+        (((uintptr_t)p->dq.data | (uintptr_t)(p->dq.sb * (int64_t)es) | (uintptr_t)(p->dq.sh * (int64_t)es) |
+          (uintptr_t)(p->dq.ss * (int64_t)es)) & 7u))
+        return 0;
+    return !p->has_block_mask ||
+           (!p->cu_seqlens_q && p->bm.q_block % 128 == 0 && cdiv(p->seqlen_q, BWD80_M) * 4 <= 48 * 1024);
 }
 
 /* A 1-d fp32 tensor map over n floats (the lse2 / dpsum workspace arrays), boxes of m (the main's
@@ -881,6 +932,11 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         (p->deterministic || (pr.deterministic & FA4_BWD80_DESCENDING)))
         pr.deterministic |= FA4_DET_HEADS_INNER;
 
+    /* the 80 main converts dQ itself where it can (bwd_dq_fused) */
+    const int fused = bm == BWD80_M && bwd_dq_fused(p);
+    if (fused)
+        pr.dq_cnt = (int *)((uint8_t *)p->workspace + bwd_cnt_offset(k, p, &w));
+
     st = make_map(ctx, &mq, "q", &p->q, p->dtype, p->head_dim, varlen_q ? p->total_q : p->seqlen_q, p->hq,
                   varlen_q ? 1 : p->batch, bm);
     if (st == FA4_OK)
@@ -957,6 +1013,17 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
                          : CUDA_SUCCESS;
             if (r != CUDA_SUCCESS)
                 return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_turns80");
+        }
+        if (fused) {
+            /* each 80-row tile's count of key tiles into the counters, a 256-thread CTA per (mask
+             * batch, mask head) */
+            f = fa4__kernel_function(k, main_prog, "fa4_sm90_bwd_expect80");
+            if (!f)
+                return fa4__set_error(ctx, FA4_ERR_LAUNCH, "sm90: no fa4_sm90_bwd_expect80 in %s", main_prog);
+            r = fa4__cu_launch(cu, f, (unsigned)(p->bm.batch * p->bm.heads), 1, 1, 256,
+                               (unsigned)(cdiv(p->seqlen_q, BWD80_M) * 4), p->stream, steps_args, pdl);
+            if (r != CUDA_SUCCESS)
+                return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_expect80");
         }
     }
     f = fa4__kernel_function(k, main_prog, "fa4_sm90_bwd_main");
@@ -1040,7 +1107,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "bwd_main90");
     }
-    st = fa4__sm80_bwd_post(k, &pr, p, pdl);
+    st = fused ? FA4_OK : fa4__sm80_bwd_post(k, &pr, p, pdl);
     if (st != FA4_OK || !split || pr.dkv_rows == 0)
         return st;
     /* split GQA: dK, dV from the accumulator, in stream order after bwd_post */

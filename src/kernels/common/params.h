@@ -57,6 +57,12 @@ typedef struct fa4_params {
     long long dkv_rows;
     int kv_split;
     int pad_split_;
+    /* sm90 80-query backward, default mode (FA4_SM90_BWD_DQ_FUSED, bwd_consumer.cuh): per (query
+     * head, 80-row tile, column half) the number of key tiles whose dQ adds are still to come, at
+     * [hq][ws_rows / 4][2] as dq_sem (set by bwd_pre when dense, by fa4_sm90_bwd_expect80 with a
+     * block mask); the key tile that takes it to 0 converts the tile's dQ, and bwd_post does not
+     * run. NULL otherwise. */
+    int *dq_cnt;
 } fa4_params;
 
 /* fa4_params.deterministic's flags with a block mask (never set for dense calls, where the field
@@ -81,7 +87,7 @@ typedef struct fa4_block_mask_params {
 
 /* Both compilers must agree on the layout: a field added on one side only fails here, not at run
  * time with garbage arguments. Update the numbers together with the structs. */
-#define FA4_PARAMS_BYTES 560
+#define FA4_PARAMS_BYTES 568
 #define FA4_BLOCK_MASK_PARAMS_BYTES 104
 #ifdef __cplusplus
 static_assert(sizeof(fa4_params) == FA4_PARAMS_BYTES, "fa4_params layout changed");

@@ -41,6 +41,21 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
          * find theirs zeroed as the 64-row ones do */
         if (p.dq_sem && threadIdx.x < 2 * (kBwdM / 16) && m0 + 16 * (int)(threadIdx.x >> 1) < seq.len_q)
             p.dq_sem[((row0 + 16 * (threadIdx.x >> 1)) >> 2) * 2 + (threadIdx.x & 1)] = 0;
+        /* the sm90 80-query main's fused dQ conversion without a block mask (params.h dq_cnt): every
+         * key tile of 128 keys adds into every 80-row tile once; the counters at the same places.
+         * Without keys no CTA adds, so dQ is 0: written here. (With a block mask,
+         * fa4_sm90_bwd_expect80 sets the counters.) */
+        if (p.dq_cnt && !p.has_block_mask) {
+            const int key_tiles = (seq.len_k + 127) / 128;
+            if (threadIdx.x < 2 * (kBwdM / 16) && m0 + 16 * (int)(threadIdx.x >> 1) < seq.len_q)
+                p.dq_cnt[((row0 + 16 * (threadIdx.x >> 1)) >> 2) * 2 + (threadIdx.x & 1)] = key_tiles;
+            if (key_tiles == 0) {
+                fa4_elem *gdQ = (fa4_elem *)p.dq.data + b * p.dq.sb + h * p.dq.sh + (seq.row_q + m0) * p.dq.ss;
+                const int rows = min(kBwdM, seq.len_q - m0);
+                for (int i = threadIdx.x; i < rows * p.head_dim; i += blockDim.x)
+                    gdQ[(long long)(i / p.head_dim) * p.dq.ss + i % p.head_dim] = fa4_from_float(0.f);
+            }
+        }
     }
     const fa4_elem *gO = (const fa4_elem *)p.o.data + b * p.o.sb + h * p.o.sh + seq.row_q * p.o.ss;
     const fa4_elem *gdO = (const fa4_elem *)p.dout.data + b * p.dout.sb + h * p.dout.sh + seq.row_q * p.dout.ss;

@@ -151,6 +151,11 @@
 #undef FA4_SM90_BWD_DQ_LAG
 #define FA4_SM90_BWD_DQ_LAG 0
 #endif
+#if FA4_SM90_BWD_DQ_FUSED && FA4_SM90_BWD_DQ_LAG
+/* the fused conversion passes each step's dQ on in the next step's S/dP window and at the walk's
+ * end; the lag's drain after the epilogue has no such point */
+#error "FA4_SM90_BWD_DQ_FUSED excludes FA4_SM90_BWD_DQ_LAG"
+#endif
 #if FA4_SM90_BWD_DQ_LAG && !FA4_SM90_BWD_DQ_FIRST
 #error "FA4_SM90_BWD_DQ_LAG needs FA4_SM90_BWD_DQ_FIRST"
 #endif
@@ -1332,6 +1337,84 @@ struct fa4_bwd_consumer {
 #endif
     }
 
+#if FA4_SM90_BWD_DQ_FUSED
+    /* Default mode with p.dq_cnt (FA4_SM90_BWD_DQ_FUSED), issuer only, in the next step's S/dP
+     * window or at the walk's end: the last step's adds complete (their tile in sm.dq_pending), it
+     * counts them off its tile's counter (p.dq_cnt: the key tiles still to add, set before this
+     * grid); where it was the last, it loads the tile's sums (this warpgroup's 64 columns, 80 rows)
+     * back into its staging buffer (free: the adds have read it) for dq_fused_convert. The release
+     * of the count orders this CTA's adds before it (their completion, then the proxy fence, as the
+     * deterministic turns); the last one's acquire and proxy fence order every CTA's adds before
+     * its TMA load. */
+    __device__ __forceinline__ void dq_fused_pass(void) const
+    {
+        unsigned long long pend;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(pend) : "r"(sm.dq_pending(cw)) : "memory");
+        if (!pend)
+            return;
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
+        const int h = (int)(pend >> 32) - 1, m0 = (int)(unsigned)pend;
+        const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
+        fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+        asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        int left;
+        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], -1;\n"
+                     : "=r"(left)
+                     : "l"(p.dq_cnt + (row0 >> 2) * 2 + cw)
+                     : "memory");
+        if (left != 1)
+            return;
+        asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        unsigned n;
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_convn(cw)) : "memory");
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(cw)), "r"(n + 1u) : "memory");
+        fa4_mbar_expect_tx(sm.bar_dqc(cw), (unsigned)kBDqBytes);
+#pragma unroll
+        for (int box = 0; box < 2; ++box)
+            fa4_tma_load_2d(sm.dqs(cw) + box * kBDqBoxBytes, tm_dq, sm.bar_dqc(cw), cw * kBDqN + box * kBDqBox, row0);
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(cw)), "l"(pend) : "memory");
+    }
+
+    /* The whole warpgroup, after a warpgroup barrier that follows dq_fused_pass: where the pass
+     * loaded a tile, dQ = scale * sums of its rows inside the sequence, converted and stored (a
+     * thread 4 columns of a row at a time: 16 threads a row's 64 columns); then the buffer is free
+     * again (a barrier before the issuer clears the word and anyone writes the buffer). */
+    __device__ __forceinline__ void dq_fused_convert(void) const
+    {
+        unsigned long long cv;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(cv) : "r"(sm.dq_conv(cw)) : "memory");
+        if (!cv)
+            return;
+        const int h = (int)(cv >> 32) - 1, m0 = (int)(unsigned)cv;
+        unsigned n;
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_convn(cw)) : "memory");
+        fa4_mbar_wait(sm.bar_dqc(cw), (n - 1u) & 1u);
+        const fa4_seq seq = fa4_seq_info(p, b);
+        fa4_elem *out = (fa4_elem *)p.dq.data + b * p.dq.sb + h * p.dq.sh + (seq.row_q + m0) * p.dq.ss + cw * kBDqN;
+        const int rows = min(kBM, len_q - m0), t = warp * 32 + lane;
+#pragma unroll 2
+        for (int k = 0; k < kBM * (kBDqN / 4) / 128; ++k) {
+            const int i = t + 128 * k, r = i >> 4, c4 = i & 15;
+            if (r < rows) {
+                const unsigned addr =
+                    sm.dqs(cw) + (c4 >> 3) * kBDqBoxBytes + r * 128 + (((c4 & 7) ^ (r & 7)) << 4);
+                float x, y, z, w;
+                asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=f"(x), "=f"(y), "=f"(z), "=f"(w)
+                             : "r"(addr)
+                             : "memory");
+                const unsigned lo = fa4_pack2(x * p.scale, y * p.scale), hi = fa4_pack2(z * p.scale, w * p.scale);
+                asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(out + (long long)r * p.dq.ss + c4 * 4),
+                             "r"(lo), "r"(hi)
+                             : "memory");
+            }
+        }
+        fa4_bwd_wg_sync(cw);
+        if (warp == 0 && lane == 0)
+            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(cw)), "l"(0ull) : "memory");
+    }
+#endif
+
     /* dQ partial of this step added into the workspace by TMA: the fragment goes to this
      * warpgroup's staging buffer (2 boxes of 32 fp32 columns, 128-byte swizzle), then one thread
      * issues the bulk tensor reduce-adds. Query rows past the sequence add zeros (their dS is 0)
@@ -1356,6 +1439,10 @@ struct fa4_bwd_consumer {
         if (issuer)
             fa4_bulk_wait_read<0>(); /* the previous step's reduce has read the buffer */
         fa4_bwd_wg_sync(cw);
+#if FA4_SM90_BWD_DQ_FUSED
+        if (p.dq_cnt) /* a tile this warpgroup's pass found complete: out of the buffer first */
+            dq_fused_convert();
+#endif
 #if FA4_SM90_BWD_BM == 64
         {
 #pragma unroll
@@ -1411,6 +1498,14 @@ struct fa4_bwd_consumer {
             for (int box = 0; box < 2; ++box)
                 fa4_tma_reduce_add_2d(tm_dq, buf + box * kBDqBoxBytes, cw * kBDqN + box * kBDqBox, row0);
             fa4_bulk_commit();
+#if FA4_SM90_BWD_DQ_FUSED
+            /* the step's tile, passed on by dq_fused_pass (steps past the sequence are never walked,
+             * bwd_schedule.cuh) */
+            if (p.dq_cnt)
+                asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)),
+                             "l"(((unsigned long long)(h + 1) << 32) | (unsigned)(m0 - m0 % kBM))
+                             : "memory");
+#endif
             if (ctr) /* passed on by pass_dq_turn (FA4_SM90_BWD_DQ_PASS) */
                 asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"((unsigned long long)ctr)
                              : "memory");
@@ -1522,6 +1617,10 @@ struct fa4_bwd_consumer {
 #if FA4_SM90_BWD_DQ_PASS == 1
             if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
                 dq_turn_window(h, m0, s); /* the previous step's turn */
+#endif
+#if FA4_SM90_BWD_DQ_FUSED
+            if (p.dq_cnt && warp == 0 && lane == 0 && cw < kBDqWgs)
+                dq_fused_pass(); /* the previous step's adds counted off */
 #endif
 #if !FA4_BWD_WALK80
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);

@@ -359,6 +359,13 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             fa4_mbar_init(sm.bar_turn_go(i), 1);
         }
 #endif
+#if FA4_SM90_BWD_DQ_FUSED
+        for (int i = 0; i < kBDqWgs; ++i) { /* the fused dQ conversion's loads; no tile yet */
+            fa4_mbar_init(sm.bar_dqc(i), 1);
+            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(i)), "l"(0ull) : "memory");
+            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(i)), "r"(0u) : "memory");
+        }
+#endif
 #if FA4_SM90_BWD_DQ_LAG
         for (int i = 0; i < 2; ++i) { /* every consumer warp stores dS; the dQ warps read it */
             fa4_mbar_init(sm.bar_ds_full(i), 8);
@@ -546,6 +553,15 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #endif
 #if !FA4_SM90_BWD_DQ_LAG
         epilogue();
+#endif
+#if FA4_SM90_BWD_DQ_FUSED
+        /* the last step's adds counted off, and its tile converted where they were the last */
+        if (p.dq_cnt && cw < kBDqWgs) {
+            if (warp == 0 && lane == 0)
+                c.dq_fused_pass();
+            fa4_bwd_wg_sync(cw);
+            c.dq_fused_convert();
+        }
 #endif
     }
 }

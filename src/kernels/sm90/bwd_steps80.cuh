@@ -36,8 +36,9 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
     int *out = fa4_bwd_steps_table(p) + row * fa4_bwd_steps_stride(p);
     const int qb = p.bm_q_block;
     /* deterministic (path_sm90.c bwd80_table_bytes): steps also end at every multiple of 80 rows, so that each
-     * lies in one 80-row tile of the sequence and takes one turn on that tile's counter */
-    const bool det = p.dq_sem != nullptr;
+     * lies in one 80-row tile of the sequence and takes one turn on that tile's counter; the same
+     * for the fused dQ conversion (p.dq_cnt), which counts a tile's adds */
+    const bool det = p.dq_sem != nullptr || p.dq_cnt != nullptr;
     const auto lim = [&](int at) { return det ? at - at % kBM + kBM : at + kBM; };
     int n = 0;
     int s = -1;          /* the pending step's first row; -1: no run open */
@@ -102,7 +103,7 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
      * diagonal, which key tile n reaches only 1.6 steps after its own start, and the lag grows by
      * as much with every key tile (H100 2026-12-06 06:51 UTC, B4 H16 S4096 D128 deterministic bwd:
      * causal 2.631 ms ascending against 1.982 on the 64 main, document B8 4.670 against 2.565) */
-    if (det || (p.deterministic & FA4_BWD80_DESCENDING)) /* the default mode on request */
+    if (p.dq_sem || (p.deterministic & FA4_BWD80_DESCENDING)) /* the default mode on request */
         for (int i = 0, j = n - 1; i < j; ++i, --j) {
             const int m = out[2 + 2 * i], f = out[3 + 2 * i];
             out[2 + 2 * i] = out[2 + 2 * j];
@@ -158,6 +159,58 @@ extern "C" __global__ void __launch_bounds__(256) fa4_sm90_bwd_turns80(const fa4
                 row[3 + 2 * j] |= (c * r) << 24;
             }
         }
+    }
+}
+
+/* The fused dQ conversion with a block mask (params.h dq_cnt; path_sm90.c: fixed-length queries,
+ * q_block a multiple of 128), after fa4_sm90_bwd_steps80 (whose steps are then cut at every 80 rows,
+ * at most one a kv block and tile): per 80-row tile of the sequence, the number of key tiles that
+ * will add into it, i.e. over the kv blocks with a step in the tile (the walk skips steps from
+ * seqlen_q on) the key tiles of the block that have a CTA (n0 < seqlen_k), into the counter of
+ * every (batch, query head) this mask row serves, both column halves; a tile nobody adds into has
+ * dQ 0, written here. One 256-thread CTA per (mask batch, mask head); nt ints of shared memory. */
+extern "C" __global__ void __launch_bounds__(256) fa4_sm90_bwd_expect80(const fa4_params p)
+{
+    extern __shared__ int fa4_expect_cnt[];
+    fa4_pdl_wait(); /* the step table: this kernel's completion implies bwd_pre's and the steps' */
+    fa4_pdl_launch();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nkv = p.bm_nkv, r = p.bm_kv_block / kBN;
+    const int nt = (p.seqlen_q + kBM - 1) / kBM, key_tiles = (p.seqlen_k + kBN - 1) / kBN;
+    for (int i = threadIdx.x; i < nt; i += 256)
+        fa4_expect_cnt[i] = 0;
+    __syncthreads();
+    const int *const table = fa4_bwd_steps_table(p) + (long long)blockIdx.x * nkv * fa4_bwd_steps_stride(p);
+    for (int kb = warp; kb < nkv; kb += 8) {
+        const int tiles = min(r, key_tiles - kb * r);
+        if (tiles <= 0)
+            continue;
+        const int *row = table + (long long)kb * fa4_bwd_steps_stride(p);
+        const int n = row[0];
+        for (int j = lane; j < n; j += 32) {
+            const int m0 = row[2 + 2 * j];
+            if (m0 < p.seqlen_q)
+                atomicAdd(&fa4_expect_cnt[m0 / kBM], tiles);
+        }
+    }
+    __syncthreads();
+    const int mb = blockIdx.x / p.bm_heads, mh = blockIdx.x % p.bm_heads;
+    const int b0 = p.bm_batch == 1 ? 0 : mb, nb = p.bm_batch == 1 ? p.batch : 1;
+    const int h0 = p.bm_heads == 1 ? 0 : mh, nh = p.bm_heads == 1 ? p.hq : 1;
+    for (long long i = threadIdx.x; i < (long long)nb * nh * nt; i += 256) {
+        const int t = (int)(i % nt), hb = (int)(i / nt), h = h0 + hb % nh, b = b0 + hb / nh;
+        const long long row0 = (long long)h * p.ws_rows + fa4_seq_info(p, b).ws_row + (long long)t * kBM;
+        p.dq_cnt[(row0 >> 2) * 2] = p.dq_cnt[(row0 >> 2) * 2 + 1] = fa4_expect_cnt[t];
+    }
+    /* tiles without adds (rare: query blocks no kv block keeps), the whole CTA a tile at a time */
+    for (long long i = 0; i < (long long)nb * nh * nt; ++i) {
+        const int t = (int)(i % nt);
+        if (fa4_expect_cnt[t])
+            continue;
+        const int hb = (int)(i / nt), h = h0 + hb % nh, b = b0 + hb / nh;
+        const int rows = min(kBM, p.seqlen_q - t * kBM), d = p.head_dim;
+        fa4_elem *gdQ = (fa4_elem *)p.dq.data + b * p.dq.sb + h * p.dq.sh + (long long)t * kBM * p.dq.ss;
+        for (int e = threadIdx.x; e < rows * d; e += 256)
+            gdQ[(long long)(e / d) * p.dq.ss + e % d] = fa4_from_float(0.f);
     }
 }
 
