@@ -1338,33 +1338,58 @@ struct fa4_bwd_consumer {
     }
 
 #if FA4_SM90_BWD_DQ_FUSED
-    /* Default mode with p.dq_cnt (FA4_SM90_BWD_DQ_FUSED), issuer only, in the next step's S/dP
-     * window or at the walk's end: the last step's adds complete (their tile in sm.dq_pending), it
-     * counts them off its tile's counter (p.dq_cnt: the key tiles still to add, set before this
-     * grid); where it was the last, it loads the tile's sums (this warpgroup's 64 columns, 80 rows)
-     * back into its staging buffer (free: the adds have read it) for dq_fused_convert. The release
-     * of the count orders this CTA's adds before it (their completion, then the proxy fence, as the
-     * deterministic turns); the last one's acquire and proxy fence order every CTA's adds before
-     * its TMA load. */
-    __device__ __forceinline__ void dq_fused_pass(void) const
+    /* Default mode with p.dq_cnt (FA4_SM90_BWD_DQ_FUSED): each 80-row tile's counter holds the key
+     * tiles still to add into it (set before this grid); the key tile that counts it down to 0
+     * converts the tile. Per dQ warpgroup, the issuer keeps two tiles ((head + 1) << 32 | first
+     * row): sm.dq_pending, the last step's adds, and sm.dq_pend0, the step's before, and
+     * - dq_fused_count, at the end of a step: counts off the adds of the step before (complete by
+     *   now: all bulk groups but the newest) and returns the atom's old value, which the caller
+     *   carries to the next step without waiting for it here (the atom's round trip on the
+     *   issuer's path cost the step 50%: H100 2026-12-06, plain B4 H16 S4096 bwd 2.51 -> 3.75 ms);
+     * - dq_fused_load, in the next step's S/dP window: where that value was 1 (the last adds),
+     *   loads the tile's sums (this warpgroup's 64 columns, 80 rows) back into its staging buffer
+     *   once the newest adds have read it, for dq_fused_convert at the step's dQ write.
+     * The release of the count orders this CTA's adds before it (their completion, then the proxy
+     * fence, as the deterministic turns); the last one's acquire and proxy fence order every CTA's
+     * adds before its TMA load. */
+    __device__ __forceinline__ int dq_fused_count(void) const
     {
-        unsigned long long pend;
-        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(pend) : "r"(sm.dq_pending(cw)) : "memory");
-        if (!pend)
-            return;
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
-        const int h = (int)(pend >> 32) - 1, m0 = (int)(unsigned)pend;
-        const int row0 = h * (int)p.ws_rows + wrow0 + m0; /* a multiple of 4 */
-        fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+        unsigned long long t;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pend0(cw)) : "memory");
+        if (!t)
+            return 0;
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pend0(cw)), "l"(0ull) : "memory");
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_cnt_tile(cw)), "l"(t) : "memory");
+        const int row0 = ((int)(t >> 32) - 1) * (int)p.ws_rows + wrow0 + (int)(unsigned)t; /* a multiple of 4 */
+        fa4_bulk_wait<1>(); /* its adds are complete (only this step's may still run) */
         asm volatile("fence.proxy.async.global;\n" ::: "memory");
         int left;
-        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], -1;\n"
+        asm volatile("atom.release.gpu.global.add.s32 %0, [%1], -1;\n"
                      : "=r"(left)
                      : "l"(p.dq_cnt + (row0 >> 2) * 2 + cw)
                      : "memory");
+        return left;
+    }
+    /* the same for the walk's last step (sm.dq_pending), at its end: waits for everything */
+    __device__ __forceinline__ int dq_fused_count_last(void) const
+    {
+        unsigned long long t;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pending(cw)) : "memory");
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pend0(cw)), "l"(t) : "memory");
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
+        fa4_bulk_wait<0>();
+        return dq_fused_count();
+    }
+    __device__ __forceinline__ void dq_fused_load(int left) const
+    {
         if (left != 1)
             return;
+        unsigned long long t;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_cnt_tile(cw)) : "memory");
+        const int row0 = ((int)(t >> 32) - 1) * (int)p.ws_rows + wrow0 + (int)(unsigned)t;
+        asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); /* with the count: acquire */
         asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        fa4_bulk_wait_read<0>(); /* the newest adds have read the staging buffer */
         unsigned n;
         asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_convn(cw)) : "memory");
         asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(cw)), "r"(n + 1u) : "memory");
@@ -1372,10 +1397,10 @@ struct fa4_bwd_consumer {
 #pragma unroll
         for (int box = 0; box < 2; ++box)
             fa4_tma_load_2d(sm.dqs(cw) + box * kBDqBoxBytes, tm_dq, sm.bar_dqc(cw), cw * kBDqN + box * kBDqBox, row0);
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(cw)), "l"(pend) : "memory");
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(cw)), "l"(t) : "memory");
     }
 
-    /* The whole warpgroup, after a warpgroup barrier that follows dq_fused_pass: where the pass
+    /* The whole warpgroup, after a warpgroup barrier that follows dq_fused_load: where it
      * loaded a tile, dQ = scale * sums of its rows inside the sequence, converted and stored (a
      * thread 4 columns of a row at a time: 16 threads a row's 64 columns); then the buffer is free
      * again (a barrier before the issuer clears the word and anyone writes the buffer). */
@@ -1392,10 +1417,11 @@ struct fa4_bwd_consumer {
         const fa4_seq seq = fa4_seq_info(p, b);
         fa4_elem *out = (fa4_elem *)p.dq.data + b * p.dq.sb + h * p.dq.sh + (seq.row_q + m0) * p.dq.ss + cw * kBDqN;
         const int rows = min(kBM, len_q - m0), t = warp * 32 + lane;
+        const int cols4 = min(kBDqN, p.head_dim - cw * kBDqN) / 4; /* head dims are multiples of 8 */
 #pragma unroll 2
         for (int k = 0; k < kBM * (kBDqN / 4) / 128; ++k) {
             const int i = t + 128 * k, r = i >> 4, c4 = i & 15;
-            if (r < rows) {
+            if (r < rows && c4 < cols4) {
                 const unsigned addr =
                     sm.dqs(cw) + (c4 >> 3) * kBDqBoxBytes + r * 128 + (((c4 & 7) ^ (r & 7)) << 4);
                 float x, y, z, w;
@@ -1499,12 +1525,16 @@ struct fa4_bwd_consumer {
                 fa4_tma_reduce_add_2d(tm_dq, buf + box * kBDqBoxBytes, cw * kBDqN + box * kBDqBox, row0);
             fa4_bulk_commit();
 #if FA4_SM90_BWD_DQ_FUSED
-            /* the step's tile, passed on by dq_fused_pass (steps past the sequence are never walked,
+            /* the step's tile, counted off at the next step's end (steps past the sequence are never walked,
              * bwd_schedule.cuh) */
-            if (p.dq_cnt)
+            if (p.dq_cnt) {
+                unsigned long long t;
+                asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pending(cw)) : "memory");
+                asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pend0(cw)), "l"(t) : "memory");
                 asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)),
                              "l"(((unsigned long long)(h + 1) << 32) | (unsigned)(m0 - m0 % kBM))
                              : "memory");
+            }
 #endif
             if (ctr) /* passed on by pass_dq_turn (FA4_SM90_BWD_DQ_PASS) */
                 asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"((unsigned long long)ctr)
@@ -1566,11 +1596,14 @@ struct fa4_bwd_consumer {
 
     /* One step: stage s (ring phase ph), the walk's step it (dS buffer it % 2), query tile (h, m0);
      * (hp, m0p): the previous step's (FA4_SM90_BWD_DQ_LAG: its dQ is written here). */
-    __device__ __forceinline__ void step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
-                                         int it, int h, int m0, fa4_bwd_full_t full, int hp, int m0p,
-                                         fa4_bwd_aff &af) const
+    /* One step; with FA4_SM90_BWD_DQ_FUSED, fz is what the step before returned (dq_fused_count's
+     * atom, in flight), and this step returns its own (0 otherwise). */
+    __device__ __forceinline__ int step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
+                                        int it, int h, int m0, fa4_bwd_full_t full, int hp, int m0p,
+                                        fa4_bwd_aff &af, int fz) const
     {
         (void)af;
+        (void)fz;
         const int buf = it & 1;
         (void)hp;
         (void)m0p;
@@ -1620,7 +1653,7 @@ struct fa4_bwd_consumer {
 #endif
 #if FA4_SM90_BWD_DQ_FUSED
             if (p.dq_cnt && warp == 0 && lane == 0 && cw < kBDqWgs)
-                dq_fused_pass(); /* the previous step's adds counted off */
+                dq_fused_load(fz); /* the tile the last count completed, if it did */
 #endif
 #if !FA4_BWD_WALK80
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
@@ -1818,6 +1851,11 @@ struct fa4_bwd_consumer {
                 fa4_mbar_arrive(sm.bar_empty(s));
         }
 #endif
+#if FA4_SM90_BWD_DQ_FUSED
+        if (p.dq_cnt && warp == 0 && lane == 0 && cw < kBDqWgs)
+            return dq_fused_count(); /* the step before's adds */
+#endif
+        return 0;
     }
 };
 

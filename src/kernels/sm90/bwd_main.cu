@@ -363,6 +363,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         for (int i = 0; i < kBDqWgs; ++i) { /* the fused dQ conversion's loads; no tile yet */
             fa4_mbar_init(sm.bar_dqc(i), 1);
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(i)), "l"(0ull) : "memory");
+            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pend0(i)), "l"(0ull) : "memory");
             asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(i)), "r"(0u) : "memory");
         }
 #endif
@@ -437,8 +438,9 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         aff.tlo = aff.thi = 0;
         aff.tfail = false;
 #endif
+        int fz = 0; /* FA4_SM90_BWD_DQ_FUSED: the last step's count (bwd_consumer.cuh) */
         for (; w.next(p, b, hk, n_tile, seq.len_q); ++it) {
-            c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p, aff);
+            fz = c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p, aff, fz);
             hp = w.h;
             m0p = w.m0;
         }
@@ -555,10 +557,14 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         epilogue();
 #endif
 #if FA4_SM90_BWD_DQ_FUSED
-        /* the last step's adds counted off, and its tile converted where they were the last */
+        /* the tile the last step's count completed, then the last step's own */
         if (p.dq_cnt && cw < kBDqWgs) {
             if (warp == 0 && lane == 0)
-                c.dq_fused_pass();
+                c.dq_fused_load(fz);
+            fa4_bwd_wg_sync(cw);
+            c.dq_fused_convert();
+            if (warp == 0 && lane == 0)
+                c.dq_fused_load(c.dq_fused_count_last());
             fa4_bwd_wg_sync(cw);
             c.dq_fused_convert();
         }
