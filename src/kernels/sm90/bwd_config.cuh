@@ -179,9 +179,11 @@ struct fa4_bwd_smem {
     __device__ __forceinline__ unsigned bar_dqc(int wg) const { return bar_kv() + 328u + 8u * (unsigned)wg; }
     __device__ __forceinline__ unsigned dq_conv(int wg) const { return bar_kv() + 344u + 8u * (unsigned)wg; }
     __device__ __forceinline__ unsigned dq_convn(int wg) const { return bar_kv() + 360u + 4u * (unsigned)wg; }
-    /* ... the tile whose adds the next count takes off, and the tile of the count in flight */
-    __device__ __forceinline__ unsigned dq_pend0(int wg) const { return bar_kv() + 368u + 8u * (unsigned)wg; }
-    __device__ __forceinline__ unsigned dq_cnt_tile(int wg) const { return bar_kv() + 384u + 8u * (unsigned)wg; }
+    /* ... the issuer's posts to the count agent (a ring of 2 tiles), the agent's tiles found complete
+     * (a ring of 2) and the counters {posted, counted, found, taken} */
+    __device__ __forceinline__ unsigned fz_post(int wg, unsigned i) const { return bar_kv() + 368u + 16u * (unsigned)wg + 8u * (i & 1u); }
+    __device__ __forceinline__ unsigned fz_ready(int wg, unsigned i) const { return bar_kv() + 400u + 16u * (unsigned)wg + 8u * (i & 1u); }
+    __device__ __forceinline__ unsigned fz_ctr(int wg, int k) const { return bar_kv() + 432u + 16u * (unsigned)wg + 4u * (unsigned)k; }
     /* FA4_SM90_BWD_DQ_LAG (bwd_consumer.cuh): mbarriers of dS buffer buf, "both halves stored"
      * (ds_full) and "every dQ that reads it has completed" (ds_empty) */
     __device__ __forceinline__ unsigned bar_ds_full(int buf) const { return bar_kv() + 64u + 8u * (unsigned)buf; }
@@ -207,7 +209,7 @@ struct fa4_bwd_smem {
 static_assert(8 * (1 + 2 * 3) <= 64 && 80 + 2 * 8 <= 96 && 112 + 2 * 8 <= 128 && 128 + 2 * 32 <= 256 &&
                   280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 304 &&
                   kBDqRotOff == 304 && 304 + 5 * 4 <= 328 && 328 + 2 * 8 <= 344 && 344 + 2 * 8 <= 360 &&
-                  360 + 2 * 4 <= 368 && 368 + 2 * 8 <= 384 && 384 + 2 * 8 <= 512,
+                  360 + 2 * 4 <= 368 && 368 + 2 * 16 <= 400 && 400 + 2 * 16 <= 432 && 432 + 2 * 16 <= 512,
               "barrier space");
 
 /* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is

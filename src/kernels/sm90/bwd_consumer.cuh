@@ -1340,54 +1340,78 @@ struct fa4_bwd_consumer {
 #if FA4_SM90_BWD_DQ_FUSED
     /* Default mode with p.dq_cnt (FA4_SM90_BWD_DQ_FUSED): each 80-row tile's counter holds the key
      * tiles still to add into it (set before this grid); the key tile that counts it down to 0
-     * converts the tile. Per dQ warpgroup, the issuer keeps two tiles ((head + 1) << 32 | first
-     * row): sm.dq_pending, the last step's adds, and sm.dq_pend0, the step's before, and
-     * - dq_fused_count, at the end of a step: counts off the adds of the step before (complete by
-     *   now: all bulk groups but the newest) and returns the atom's old value, which the caller
-     *   carries to the next step without waiting for it here (the atom's round trip on the
-     *   issuer's path cost the step 50%: H100 2026-12-06, plain B4 H16 S4096 bwd 2.51 -> 3.75 ms);
-     * - dq_fused_load, in the next step's S/dP window: where that value was 1 (the last adds),
-     *   loads the tile's sums (this warpgroup's 64 columns, 80 rows) back into its staging buffer
-     *   once the newest adds have read it, for dq_fused_convert at the step's dQ write.
-     * The release of the count orders this CTA's adds before it (their completion, then the proxy
-     * fence, as the deterministic turns); the last one's acquire and proxy fence order every CTA's
-     * adds before its TMA load. */
-    __device__ __forceinline__ int dq_fused_count(void) const
+     * converts the tile. A tile is (head + 1) << 32 | its first row. Per dQ warpgroup, the issuer:
+     * - leaves its dQ write's tile in sm.dq_pending;
+     * - in the next step's S/dP window (dq_fused_post_prev), once those adds are complete, hands
+     *   the tile to the count agent (fa4_bwd_count_agent, a thread of the producer's warpgroup),
+     *   which counts it off with a gpu-scope atomic and passes on the tiles it finds complete. On
+     *   the issuer's own path that atomic's release (MEMBAR.GPU, ERRBAR) cost the step half its
+     *   time (H100 2026-12-06, plain B4 H16 S4096 bwd 2.51 -> 3.75 ms; causal 1.46 -> 2.57 even
+     *   with the atom's result read a step later); posting at the step's end spilled (148 bytes);
+     * - then (dq_fused_take) takes a complete tile and loads its sums (this warpgroup's 64
+     *   columns, 80 rows) back into the staging buffer once the newest adds have read it, for
+     *   dq_fused_convert at the step's dQ write.
+     * Order: the adds' completion and the proxy fence, then the post (cta release), the agent's
+     * acq_rel count (gpu: the other CTAs' adds), its cta release of the tile, the taker's cta
+     * acquire and proxy fence, then its TMA load. */
+    __device__ __forceinline__ void dq_fused_post(unsigned long long t) const
     {
-        unsigned long long t;
-        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pend0(cw)) : "memory");
-        if (!t)
-            return 0;
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pend0(cw)), "l"(0ull) : "memory");
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_cnt_tile(cw)), "l"(t) : "memory");
-        const int row0 = ((int)(t >> 32) - 1) * (int)p.ws_rows + wrow0 + (int)(unsigned)t; /* a multiple of 4 */
-        fa4_bulk_wait<1>(); /* its adds are complete (only this step's may still run) */
-        asm volatile("fence.proxy.async.global;\n" ::: "memory");
-        int left;
-        asm volatile("atom.release.gpu.global.add.s32 %0, [%1], -1;\n"
-                     : "=r"(left)
-                     : "l"(p.dq_cnt + (row0 >> 2) * 2 + cw)
-                     : "memory");
-        return left;
+        unsigned posted, counted;
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(posted) : "r"(sm.fz_ctr(cw, 0)) : "memory");
+        for (;;) { /* a ring of 2: the agent is at most a post behind */
+            asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(counted) : "r"(sm.fz_ctr(cw, 1)) : "memory");
+            if (posted - counted < 2u)
+                break;
+            __nanosleep(32);
+        }
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.fz_post(cw, posted)), "l"(t) : "memory");
+        asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(cw, 0)), "r"(posted + 1u) : "memory");
     }
-    /* the same for the walk's last step (sm.dq_pending), at its end: waits for everything */
-    __device__ __forceinline__ int dq_fused_count_last(void) const
+    /* issuer, in the S/dP window: the last step's tile, once its adds are complete */
+    __device__ __forceinline__ void dq_fused_post_prev(void) const
     {
         unsigned long long t;
         asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pending(cw)) : "memory");
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pend0(cw)), "l"(t) : "memory");
+        if (!t)
+            return;
         asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
-        fa4_bulk_wait<0>();
-        return dq_fused_count();
+        fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+        asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        dq_fused_post(t);
     }
-    __device__ __forceinline__ void dq_fused_load(int left) const
+    /* issuer, after the walk: the last step's tile, then the end; returns once the agent has
+     * counted everything (so that every tile this CTA completes is in the ring or taken) */
+    __device__ __forceinline__ void dq_fused_post_last(void) const
     {
-        if (left != 1)
+        unsigned long long t;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pending(cw)) : "memory");
+        if (t) {
+            fa4_bulk_wait<0>();
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            dq_fused_post(t);
+        }
+        dq_fused_post(~0ull);
+        unsigned posted, counted;
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(posted) : "r"(sm.fz_ctr(cw, 0)) : "memory");
+        for (;;) {
+            asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(counted) : "r"(sm.fz_ctr(cw, 1)) : "memory");
+            if (counted == posted)
+                break;
+            __nanosleep(64);
+        }
+    }
+    /* issuer: a tile the agent found complete, if any, loaded into the staging buffer (sm.dq_conv) */
+    __device__ __forceinline__ void dq_fused_take(void) const
+    {
+        unsigned found, taken;
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(taken) : "r"(sm.fz_ctr(cw, 3)) : "memory");
+        asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(found) : "r"(sm.fz_ctr(cw, 2)) : "memory");
+        if (found == taken)
             return;
         unsigned long long t;
-        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_cnt_tile(cw)) : "memory");
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.fz_ready(cw, taken)) : "memory");
+        asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(cw, 3)), "r"(taken + 1u) : "memory");
         const int row0 = ((int)(t >> 32) - 1) * (int)p.ws_rows + wrow0 + (int)(unsigned)t;
-        asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); /* with the count: acquire */
         asm volatile("fence.proxy.async.global;\n" ::: "memory");
         fa4_bulk_wait_read<0>(); /* the newest adds have read the staging buffer */
         unsigned n;
@@ -1400,7 +1424,7 @@ struct fa4_bwd_consumer {
         asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(cw)), "l"(t) : "memory");
     }
 
-    /* The whole warpgroup, after a warpgroup barrier that follows dq_fused_load: where it
+    /* The whole warpgroup, after a warpgroup barrier that follows dq_fused_take: where it
      * loaded a tile, dQ = scale * sums of its rows inside the sequence, converted and stored (a
      * thread 4 columns of a row at a time: 16 threads a row's 64 columns); then the buffer is free
      * again (a barrier before the issuer clears the word and anyone writes the buffer). */
@@ -1525,16 +1549,12 @@ struct fa4_bwd_consumer {
                 fa4_tma_reduce_add_2d(tm_dq, buf + box * kBDqBoxBytes, cw * kBDqN + box * kBDqBox, row0);
             fa4_bulk_commit();
 #if FA4_SM90_BWD_DQ_FUSED
-            /* the step's tile, counted off at the next step's end (steps past the sequence are never walked,
+            /* the step's tile, posted in the next step's window (steps past the sequence are never walked,
              * bwd_schedule.cuh) */
-            if (p.dq_cnt) {
-                unsigned long long t;
-                asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pending(cw)) : "memory");
-                asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pend0(cw)), "l"(t) : "memory");
+            if (p.dq_cnt)
                 asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)),
                              "l"(((unsigned long long)(h + 1) << 32) | (unsigned)(m0 - m0 % kBM))
                              : "memory");
-            }
 #endif
             if (ctr) /* passed on by pass_dq_turn (FA4_SM90_BWD_DQ_PASS) */
                 asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"((unsigned long long)ctr)
@@ -1596,14 +1616,11 @@ struct fa4_bwd_consumer {
 
     /* One step: stage s (ring phase ph), the walk's step it (dS buffer it % 2), query tile (h, m0);
      * (hp, m0p): the previous step's (FA4_SM90_BWD_DQ_LAG: its dQ is written here). */
-    /* One step; with FA4_SM90_BWD_DQ_FUSED, fz is what the step before returned (dq_fused_count's
-     * atom, in flight), and this step returns its own (0 otherwise). */
-    __device__ __forceinline__ int step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
-                                        int it, int h, int m0, fa4_bwd_full_t full, int hp, int m0p,
-                                        fa4_bwd_aff &af, int fz) const
+    __device__ __forceinline__ void step(float (&dk)[kDp / 8][4], float (&dv)[kDvp / 8][4], int s, unsigned ph,
+                                         int it, int h, int m0, fa4_bwd_full_t full, int hp, int m0p,
+                                         fa4_bwd_aff &af) const
     {
         (void)af;
-        (void)fz;
         const int buf = it & 1;
         (void)hp;
         (void)m0p;
@@ -1652,8 +1669,10 @@ struct fa4_bwd_consumer {
                 dq_turn_window(h, m0, s); /* the previous step's turn */
 #endif
 #if FA4_SM90_BWD_DQ_FUSED
-            if (p.dq_cnt && warp == 0 && lane == 0 && cw < kBDqWgs)
-                dq_fused_load(fz); /* the tile the last count completed, if it did */
+            if (p.dq_cnt && warp == 0 && lane == 0 && cw < kBDqWgs) {
+                dq_fused_post_prev(); /* the last step's adds, to the count agent */
+                dq_fused_take();      /* a tile the count agent found complete */
+            }
 #endif
 #if !FA4_BWD_WALK80
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
@@ -1852,11 +1871,52 @@ struct fa4_bwd_consumer {
         }
 #endif
 #if FA4_SM90_BWD_DQ_FUSED
-        if (p.dq_cnt && warp == 0 && lane == 0 && cw < kBDqWgs)
-            return dq_fused_count(); /* the step before's adds */
 #endif
-        return 0;
     }
 };
+
+#if FA4_SM90_BWD_DQ_FUSED
+/* The count agent of dQ warpgroup wg (FA4_SM90_BWD_DQ_FUSED above): one thread of the producer's
+ * warpgroup (24 registers; a call, as fa4_bwd_turn_agent, so it takes none of the producer's). Per
+ * posted tile, the gpu-scope count; the tiles it completes go into the ready ring (waiting while
+ * both slots are full: the issuer takes one a step). Ends at the tile ~0. */
+__device__ __noinline__ void fa4_bwd_count_agent(const fa4_bwd_smem sm, int wg, int *cnt, long long ws_rows, int wrow0)
+{
+    unsigned counted = 0, found = 0;
+#pragma unroll 1
+    for (;;) {
+        unsigned posted;
+        asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(posted) : "r"(sm.fz_ctr(wg, 0)) : "memory");
+        if (posted == counted) {
+            __nanosleep(64);
+            continue;
+        }
+        unsigned long long t;
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.fz_post(wg, counted)) : "memory");
+        int left = 0;
+        if (t != ~0ull) {
+            const long long row0 = (long long)((int)(t >> 32) - 1) * ws_rows + wrow0 + (int)(unsigned)t;
+            asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], -1;\n"
+                         : "=r"(left)
+                         : "l"(cnt + (row0 >> 2) * 2 + wg)
+                         : "memory");
+        }
+        asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(wg, 1)), "r"(++counted) : "memory");
+        if (t == ~0ull)
+            return;
+        if (left != 1)
+            continue;
+        for (;;) {
+            unsigned taken;
+            asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(taken) : "r"(sm.fz_ctr(wg, 3)) : "memory");
+            if (found - taken < 2u)
+                break;
+            __nanosleep(64);
+        }
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.fz_ready(wg, found)), "l"(t) : "memory");
+        asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(wg, 2)), "r"(++found) : "memory");
+    }
+}
+#endif
 
 #endif /* FA4_SM90_BWD_CONSUMER_CUH */

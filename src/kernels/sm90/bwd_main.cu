@@ -363,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         for (int i = 0; i < kBDqWgs; ++i) { /* the fused dQ conversion's loads; no tile yet */
             fa4_mbar_init(sm.bar_dqc(i), 1);
             asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(i)), "l"(0ull) : "memory");
-            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pend0(i)), "l"(0ull) : "memory");
+            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(sm.fz_ctr(i, 0)), "r"(0u) : "memory");
             asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(i)), "r"(0u) : "memory");
         }
 #endif
@@ -390,6 +390,16 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             if ((tid & 31) == 0) {
                 fa4_pdl_wait(); /* the turn counters are zeroed by bwd_pre */
                 fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
+            }
+            return;
+        }
+#endif
+#if FA4_SM90_BWD_DQ_FUSED
+        /* the fused dQ conversion: lane 0 of warp 1 + wg counts for dQ warpgroup wg (a vote, as above) */
+        if (__any_sync(0xffffffffu, p.dq_cnt && (tid == 32 || (kBDqWgs == 2 && tid == 64)))) {
+            if ((tid & 31) == 0) {
+                fa4_pdl_wait(); /* the counters are set by bwd_pre or fa4_sm90_bwd_expect80 */
+                fa4_bwd_count_agent(sm, (tid >> 5) - 1, p.dq_cnt, p.ws_rows, (int)seq.ws_row);
             }
             return;
         }
@@ -438,9 +448,8 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         aff.tlo = aff.thi = 0;
         aff.tfail = false;
 #endif
-        int fz = 0; /* FA4_SM90_BWD_DQ_FUSED: the last step's count (bwd_consumer.cuh) */
         for (; w.next(p, b, hk, n_tile, seq.len_q); ++it) {
-            fz = c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p, aff, fz);
+            c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p, aff);
             hp = w.h;
             m0p = w.m0;
         }
@@ -557,16 +566,20 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         epilogue();
 #endif
 #if FA4_SM90_BWD_DQ_FUSED
-        /* the tile the last step's count completed, then the last step's own */
+        /* the last step's tile to the count agent, then every tile found complete converted */
         if (p.dq_cnt && cw < kBDqWgs) {
             if (warp == 0 && lane == 0)
-                c.dq_fused_load(fz);
-            fa4_bwd_wg_sync(cw);
-            c.dq_fused_convert();
-            if (warp == 0 && lane == 0)
-                c.dq_fused_load(c.dq_fused_count_last());
-            fa4_bwd_wg_sync(cw);
-            c.dq_fused_convert();
+                c.dq_fused_post_last();
+            for (;;) {
+                if (warp == 0 && lane == 0)
+                    c.dq_fused_take();
+                fa4_bwd_wg_sync(cw);
+                unsigned long long cv;
+                asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(cv) : "r"(sm.dq_conv(cw)) : "memory");
+                if (!cv)
+                    break;
+                c.dq_fused_convert();
+            }
         }
 #endif
     }
