@@ -1354,50 +1354,73 @@ struct fa4_bwd_consumer {
      * Order: the adds' completion and the proxy fence, then the post (cta release), the agent's
      * acq_rel count (gpu: the other CTAs' adds), its cta release of the tile, the taker's cta
      * acquire and proxy fence, then its TMA load. */
-    __device__ __forceinline__ void dq_fused_post(unsigned long long t) const
+    /* issuer: tile t to the count agent if its ring has room */
+    __device__ __forceinline__ bool dq_fused_try_post(unsigned long long t) const
     {
         unsigned posted, counted;
         asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(posted) : "r"(sm.fz_ctr(cw, 0)) : "memory");
-        for (;;) { /* a ring of 2: the agent is at most a post behind */
-            asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(counted) : "r"(sm.fz_ctr(cw, 1)) : "memory");
-            if (posted - counted < 2u)
-                break;
-            __nanosleep(32);
-        }
+        asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(counted) : "r"(sm.fz_ctr(cw, 1)) : "memory");
+        if (posted - counted >= 2u)
+            return false;
         asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.fz_post(cw, posted)), "l"(t) : "memory");
         asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(cw, 0)), "r"(posted + 1u) : "memory");
+        return true;
     }
-    /* issuer, in the S/dP window: the last step's tile, once its adds are complete */
+    /* issuer, in the S/dP window after dq_fused_take: the last step's tile once its adds are
+     * complete (FA4_SM90_BWD_DQ_FUSED_LAG: the tile of the step before, whose adds are) */
     __device__ __forceinline__ void dq_fused_post_prev(void) const
     {
+        const unsigned slot = FA4_SM90_BWD_DQ_FUSED_LAG ? sm.dq_pend0(cw) : sm.dq_pending(cw);
         unsigned long long t;
-        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pending(cw)) : "memory");
+        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(slot) : "memory");
         if (!t)
             return;
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
-        fa4_bulk_wait<0>(); /* the adds are complete, not only read */
+        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(slot), "l"(0ull) : "memory");
+        fa4_bulk_wait<FA4_SM90_BWD_DQ_FUSED_LAG>(); /* the adds are complete, not only read */
         asm volatile("fence.proxy.async.global;\n" ::: "memory");
-        dq_fused_post(t);
+        /* the agent is at most a post behind here: it never waits for a ready slot while the
+         * issuer has taken one this window (dq_fused_take comes first) */
+        while (!dq_fused_try_post(t))
+            __nanosleep(32);
     }
-    /* issuer, after the walk: the last step's tile, then the end; returns once the agent has
-     * counted everything (so that every tile this CTA completes is in the ring or taken) */
-    __device__ __forceinline__ void dq_fused_post_last(void) const
+    /* issuer, after the walk, once a round of the warpgroup's loop (bwd_main.cu): what is left to
+     * post (stage: 0 the tiles of the last steps, 1 the end, 2 nothing), a complete tile taken if
+     * any; sm.dq_conv then holds the tile to convert, 1 when everything is counted and converted,
+     * or 0 (another round). Never waits: the agent may need a ready slot first. */
+    __device__ __forceinline__ void dq_fused_tail(int &stage) const
     {
-        unsigned long long t;
-        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pending(cw)) : "memory");
-        if (t) {
-            fa4_bulk_wait<0>();
-            asm volatile("fence.proxy.async.global;\n" ::: "memory");
-            dq_fused_post(t);
+        if (stage == 0) {
+            const unsigned s0 = FA4_SM90_BWD_DQ_FUSED_LAG ? sm.dq_pend0(cw) : sm.dq_pending(cw);
+            unsigned long long t0, t1 = 0;
+            asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t0) : "r"(s0) : "memory");
+            if (FA4_SM90_BWD_DQ_FUSED_LAG)
+                asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t1) : "r"(sm.dq_pending(cw)) : "memory");
+            if (!t0) {
+                t0 = t1;
+                t1 = 0;
+            }
+            if (t0 && dq_fused_try_post(t0)) {
+                asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(s0), "l"(t1) : "memory");
+                if (FA4_SM90_BWD_DQ_FUSED_LAG)
+                    asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
+                t0 = t1;
+            }
+            if (!t0)
+                stage = 1;
         }
-        dq_fused_post(~0ull);
-        unsigned posted, counted;
-        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(posted) : "r"(sm.fz_ctr(cw, 0)) : "memory");
-        for (;;) {
+        if (stage == 1 && dq_fused_try_post(~0ull))
+            stage = 2;
+        dq_fused_take();
+        if (stage == 2) {
+            unsigned long long cv;
+            asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(cv) : "r"(sm.dq_conv(cw)) : "memory");
+            unsigned posted, counted, found, taken;
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(posted) : "r"(sm.fz_ctr(cw, 0)) : "memory");
             asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(counted) : "r"(sm.fz_ctr(cw, 1)) : "memory");
-            if (counted == posted)
-                break;
-            __nanosleep(64);
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(taken) : "r"(sm.fz_ctr(cw, 3)) : "memory");
+            asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(found) : "r"(sm.fz_ctr(cw, 2)) : "memory");
+            if (!cv && counted == posted && found == taken) /* the agent pushes before it counts */
+                asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(cw)), "l"(1ull) : "memory");
         }
     }
     /* issuer: a tile the agent found complete, if any, loaded into the staging buffer (sm.dq_conv) */
@@ -1551,10 +1574,16 @@ struct fa4_bwd_consumer {
 #if FA4_SM90_BWD_DQ_FUSED
             /* the step's tile, posted in the next step's window (steps past the sequence are never walked,
              * bwd_schedule.cuh) */
-            if (p.dq_cnt)
+            if (p.dq_cnt) {
+                if (FA4_SM90_BWD_DQ_FUSED_LAG) {
+                    unsigned long long t;
+                    asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pending(cw)) : "memory");
+                    asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pend0(cw)), "l"(t) : "memory");
+                }
                 asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)),
                              "l"(((unsigned long long)(h + 1) << 32) | (unsigned)(m0 - m0 % kBM))
                              : "memory");
+            }
 #endif
             if (ctr) /* passed on by pass_dq_turn (FA4_SM90_BWD_DQ_PASS) */
                 asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"((unsigned long long)ctr)
@@ -1670,8 +1699,8 @@ struct fa4_bwd_consumer {
 #endif
 #if FA4_SM90_BWD_DQ_FUSED
             if (p.dq_cnt && warp == 0 && lane == 0 && cw < kBDqWgs) {
-                dq_fused_post_prev(); /* the last step's adds, to the count agent */
                 dq_fused_take();      /* a tile the count agent found complete */
+                dq_fused_post_prev(); /* the last step's adds, to the count agent */
             }
 #endif
 #if !FA4_BWD_WALK80
@@ -1879,7 +1908,7 @@ struct fa4_bwd_consumer {
 /* The count agent of dQ warpgroup wg (FA4_SM90_BWD_DQ_FUSED above): one thread of the producer's
  * warpgroup (24 registers; a call, as fa4_bwd_turn_agent, so it takes none of the producer's). Per
  * posted tile, the gpu-scope count; the tiles it completes go into the ready ring (waiting while
- * both slots are full: the issuer takes one a step). Ends at the tile ~0. */
+ * its 4 slots are full: the issuer takes one a step), then the count. Ends at the tile ~0. */
 __device__ __noinline__ void fa4_bwd_count_agent(const fa4_bwd_smem sm, int wg, int *cnt, long long ws_rows, int wrow0)
 {
     unsigned counted = 0, found = 0;
@@ -1901,20 +1930,20 @@ __device__ __noinline__ void fa4_bwd_count_agent(const fa4_bwd_smem sm, int wg, 
                          : "l"(cnt + (row0 >> 2) * 2 + wg)
                          : "memory");
         }
+        if (left == 1) { /* complete: into the ready ring before the count says so (dq_fused_tail) */
+            for (;;) {
+                unsigned taken;
+                asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(taken) : "r"(sm.fz_ctr(wg, 3)) : "memory");
+                if (found - taken < 4u)
+                    break;
+                __nanosleep(64);
+            }
+            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.fz_ready(wg, found)), "l"(t) : "memory");
+            asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(wg, 2)), "r"(++found) : "memory");
+        }
         asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(wg, 1)), "r"(++counted) : "memory");
         if (t == ~0ull)
             return;
-        if (left != 1)
-            continue;
-        for (;;) {
-            unsigned taken;
-            asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(taken) : "r"(sm.fz_ctr(wg, 3)) : "memory");
-            if (found - taken < 2u)
-                break;
-            __nanosleep(64);
-        }
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.fz_ready(wg, found)), "l"(t) : "memory");
-        asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(wg, 2)), "r"(++found) : "memory");
     }
 }
 #endif

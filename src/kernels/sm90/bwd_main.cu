@@ -568,17 +568,27 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #if FA4_SM90_BWD_DQ_FUSED
         /* the last step's tile to the count agent, then every tile found complete converted */
         if (p.dq_cnt && cw < kBDqWgs) {
-            if (warp == 0 && lane == 0)
-                c.dq_fused_post_last();
+            const bool issuer = warp == 0 && lane == 0;
+            int stage = 0;
+            if (issuer) {
+                fa4_bulk_wait<0>(); /* every add complete, before the last tiles' posts */
+                asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            }
             for (;;) {
-                if (warp == 0 && lane == 0)
-                    c.dq_fused_take();
+                if (issuer)
+                    c.dq_fused_tail(stage);
                 fa4_bwd_wg_sync(cw);
                 unsigned long long cv;
                 asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(cv) : "r"(sm.dq_conv(cw)) : "memory");
-                if (!cv)
+                if (cv == 1ull)
                     break;
-                c.dq_fused_convert();
+                if (cv) {
+                    c.dq_fused_convert(); /* its barrier, then the word cleared */
+                } else {
+                    fa4_bwd_wg_sync(cw); /* everyone read the word before the issuer's next round */
+                    if (issuer)
+                        __nanosleep(128);
+                }
             }
         }
 #endif
