@@ -42,11 +42,6 @@ constexpr int kBN = 128;        /* keys per CTA (the stationary block) */
 #ifndef FA4_SM90_BWD_DQ_FUSED
 #define FA4_SM90_BWD_DQ_FUSED (FA4_SM90_BWD_BM != 64)
 #endif
-/* 1: the issuer posts a step's tile to the count agent two steps later (its adds long complete:
- * cp.async.bulk.wait_group 1), 0: in the next step's window (wait_group 0) */
-#ifndef FA4_SM90_BWD_DQ_FUSED_LAG
-#define FA4_SM90_BWD_DQ_FUSED_LAG 0
-#endif
 /* a staged row: 128 floats and 32 bytes of padding (the rows' quads then fall on other banks) */
 #define kBSplitRowBytes (128 * 4 + 32)
 constexpr int kBM = FA4_SM90_BWD_BM; /* query rows per step */
@@ -178,19 +173,8 @@ struct fa4_bwd_smem {
     /* deterministic dense walks rotated (p.deterministic > 1): the constants of the CTA's turns
      * (bwd_schedule.cuh fa4_bwd_rot_turn; 5 ints) */
     __device__ __forceinline__ unsigned dq_rot() const { return bar_kv() + kBDqRotOff; }
-    /* FA4_SM90_BWD_DQ_FUSED (bwd_consumer.cuh), per dQ warpgroup: the mbarrier of the accumulator
-     * tile loaded back for its conversion, the tile to convert ((head + 1) << 32 | first row; 0:
-     * none) and the number of loads issued so far (the mbarrier's phase) */
-    __device__ __forceinline__ unsigned bar_dqc(int wg) const { return bar_kv() + 328u + 8u * (unsigned)wg; }
-    __device__ __forceinline__ unsigned dq_conv(int wg) const { return bar_kv() + 344u + 8u * (unsigned)wg; }
+    /* FA4_SM90_BWD_DQ_FUSED (bwd_consumer.cuh dq_fused_end): the number of half tiles to convert */
     __device__ __forceinline__ unsigned dq_convn(int wg) const { return bar_kv() + 360u + 4u * (unsigned)wg; }
-    /* ... the issuer's posts to the count agent (a ring of 2 tiles), the agent's tiles found complete
-     * (a ring of 4), the counters {posted, counted, found, taken}, and with FA4_SM90_BWD_DQ_FUSED_LAG
-     * the tile of the step before the last */
-    __device__ __forceinline__ unsigned fz_post(int wg, unsigned i) const { return bar_kv() + 368u + 16u * (unsigned)wg + 8u * (i & 1u); }
-    __device__ __forceinline__ unsigned fz_ready(int wg, unsigned i) const { return bar_kv() + 400u + 32u * (unsigned)wg + 8u * (i & 3u); }
-    __device__ __forceinline__ unsigned fz_ctr(int wg, int k) const { return bar_kv() + 464u + 16u * (unsigned)wg + 4u * (unsigned)k; }
-    __device__ __forceinline__ unsigned dq_pend0(int wg) const { return bar_kv() + 496u + 8u * (unsigned)wg; }
     /* FA4_SM90_BWD_DQ_LAG (bwd_consumer.cuh): mbarriers of dS buffer buf, "both halves stored"
      * (ds_full) and "every dQ that reads it has completed" (ds_empty) */
     __device__ __forceinline__ unsigned bar_ds_full(int buf) const { return bar_kv() + 64u + 8u * (unsigned)buf; }
@@ -215,9 +199,7 @@ struct fa4_bwd_smem {
 };
 static_assert(8 * (1 + 2 * 3) <= 64 && 80 + 2 * 8 <= 96 && 112 + 2 * 8 <= 128 && 128 + 2 * 32 <= 256 &&
                   280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 304 &&
-                  kBDqRotOff == 304 && 304 + 5 * 4 <= 328 && 328 + 2 * 8 <= 344 && 344 + 2 * 8 <= 360 &&
-                  360 + 2 * 4 <= 368 && 368 + 2 * 16 <= 400 && 400 + 2 * 32 <= 464 && 464 + 2 * 16 <= 496 &&
-                  496 + 2 * 8 <= 512,
+                  kBDqRotOff == 304 && 304 + 5 * 4 <= 360 && 360 + 2 * 4 <= 512,
               "barrier space");
 
 /* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is

@@ -1338,153 +1338,110 @@ struct fa4_bwd_consumer {
     }
 
 #if FA4_SM90_BWD_DQ_FUSED
-    /* Default mode with p.dq_cnt (FA4_SM90_BWD_DQ_FUSED): each 80-row tile's counter holds the key
-     * tiles still to add into it (set before this grid); the key tile that counts it down to 0
-     * converts the tile. A tile is (head + 1) << 32 | its first row. Per dQ warpgroup, the issuer:
-     * - leaves its dQ write's tile in sm.dq_pending;
-     * - in the next step's S/dP window (dq_fused_post_prev), once those adds are complete, hands
-     *   the tile to the count agent (fa4_bwd_count_agent, a thread of the producer's warpgroup),
-     *   which counts it off with a gpu-scope atomic and passes on the tiles it finds complete. On
-     *   the issuer's own path that atomic's release (MEMBAR.GPU, ERRBAR) cost the step half its
-     *   time (H100 2026-12-06, plain B4 H16 S4096 bwd 2.51 -> 3.75 ms; causal 1.46 -> 2.57 even
-     *   with the atom's result read a step later); posting at the step's end spilled (148 bytes);
-     * - then (dq_fused_take) takes a complete tile and loads its sums (this warpgroup's 64
-     *   columns, 80 rows) back into the staging buffer once the newest adds have read it, for
-     *   dq_fused_convert at the step's dQ write.
-     * Order: the adds' completion and the proxy fence, then the post (cta release), the agent's
-     * acq_rel count (gpu: the other CTAs' adds), its cta release of the tile, the taker's cta
-     * acquire and proxy fence, then its TMA load. */
-    /* issuer: tile t to the count agent if its ring has room */
-    __device__ __forceinline__ bool dq_fused_try_post(unsigned long long t) const
+    /* Default mode with p.dq_cnt (FA4_SM90_BWD_DQ_FUSED), the 256 consumer threads once the walk is
+     * over and every dQ add of this CTA is complete (the issuers' bulk wait and proxy fence, then
+     * a consumers' barrier): each 80-row tile's counter holds the key tiles still to add into it
+     * (set before this grid); the CTA counts off every (tile, column half) of its walk, and the
+     * halves it takes to 0 (every key tile's adds complete) it converts itself: dQ = scale * sums
+     * of the rows inside the sequence, in the element type. The release of the count follows the
+     * barrier after the completion (cumulative), the acquire of the last one precedes the barrier
+     * before everyone's loads.
+     * Why at the walk's end, not per step: a step's count needs its adds complete first
+     * (cp.async.bulk.wait_group, which invalidates L1: the block-mask walk's table entries, kept
+     * there by prefetch, then missed) and a gpu-scope release: per step, on the issuer or on an
+     * agent thread of the producer warpgroup, that made the backward 8-48% slower (H100
+     * 2026-12-06, B4 H16 S4096 bwd ms, bwd_post / per step: plain S8192 10.11 / 10.96, causal
+     * 1.461 / 2.167, document B8 1.862 / 2.999). The list of halves to convert sits in the dS
+     * buffers and the dQ staging (free after the walk), its length in sm.dq_convn(0); a round of
+     * 256 (step, half) pairs at a time, converted whenever another round might not fit. */
+    /* every half tile of the list (n entries) converted */
+    __device__ __forceinline__ void dq_fused_convert(unsigned n, int t) const
     {
-        unsigned posted, counted;
-        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(posted) : "r"(sm.fz_ctr(cw, 0)) : "memory");
-        asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(counted) : "r"(sm.fz_ctr(cw, 1)) : "memory");
-        if (posted - counted >= 2u)
-            return false;
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.fz_post(cw, posted)), "l"(t) : "memory");
-        asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(cw, 0)), "r"(posted + 1u) : "memory");
-        return true;
-    }
-    /* issuer, in the S/dP window after dq_fused_take: the last step's tile once its adds are
-     * complete (FA4_SM90_BWD_DQ_FUSED_LAG: the tile of the step before, whose adds are) */
-    __device__ __forceinline__ void dq_fused_post_prev(void) const
-    {
-        const unsigned slot = FA4_SM90_BWD_DQ_FUSED_LAG ? sm.dq_pend0(cw) : sm.dq_pending(cw);
-        unsigned long long t;
-        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(slot) : "memory");
-        if (!t)
-            return;
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(slot), "l"(0ull) : "memory");
-        fa4_bulk_wait<FA4_SM90_BWD_DQ_FUSED_LAG>(); /* the adds are complete, not only read */
-        asm volatile("fence.proxy.async.global;\n" ::: "memory");
-        /* the agent is at most a post behind here: it never waits for a ready slot while the
-         * issuer has taken one this window (dq_fused_take comes first) */
-        while (!dq_fused_try_post(t))
-            __nanosleep(32);
-    }
-    /* issuer, after the walk, once a round of the warpgroup's loop (bwd_main.cu): what is left to
-     * post (stage: 0 the tiles of the last steps, 1 the end, 2 nothing), a complete tile taken if
-     * any; sm.dq_conv then holds the tile to convert, 1 when everything is counted and converted,
-     * or 0 (another round). Never waits: the agent may need a ready slot first. */
-    __device__ __forceinline__ void dq_fused_tail(int &stage) const
-    {
-        if (stage == 0) {
-            const unsigned s0 = FA4_SM90_BWD_DQ_FUSED_LAG ? sm.dq_pend0(cw) : sm.dq_pending(cw);
-            unsigned long long t0, t1 = 0;
-            asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t0) : "r"(s0) : "memory");
-            if (FA4_SM90_BWD_DQ_FUSED_LAG)
-                asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t1) : "r"(sm.dq_pending(cw)) : "memory");
-            if (!t0) {
-                t0 = t1;
-                t1 = 0;
-            }
-            if (t0 && dq_fused_try_post(t0)) {
-                asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(s0), "l"(t1) : "memory");
-                if (FA4_SM90_BWD_DQ_FUSED_LAG)
-                    asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
-                t0 = t1;
-            }
-            if (!t0)
-                stage = 1;
-        }
-        if (stage == 1 && dq_fused_try_post(~0ull))
-            stage = 2;
-        dq_fused_take();
-        if (stage == 2) {
-            unsigned long long cv;
-            asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(cv) : "r"(sm.dq_conv(cw)) : "memory");
-            unsigned posted, counted, found, taken;
-            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(posted) : "r"(sm.fz_ctr(cw, 0)) : "memory");
-            asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(counted) : "r"(sm.fz_ctr(cw, 1)) : "memory");
-            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(taken) : "r"(sm.fz_ctr(cw, 3)) : "memory");
-            asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(found) : "r"(sm.fz_ctr(cw, 2)) : "memory");
-            if (!cv && counted == posted && found == taken) /* the agent pushes before it counts */
-                asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(cw)), "l"(1ull) : "memory");
-        }
-    }
-    /* issuer: a tile the agent found complete, if any, loaded into the staging buffer (sm.dq_conv) */
-    __device__ __forceinline__ void dq_fused_take(void) const
-    {
-        unsigned found, taken;
-        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(taken) : "r"(sm.fz_ctr(cw, 3)) : "memory");
-        asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(found) : "r"(sm.fz_ctr(cw, 2)) : "memory");
-        if (found == taken)
-            return;
-        unsigned long long t;
-        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.fz_ready(cw, taken)) : "memory");
-        asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(cw, 3)), "r"(taken + 1u) : "memory");
-        const int row0 = ((int)(t >> 32) - 1) * (int)p.ws_rows + wrow0 + (int)(unsigned)t;
-        asm volatile("fence.proxy.async.global;\n" ::: "memory");
-        fa4_bulk_wait_read<0>(); /* the newest adds have read the staging buffer */
-        unsigned n;
-        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_convn(cw)) : "memory");
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(cw)), "r"(n + 1u) : "memory");
-        fa4_mbar_expect_tx(sm.bar_dqc(cw), (unsigned)kBDqBytes);
+        asm volatile("fence.proxy.async.global;\n" ::: "memory"); /* the sums were added by the async proxy */
+        const fa4_seq seq = fa4_seq_info(p, b);
+        const int d = p.head_dim;
+        constexpr int kQ = kBM * (kBDqN / 4); /* float4 of a half tile */
+        constexpr int kU = 8;                 /* loads in flight a thread */
+        const long long total = (long long)n * kQ;
+        for (long long i0 = t; i0 < total; i0 += 256LL * kU) {
+            float4 v[kU];
+            long long dst[kU];
 #pragma unroll
-        for (int box = 0; box < 2; ++box)
-            fa4_tma_load_2d(sm.dqs(cw) + box * kBDqBoxBytes, tm_dq, sm.bar_dqc(cw), cw * kBDqN + box * kBDqBox, row0);
-        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(cw)), "l"(t) : "memory");
+            for (int u = 0; u < kU; ++u) {
+                dst[u] = -1;
+                const long long i = i0 + 256LL * u;
+                if (i >= total)
+                    continue;
+                unsigned long long e;
+                asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(e) : "r"(sm.ds(0) + 8u * (unsigned)(i / kQ)) : "memory");
+                const int q = (int)(i % kQ), col = (int)(e & 1) * kBDqN + (q & 15) * 4;
+                const int h = (int)(e >> 33), row = (int)((e >> 1) & 0xffffffffu) + (q >> 4);
+                if (row >= len_q || col >= d)
+                    continue;
+                const float *src = p.dq_accum + ((long long)h * p.ws_rows + wrow0 + row) * d + col;
+                asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=f"(v[u].x), "=f"(v[u].y), "=f"(v[u].z), "=f"(v[u].w)
+                             : "l"(src)
+                             : "memory");
+                dst[u] = b * p.dq.sb + h * p.dq.sh + (seq.row_q + row) * p.dq.ss + col;
+            }
+#pragma unroll
+            for (int u = 0; u < kU; ++u)
+                if (dst[u] >= 0) {
+                    const unsigned lo = fa4_pack2(v[u].x * p.scale, v[u].y * p.scale);
+                    const unsigned hi = fa4_pack2(v[u].z * p.scale, v[u].w * p.scale);
+                    asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"((fa4_elem *)p.dq.data + dst[u]), "r"(lo),
+                                 "r"(hi)
+                                 : "memory");
+                }
+        }
     }
 
-    /* The whole warpgroup, after a warpgroup barrier that follows dq_fused_take: where it
-     * loaded a tile, dQ = scale * sums of its rows inside the sequence, converted and stored (a
-     * thread 4 columns of a row at a time: 16 threads a row's 64 columns); then the buffer is free
-     * again (a barrier before the issuer clears the word and anyone writes the buffer). */
-    __device__ __forceinline__ void dq_fused_convert(void) const
+    __device__ __forceinline__ void dq_fused_end(int hk) const
     {
-        unsigned long long cv;
-        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(cv) : "r"(sm.dq_conv(cw)) : "memory");
-        if (!cv)
-            return;
-        const int h = (int)(cv >> 32) - 1, m0 = (int)(unsigned)cv;
-        unsigned n;
-        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_convn(cw)) : "memory");
-        fa4_mbar_wait(sm.bar_dqc(cw), (n - 1u) & 1u);
-        const fa4_seq seq = fa4_seq_info(p, b);
-        fa4_elem *out = (fa4_elem *)p.dq.data + b * p.dq.sb + h * p.dq.sh + (seq.row_q + m0) * p.dq.ss + cw * kBDqN;
-        const int rows = min(kBM, len_q - m0), t = warp * 32 + lane;
-        const int cols4 = min(kBDqN, p.head_dim - cw * kBDqN) / 4; /* head dims are multiples of 8 */
-#pragma unroll 2
-        for (int k = 0; k < kBM * (kBDqN / 4) / 128; ++k) {
-            const int i = t + 128 * k, r = i >> 4, c4 = i & 15;
-            if (r < rows && c4 < cols4) {
-                const unsigned addr =
-                    sm.dqs(cw) + (c4 >> 3) * kBDqBoxBytes + r * 128 + (((c4 & 7) ^ (r & 7)) << 4);
-                float x, y, z, w;
-                asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=f"(x), "=f"(y), "=f"(z), "=f"(w)
-                             : "r"(addr)
-                             : "memory");
-                const unsigned lo = fa4_pack2(x * p.scale, y * p.scale), hi = fa4_pack2(z * p.scale, w * p.scale);
-                asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(out + (long long)r * p.dq.ss + c4 * 4),
-                             "r"(lo), "r"(hi)
-                             : "memory");
+        /* the list: 8 bytes a half tile in the dS buffers and the dQ staging (contiguous, free) */
+        constexpr unsigned kCap = (2 * kBDsBytes + (kDp / 64) * kBDqBytes) / 8;
+        static_assert(kCap >= 2 * 256, "the fused dQ list holds two rounds");
+        const int t = cw * 128 + warp * 32 + lane;
+        for (int hh = 0; hh < p.group; ++hh) {
+            const int h = hk * p.group + hh;
+            int count;
+            const int *st = fa4_bwd_steps_row(p, b, h, n_tile, len_q, count);
+            for (int j0 = 0; j0 < 2 * count; j0 += 256) { /* rounds of 256 (step, half) pairs */
+                const int j = j0 + t;
+                const int m0 = j < 2 * count ? (st ? st[2 * (j >> 1)] : (j >> 1) * kBM) : len_q;
+                if (m0 < len_q) {
+                    const int tile0 = m0 - m0 % kBM, half = j & 1;
+                    const long long row0 = (long long)h * p.ws_rows + wrow0 + tile0; /* a multiple of 4 */
+                    int left;
+                    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], -1;\n"
+                                 : "=r"(left)
+                                 : "l"(p.dq_cnt + (row0 >> 2) * 2 + half)
+                                 : "memory");
+                    if (left == 1) {
+                        unsigned slot;
+                        asm volatile("atom.shared.add.u32 %0, [%1], 1;\n" : "=r"(slot) : "r"(sm.dq_convn(0)) : "memory");
+                        asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.ds(0) + 8u * slot),
+                                     "l"(((unsigned long long)h << 33) | ((unsigned long long)tile0 << 1) | (unsigned)half)
+                                     : "memory");
+                    }
+                }
+                fa4_bwd_consumers_sync();
+                unsigned n;
+                asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_convn(0)) : "memory");
+                if (n + 256u > kCap) { /* no room for another round: convert what is there */
+                    dq_fused_convert(n, t);
+                    fa4_bwd_consumers_sync();
+                    if (t == 0)
+                        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(0)), "r"(0u) : "memory");
+                    fa4_bwd_consumers_sync();
+                }
             }
         }
-        fa4_bwd_wg_sync(cw);
-        if (warp == 0 && lane == 0)
-            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(cw)), "l"(0ull) : "memory");
+        unsigned n;
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_convn(0)) : "memory");
+        if (n)
+            dq_fused_convert(n, t);
     }
 #endif
 
@@ -1512,10 +1469,6 @@ struct fa4_bwd_consumer {
         if (issuer)
             fa4_bulk_wait_read<0>(); /* the previous step's reduce has read the buffer */
         fa4_bwd_wg_sync(cw);
-#if FA4_SM90_BWD_DQ_FUSED
-        if (p.dq_cnt) /* a tile this warpgroup's pass found complete: out of the buffer first */
-            dq_fused_convert();
-#endif
 #if FA4_SM90_BWD_BM == 64
         {
 #pragma unroll
@@ -1571,20 +1524,6 @@ struct fa4_bwd_consumer {
             for (int box = 0; box < 2; ++box)
                 fa4_tma_reduce_add_2d(tm_dq, buf + box * kBDqBoxBytes, cw * kBDqN + box * kBDqBox, row0);
             fa4_bulk_commit();
-#if FA4_SM90_BWD_DQ_FUSED
-            /* the step's tile, posted in the next step's window (steps past the sequence are never walked,
-             * bwd_schedule.cuh) */
-            if (p.dq_cnt) {
-                if (FA4_SM90_BWD_DQ_FUSED_LAG) {
-                    unsigned long long t;
-                    asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.dq_pending(cw)) : "memory");
-                    asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pend0(cw)), "l"(t) : "memory");
-                }
-                asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)),
-                             "l"(((unsigned long long)(h + 1) << 32) | (unsigned)(m0 - m0 % kBM))
-                             : "memory");
-            }
-#endif
             if (ctr) /* passed on by pass_dq_turn (FA4_SM90_BWD_DQ_PASS) */
                 asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"((unsigned long long)ctr)
                              : "memory");
@@ -1696,12 +1635,6 @@ struct fa4_bwd_consumer {
 #if FA4_SM90_BWD_DQ_PASS == 1
             if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
                 dq_turn_window(h, m0, s); /* the previous step's turn */
-#endif
-#if FA4_SM90_BWD_DQ_FUSED
-            if (p.dq_cnt && warp == 0 && lane == 0 && cw < kBDqWgs) {
-                dq_fused_take();      /* a tile the count agent found complete */
-                dq_fused_post_prev(); /* the last step's adds, to the count agent */
-            }
 #endif
 #if !FA4_BWD_WALK80
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
@@ -1899,53 +1832,7 @@ struct fa4_bwd_consumer {
                 fa4_mbar_arrive(sm.bar_empty(s));
         }
 #endif
-#if FA4_SM90_BWD_DQ_FUSED
-#endif
     }
 };
-
-#if FA4_SM90_BWD_DQ_FUSED
-/* The count agent of dQ warpgroup wg (FA4_SM90_BWD_DQ_FUSED above): one thread of the producer's
- * warpgroup (24 registers; a call, as fa4_bwd_turn_agent, so it takes none of the producer's). Per
- * posted tile, the gpu-scope count; the tiles it completes go into the ready ring (waiting while
- * its 4 slots are full: the issuer takes one a step), then the count. Ends at the tile ~0. */
-__device__ __noinline__ void fa4_bwd_count_agent(const fa4_bwd_smem sm, int wg, int *cnt, long long ws_rows, int wrow0)
-{
-    unsigned counted = 0, found = 0;
-#pragma unroll 1
-    for (;;) {
-        unsigned posted;
-        asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(posted) : "r"(sm.fz_ctr(wg, 0)) : "memory");
-        if (posted == counted) {
-            __nanosleep(64);
-            continue;
-        }
-        unsigned long long t;
-        asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(t) : "r"(sm.fz_post(wg, counted)) : "memory");
-        int left = 0;
-        if (t != ~0ull) {
-            const long long row0 = (long long)((int)(t >> 32) - 1) * ws_rows + wrow0 + (int)(unsigned)t;
-            asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], -1;\n"
-                         : "=r"(left)
-                         : "l"(cnt + (row0 >> 2) * 2 + wg)
-                         : "memory");
-        }
-        if (left == 1) { /* complete: into the ready ring before the count says so (dq_fused_tail) */
-            for (;;) {
-                unsigned taken;
-                asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(taken) : "r"(sm.fz_ctr(wg, 3)) : "memory");
-                if (found - taken < 4u)
-                    break;
-                __nanosleep(64);
-            }
-            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.fz_ready(wg, found)), "l"(t) : "memory");
-            asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(wg, 2)), "r"(++found) : "memory");
-        }
-        asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(sm.fz_ctr(wg, 1)), "r"(++counted) : "memory");
-        if (t == ~0ull)
-            return;
-    }
-}
-#endif
 
 #endif /* FA4_SM90_BWD_CONSUMER_CUH */

@@ -360,12 +360,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         }
 #endif
 #if FA4_SM90_BWD_DQ_FUSED
-        for (int i = 0; i < kBDqWgs; ++i) { /* the fused dQ conversion's loads; no tile yet */
-            fa4_mbar_init(sm.bar_dqc(i), 1);
-            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_conv(i)), "l"(0ull) : "memory");
-            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(sm.fz_ctr(i, 0)), "r"(0u) : "memory");
-            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(i)), "r"(0u) : "memory");
-        }
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(0)), "r"(0u) : "memory"); /* fused dQ: no half tile yet */
 #endif
 #if FA4_SM90_BWD_DQ_LAG
         for (int i = 0; i < 2; ++i) { /* every consumer warp stores dS; the dQ warps read it */
@@ -390,16 +385,6 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             if ((tid & 31) == 0) {
                 fa4_pdl_wait(); /* the turn counters are zeroed by bwd_pre */
                 fa4_bwd_turn_agent(sm, (tid >> 5) - 1);
-            }
-            return;
-        }
-#endif
-#if FA4_SM90_BWD_DQ_FUSED
-        /* the fused dQ conversion: lane 0 of warp 1 + wg counts for dQ warpgroup wg (a vote, as above) */
-        if (__any_sync(0xffffffffu, p.dq_cnt && (tid == 32 || (kBDqWgs == 2 && tid == 64)))) {
-            if ((tid & 31) == 0) {
-                fa4_pdl_wait(); /* the counters are set by bwd_pre or fa4_sm90_bwd_expect80 */
-                fa4_bwd_count_agent(sm, (tid >> 5) - 1, p.dq_cnt, p.ws_rows, (int)seq.ws_row);
             }
             return;
         }
@@ -566,30 +551,12 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         epilogue();
 #endif
 #if FA4_SM90_BWD_DQ_FUSED
-        /* the last step's tile to the count agent, then every tile found complete converted */
-        if (p.dq_cnt && cw < kBDqWgs) {
-            const bool issuer = warp == 0 && lane == 0;
-            int stage = 0;
-            if (issuer) {
-                fa4_bulk_wait<0>(); /* every add complete, before the last tiles' posts */
+        /* this CTA's tiles counted off, those it completes converted (bwd_consumer.cuh) */
+        if (p.dq_cnt) {
+            if (warp == 0 && lane == 0 && cw < kBDqWgs) /* after the bulk wait above */
                 asm volatile("fence.proxy.async.global;\n" ::: "memory");
-            }
-            for (;;) {
-                if (issuer)
-                    c.dq_fused_tail(stage);
-                fa4_bwd_wg_sync(cw);
-                unsigned long long cv;
-                asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(cv) : "r"(sm.dq_conv(cw)) : "memory");
-                if (cv == 1ull)
-                    break;
-                if (cv) {
-                    c.dq_fused_convert(); /* its barrier, then the word cleared */
-                } else {
-                    fa4_bwd_wg_sync(cw); /* everyone read the word before the issuer's next round */
-                    if (issuer)
-                        __nanosleep(128);
-                }
-            }
+            fa4_bwd_consumers_sync();
+            c.dq_fused_end(hk);
         }
 #endif
     }

@@ -60,16 +60,6 @@ __device__ __forceinline__ void fa4_tma_load_4d(unsigned dst, const fa4_tmap *ma
                  : "memory");
 }
 
-/* One box of a 2-d tensor map into shared memory (zero fill past the tensor); completes `bar` with the
- * box's bytes. */
-__device__ __forceinline__ void fa4_tma_load_2d(unsigned dst, const fa4_tmap *map, unsigned bar, int c0, int c1)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-                 "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar)
-                 : "memory");
-}
-
 /* One box of a 1-d tensor map (the backward's fp32 lse2 / dpsum rows: any start element, zero fill
  * past the end); completes `bar` with the box's bytes. */
 __device__ __forceinline__ void fa4_tma_load_1d(unsigned dst, const fa4_tmap *map, unsigned bar, int c0)
