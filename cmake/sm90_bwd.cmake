@@ -14,6 +14,9 @@
 #   sm90_bwd80_heads_inner  the 80-query main's GQA program (bwd_main80s.cu, document) as
 #                      -DFA4_SM90_BWD_GQA_PROG=1 (the heads-inner walk and the split-by-query-head
 #                      epilogue), no fallback.
+#   sm90_bwd80_dq_fused, sm90_bwd80s_dq_fused  the 80-query main (causal) and its GQA program
+#                      (document) with -DFA4_SM90_BWD_DQ_FUSED_BUILD=1 (the opt-in fused dQ
+#                      conversion, FA4JIT_SM90_BWD_DQ_FUSED=1), no fallback.
 #   sm90_bwd_int_window  trainable mods at D 128 with -DFA4_SM90_BWD_AUX_INT_WINDOW=0 (the float
 #                      window of the default mode, kept for A/B since the integer one became the
 #                      default in session 18).
@@ -49,6 +52,14 @@ if(FA4JIT_BUILD_TESTS)
   add_test(NAME sm90_bwd80_heads_inner COMMAND bwd_compile_check --main80 --mod document --filter "d128 bf16"
            -DFA4_SM90_BWD_GQA_PROG=1)
   set_tests_properties(sm90_bwd80_heads_inner PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
+  # the opt-in fused dQ conversion (FA4JIT_SM90_BWD_DQ_FUSED=1: FA4_SM90_BWD_DQ_FUSED_BUILD) in the
+  # 80-query main and its GQA program
+  add_test(NAME sm90_bwd80_dq_fused COMMAND bwd_compile_check --main80 --mod causal --filter "d128 bf16"
+           -DFA4_SM90_BWD_DQ_FUSED_BUILD=1)
+  add_test(NAME sm90_bwd80s_dq_fused COMMAND bwd_compile_check --main80 --mod document --filter "d128 bf16"
+           -DFA4_SM90_BWD_GQA_PROG=1 -DFA4_SM90_BWD_DQ_FUSED_BUILD=1)
+  set_tests_properties(sm90_bwd80_dq_fused sm90_bwd80s_dq_fused PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
   add_test(NAME sm90_bwd_int_window COMMAND bwd_compile_check --filter "(trainable) d128 bf16"
            -DFA4_SM90_BWD_AUX_INT_WINDOW=0)

@@ -406,6 +406,7 @@ static int fwd_switch(const char *name, char top)
     return e[0] - '0';
 }
 
+static int bwd_dq_fused_env(void);
 static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts[][64], int max)
 {
     (void)arch;
@@ -417,6 +418,8 @@ static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts
     if (dq >= 0 && n < max && (spec->flags & FA4_COMPILE_BWD) &&
         bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags))
         snprintf(opts[n++], 64, "-DFA4_SM90_BWD256_DQ_TMA=%d", dq);
+    if (bwd_dq_fused_env() && n < max && (spec->flags & FA4_COMPILE_BWD))
+        snprintf(opts[n++], 64, "-DFA4_SM90_BWD_DQ_FUSED_BUILD=1");
     if (n + 2 <= max && fwd64_three(spec)) {
         snprintf(opts[n++], 64, "-DFA4_SM90_FWD64_CONSUMERS=3");
         snprintf(opts[n++], 64, "-DFA4_SM90_FWD_THREADS_FROM_KERNEL=1");
@@ -665,8 +668,8 @@ static size_t bwd_ws_bytes_base(fa4_kernel *k, const fa4__problem *p, const fa4_
 
 /* The fused dQ conversion's counters (params.h dq_cnt: one int per query head, 4 workspace rows and
  * column half, as the deterministic turn counters), last in the workspace of every default-mode
- * call whether or not the call will use them (1/256 of dq_accum at D 128): the size then does not
- * depend on the environment or the walk. */
+ * call under FA4JIT_SM90_BWD_DQ_FUSED=1 whether or not the call will use them (1/256 of dq_accum
+ * at D 128): the size then does not depend on the walk. */
 static size_t bwd_cnt_offset(fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
 {
     return (bwd_ws_bytes_base(k, p, w) + 255) & ~(size_t)255;
@@ -674,7 +677,7 @@ static size_t bwd_cnt_offset(fa4_kernel *k, const fa4__problem *p, const fa4__bw
 
 static size_t bwd_cnt_bytes(const fa4__problem *p, const fa4__bwd_ws *w)
 {
-    return p->deterministic ? 0 : (size_t)p->hq * (size_t)(w->rows / 4) * 2 * sizeof(int);
+    return p->deterministic || !bwd_dq_fused_env() ? 0 : (size_t)p->hq * (size_t)(w->rows / 4) * 2 * sizeof(int);
 }
 
 static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
@@ -687,14 +690,16 @@ static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_
     return FA4_OK;
 }
 
-/* FA4JIT_SM90_BWD_DQ_FUSED, read once: 0 runs bwd_post after the 80-query main as before (A/B, and
- * kernel directories older than the conversion); default on. */
+/* FA4JIT_SM90_BWD_DQ_FUSED=1, read once (opt-in; its cubins differ, so the cache keys do:
+ * sm90_options): the 80-query main converts dQ itself (bwd_config.cuh FA4_SM90_BWD_DQ_FUSED_BUILD,
+ * bwd_consumer.cuh dq_fused_end) and bwd_post does not run. Not measured on a GPU in this form:
+ * notes/sm90-bwd.md, session 21. */
 static int bwd_dq_fused_env(void)
 {
     static int on = -1;
     if (on < 0) {
         const char *e = getenv("FA4JIT_SM90_BWD_DQ_FUSED");
-        on = !(e && *e && atoi(e) == 0);
+        on = e && *e && atoi(e) == 1;
     }
     return on;
 }
@@ -932,8 +937,10 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         (p->deterministic || (pr.deterministic & FA4_BWD80_DESCENDING)))
         pr.deterministic |= FA4_DET_HEADS_INNER;
 
-    /* the 80 main converts dQ itself where it can (bwd_dq_fused) */
-    const int fused = bm == BWD80_M && bwd_dq_fused(p);
+    /* the 80 main converts dQ itself where it can (bwd_dq_fused) and was built to (its key's options
+     * say so: a kernel compiled without the option ignores dq_cnt, and dQ would stay unwritten) */
+    const int fused = bm == BWD80_M && bwd_dq_fused(p) && k->key_inputs &&
+                      strstr(k->key_inputs, "option=-DFA4_SM90_BWD_DQ_FUSED_BUILD=1\n") != NULL;
     if (fused)
         pr.dq_cnt = (int *)((uint8_t *)p->workspace + bwd_cnt_offset(k, p, &w));
 

@@ -45,6 +45,7 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
          * key tile of 128 keys adds into every 80-row tile once; the counters at the same places.
          * Without keys no CTA adds, so dQ is 0: written here. (With a block mask,
          * fa4_sm90_bwd_expect80 sets the counters.) */
+#if defined(FA4_SM90_BWD_DQ_FUSED_BUILD) && FA4_SM90_BWD_DQ_FUSED_BUILD
         if (p.dq_cnt && !p.has_block_mask) {
             const int key_tiles = (seq.len_k + 127) / 128;
             if (threadIdx.x < 2 * (kBwdM / 16) && m0 + 16 * (int)(threadIdx.x >> 1) < seq.len_q)
@@ -56,6 +57,7 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
                     gdQ[(long long)(i / p.head_dim) * p.dq.ss + i % p.head_dim] = fa4_from_float(0.f);
             }
         }
+#endif
     }
     const fa4_elem *gO = (const fa4_elem *)p.o.data + b * p.o.sb + h * p.o.sh + seq.row_q * p.o.ss;
     const fa4_elem *gdO = (const fa4_elem *)p.dout.data + b * p.dout.sb + h * p.dout.sh + seq.row_q * p.dout.ss;

@@ -36,12 +36,16 @@ constexpr int kBN = 128;        /* keys per CTA (the stationary block) */
 #ifndef FA4_SM90_BWD_SPLIT_BULK
 #define FA4_SM90_BWD_SPLIT_BULK FA4_SM90_BWD_GQA_PROG
 #endif
-/* 1 in the 80-query programs: default-mode calls whose launcher sets p.dq_cnt convert dQ in the
- * main kernel (the last key tile to add into an 80-row tile converts it; bwd_consumer.cuh), and
- * bwd_post does not run. 0: p.dq_cnt is never read (the launcher must not set it). */
-#ifndef FA4_SM90_BWD_DQ_FUSED
-#define FA4_SM90_BWD_DQ_FUSED (FA4_SM90_BWD_BM != 64)
+/* FA4_SM90_BWD_DQ_FUSED_BUILD 1 (the launcher's option under FA4JIT_SM90_BWD_DQ_FUSED=1; opt-in,
+ * not yet measured on a GPU in this form): in the 80-query programs, default-mode calls whose
+ * launcher sets p.dq_cnt convert dQ in the main kernel (the CTA that completes an 80-row tile's
+ * adds converts it; bwd_consumer.cuh dq_fused_end), and bwd_post does not run; bwd_pre and
+ * fa4_sm90_bwd_expect80 set the counters. 0 (default): none of it is compiled, and p.dq_cnt must
+ * stay NULL. */
+#ifndef FA4_SM90_BWD_DQ_FUSED_BUILD
+#define FA4_SM90_BWD_DQ_FUSED_BUILD 0
 #endif
+#define FA4_SM90_BWD_DQ_FUSED (FA4_SM90_BWD_DQ_FUSED_BUILD && FA4_SM90_BWD_BM != 64)
 /* a staged row: 128 floats and 32 bytes of padding (the rows' quads then fall on other banks) */
 #define kBSplitRowBytes (128 * 4 + 32)
 constexpr int kBM = FA4_SM90_BWD_BM; /* query rows per step */
@@ -174,7 +178,7 @@ struct fa4_bwd_smem {
      * (bwd_schedule.cuh fa4_bwd_rot_turn; 5 ints) */
     __device__ __forceinline__ unsigned dq_rot() const { return bar_kv() + kBDqRotOff; }
     /* FA4_SM90_BWD_DQ_FUSED (bwd_consumer.cuh dq_fused_end): the number of half tiles to convert */
-    __device__ __forceinline__ unsigned dq_convn(int wg) const { return bar_kv() + 360u + 4u * (unsigned)wg; }
+    __device__ __forceinline__ unsigned dq_fused_n() const { return bar_kv() + 360u; }
     /* FA4_SM90_BWD_DQ_LAG (bwd_consumer.cuh): mbarriers of dS buffer buf, "both halves stored"
      * (ds_full) and "every dQ that reads it has completed" (ds_empty) */
     __device__ __forceinline__ unsigned bar_ds_full(int buf) const { return bar_kv() + 64u + 8u * (unsigned)buf; }
@@ -199,7 +203,7 @@ struct fa4_bwd_smem {
 };
 static_assert(8 * (1 + 2 * 3) <= 64 && 80 + 2 * 8 <= 96 && 112 + 2 * 8 <= 128 && 128 + 2 * 32 <= 256 &&
                   280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 304 &&
-                  kBDqRotOff == 304 && 304 + 5 * 4 <= 360 && 360 + 2 * 4 <= 512,
+                  kBDqRotOff == 304 && 304 + 5 * 4 <= 360 && 360 + 4 <= 512,
               "barrier space");
 
 /* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is

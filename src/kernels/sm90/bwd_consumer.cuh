@@ -1352,7 +1352,7 @@ struct fa4_bwd_consumer {
      * agent thread of the producer warpgroup, that made the backward 8-48% slower (H100
      * 2026-12-06, B4 H16 S4096 bwd ms, bwd_post / per step: plain S8192 10.11 / 10.96, causal
      * 1.461 / 2.167, document B8 1.862 / 2.999). The list of halves to convert sits in the dS
-     * buffers and the dQ staging (free after the walk), its length in sm.dq_convn(0); a round of
+     * buffers and the dQ staging (free after the walk), its length in sm.dq_fused_n(); a round of
      * 256 (step, half) pairs at a time, converted whenever another round might not fit. */
     /* every half tile of the list (n entries) converted */
     __device__ __forceinline__ void dq_fused_convert(unsigned n, int t) const
@@ -1420,7 +1420,7 @@ struct fa4_bwd_consumer {
                                  : "memory");
                     if (left == 1) {
                         unsigned slot;
-                        asm volatile("atom.shared.add.u32 %0, [%1], 1;\n" : "=r"(slot) : "r"(sm.dq_convn(0)) : "memory");
+                        asm volatile("atom.shared.add.u32 %0, [%1], 1;\n" : "=r"(slot) : "r"(sm.dq_fused_n()) : "memory");
                         asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.ds(0) + 8u * slot),
                                      "l"(((unsigned long long)h << 33) | ((unsigned long long)tile0 << 1) | (unsigned)half)
                                      : "memory");
@@ -1428,18 +1428,18 @@ struct fa4_bwd_consumer {
                 }
                 fa4_bwd_consumers_sync();
                 unsigned n;
-                asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_convn(0)) : "memory");
+                asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_fused_n()) : "memory");
                 if (n + 256u > kCap) { /* no room for another round: convert what is there */
                     dq_fused_convert(n, t);
                     fa4_bwd_consumers_sync();
                     if (t == 0)
-                        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(0)), "r"(0u) : "memory");
+                        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_fused_n()), "r"(0u) : "memory");
                     fa4_bwd_consumers_sync();
                 }
             }
         }
         unsigned n;
-        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_convn(0)) : "memory");
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_fused_n()) : "memory");
         if (n)
             dq_fused_convert(n, t);
     }

@@ -360,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         }
 #endif
 #if FA4_SM90_BWD_DQ_FUSED
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_convn(0)), "r"(0u) : "memory"); /* fused dQ: no half tile yet */
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.dq_fused_n()), "r"(0u) : "memory"); /* fused dQ: no half tile yet */
 #endif
 #if FA4_SM90_BWD_DQ_LAG
         for (int i = 0; i < 2; ++i) { /* every consumer warp stores dS; the dQ warps read it */

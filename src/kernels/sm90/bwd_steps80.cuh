@@ -38,7 +38,11 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
     /* deterministic (path_sm90.c bwd80_table_bytes): steps also end at every multiple of 80 rows, so that each
      * lies in one 80-row tile of the sequence and takes one turn on that tile's counter; the same
      * for the fused dQ conversion (p.dq_cnt), which counts a tile's adds */
+#if FA4_SM90_BWD_DQ_FUSED
     const bool det = p.dq_sem != nullptr || p.dq_cnt != nullptr;
+#else
+    const bool det = p.dq_sem != nullptr;
+#endif
     const auto lim = [&](int at) { return det ? at - at % kBM + kBM : at + kBM; };
     int n = 0;
     int s = -1;          /* the pending step's first row; -1: no run open */
@@ -162,6 +166,7 @@ extern "C" __global__ void __launch_bounds__(256) fa4_sm90_bwd_turns80(const fa4
     }
 }
 
+#if FA4_SM90_BWD_DQ_FUSED
 /* The fused dQ conversion with a block mask (params.h dq_cnt; path_sm90.c: fixed-length queries,
  * q_block a multiple of 128), after fa4_sm90_bwd_steps80 (whose steps are then cut at every 80 rows,
  * at most one a kv block and tile): per 80-row tile of the sequence, the number of key tiles that
@@ -213,5 +218,6 @@ extern "C" __global__ void __launch_bounds__(256) fa4_sm90_bwd_expect80(const fa
             gdQ[(long long)(e / d) * p.dq.ss + e % d] = fa4_from_float(0.f);
     }
 }
+#endif
 
 #endif /* FA4_SM90_BWD_STEPS80_CUH */
