@@ -1338,22 +1338,6 @@ struct fa4_bwd_consumer {
     }
 
 #if FA4_SM90_BWD_DQ_FUSED
-    /* Default mode with p.dq_cnt (FA4_SM90_BWD_DQ_FUSED), the 256 consumer threads once the walk is
-     * over and every dQ add of this CTA is complete (the issuers' bulk wait and proxy fence, then
-     * a consumers' barrier): each 80-row tile's counter holds the key tiles still to add into it
-     * (set before this grid); the CTA counts off every (tile, column half) of its walk, and the
-     * halves it takes to 0 (every key tile's adds complete) it converts itself: dQ = scale * sums
-     * of the rows inside the sequence, in the element type. The release of the count follows the
-     * barrier after the completion (cumulative), the acquire of the last one precedes the barrier
-     * before everyone's loads.
-     * Why at the walk's end, not per step: a step's count needs its adds complete first
-     * (cp.async.bulk.wait_group, which invalidates L1: the block-mask walk's table entries, kept
-     * there by prefetch, then missed) and a gpu-scope release: per step, on the issuer or on an
-     * agent thread of the producer warpgroup, that made the backward 8-48% slower (H100
-     * 2026-12-06, B4 H16 S4096 bwd ms, bwd_post / per step: plain S8192 10.11 / 10.96, causal
-     * 1.461 / 2.167, document B8 1.862 / 2.999). The list of halves to convert sits in the dS
-     * buffers and the dQ staging (free after the walk), its length in sm.dq_fused_n(); a round of
-     * 256 (step, half) pairs at a time, converted whenever another round might not fit. */
     /* every half tile of the list (n entries) converted */
     __device__ __forceinline__ void dq_fused_convert(unsigned n, int t) const
     {
@@ -1397,6 +1381,22 @@ struct fa4_bwd_consumer {
         }
     }
 
+    /* Default mode with p.dq_cnt (FA4_SM90_BWD_DQ_FUSED), the 256 consumer threads once the walk is
+     * over and every dQ add of this CTA is complete (the issuers' bulk wait and proxy fence, then
+     * a consumers' barrier): each 80-row tile's counter holds the key tiles still to add into it
+     * (set before this grid); the CTA counts off every (tile, column half) of its walk, and the
+     * halves it takes to 0 (every key tile's adds complete) it converts itself: dQ = scale * sums
+     * of the rows inside the sequence, in the element type. The release of the count follows the
+     * barrier after the completion (cumulative), the acquire of the last one precedes the barrier
+     * before everyone's loads.
+     * Why at the walk's end, not per step: a step's count needs its adds complete first
+     * (cp.async.bulk.wait_group, which invalidates L1: the block-mask walk's table entries, kept
+     * there by prefetch, then missed) and a gpu-scope release: per step, on the issuer or on an
+     * agent thread of the producer warpgroup, that made the backward 8-48% slower (H100
+     * 2026-12-06, B4 H16 S4096 bwd ms, bwd_post / per step: plain S8192 10.11 / 10.96, causal
+     * 1.461 / 2.167, document B8 1.862 / 2.999). The list of halves to convert sits in the dS
+     * buffers and the dQ staging (free after the walk), its length in sm.dq_fused_n(); a round of
+     * 256 (step, half) pairs at a time, converted whenever another round might not fit. */
     __device__ __forceinline__ void dq_fused_end(int hk) const
     {
         /* the list: 8 bytes a half tile in the dS buffers and the dQ staging (contiguous, free) */
@@ -1429,6 +1429,7 @@ struct fa4_bwd_consumer {
                 fa4_bwd_consumers_sync();
                 unsigned n;
                 asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(n) : "r"(sm.dq_fused_n()) : "memory");
+                fa4_bwd_consumers_sync(); /* everyone has read n before the next round adds to it */
                 if (n + 256u > kCap) { /* no room for another round: convert what is there */
                     dq_fused_convert(n, t);
                     fa4_bwd_consumers_sync();
