@@ -1345,39 +1345,42 @@ struct fa4_bwd_consumer {
         const fa4_seq seq = fa4_seq_info(p, b);
         const int d = p.head_dim;
         constexpr int kQ = kBM * (kBDqN / 4); /* float4 of a half tile */
-        constexpr int kU = 8;                 /* loads in flight a thread */
+        /* loads in flight a thread: 16 x 16 B x 256 threads = 64 KB a CTA (the registers of dK and
+         * dV are free here); the element's place is worked out again for the store */
+        constexpr int kU = 16;
         const long long total = (long long)n * kQ;
+        const auto where = [&](long long i, int &h, int &row, int &col) {
+            unsigned long long e;
+            asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(e) : "r"(sm.ds(0) + 8u * (unsigned)(i / kQ)) : "memory");
+            const int q = (int)(i % kQ);
+            col = (int)(e & 1) * kBDqN + (q & 15) * 4;
+            h = (int)(e >> 33);
+            row = (int)((e >> 1) & 0xffffffffu) + (q >> 4);
+            return i < total && row < len_q && col < d;
+        };
         for (long long i0 = t; i0 < total; i0 += 256LL * kU) {
             float4 v[kU];
-            long long dst[kU];
 #pragma unroll
             for (int u = 0; u < kU; ++u) {
-                dst[u] = -1;
-                const long long i = i0 + 256LL * u;
-                if (i >= total)
-                    continue;
-                unsigned long long e;
-                asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(e) : "r"(sm.ds(0) + 8u * (unsigned)(i / kQ)) : "memory");
-                const int q = (int)(i % kQ), col = (int)(e & 1) * kBDqN + (q & 15) * 4;
-                const int h = (int)(e >> 33), row = (int)((e >> 1) & 0xffffffffu) + (q >> 4);
-                if (row >= len_q || col >= d)
-                    continue;
-                const float *src = p.dq_accum + ((long long)h * p.ws_rows + wrow0 + row) * d + col;
-                asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=f"(v[u].x), "=f"(v[u].y), "=f"(v[u].z), "=f"(v[u].w)
-                             : "l"(src)
-                             : "memory");
-                dst[u] = b * p.dq.sb + h * p.dq.sh + (seq.row_q + row) * p.dq.ss + col;
-            }
-#pragma unroll
-            for (int u = 0; u < kU; ++u)
-                if (dst[u] >= 0) {
-                    const unsigned lo = fa4_pack2(v[u].x * p.scale, v[u].y * p.scale);
-                    const unsigned hi = fa4_pack2(v[u].z * p.scale, v[u].w * p.scale);
-                    asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"((fa4_elem *)p.dq.data + dst[u]), "r"(lo),
-                                 "r"(hi)
+                int h, row, col;
+                if (where(i0 + 256LL * u, h, row, col)) {
+                    const float *src = p.dq_accum + ((long long)h * p.ws_rows + wrow0 + row) * d + col;
+                    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                                 : "=f"(v[u].x), "=f"(v[u].y), "=f"(v[u].z), "=f"(v[u].w)
+                                 : "l"(src)
                                  : "memory");
                 }
+            }
+#pragma unroll
+            for (int u = 0; u < kU; ++u) {
+                int h, row, col;
+                if (where(i0 + 256LL * u, h, row, col)) {
+                    const unsigned lo = fa4_pack2(v[u].x * p.scale, v[u].y * p.scale);
+                    const unsigned hi = fa4_pack2(v[u].z * p.scale, v[u].w * p.scale);
+                    fa4_elem *dst = (fa4_elem *)p.dq.data + b * p.dq.sb + h * p.dq.sh + (seq.row_q + row) * p.dq.ss + col;
+                    asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(dst), "r"(lo), "r"(hi) : "memory");
+                }
+            }
         }
     }
 
