@@ -60,8 +60,8 @@ typedef struct fa4_params {
     /* sm90 80-query backward, default mode (FA4_SM90_BWD_DQ_FUSED, bwd_consumer.cuh): per (query
      * head, 80-row tile, column half) the number of key tiles whose dQ adds are still to come, at
      * [hq][ws_rows / 4][2] as dq_sem (set by bwd_pre when dense, by fa4_sm90_bwd_expect80 with a
-     * block mask); the key tile that takes it to 0 converts the tile's dQ, and bwd_post does not
-     * run. NULL otherwise. */
+     * block mask); the CTA that takes it to 0, at its walk's end, converts the tile's dQ, and
+     * bwd_post does not run. NULL otherwise. */
     int *dq_cnt;
 } fa4_params;
 

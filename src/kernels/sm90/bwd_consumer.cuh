@@ -151,11 +151,6 @@
 #undef FA4_SM90_BWD_DQ_LAG
 #define FA4_SM90_BWD_DQ_LAG 0
 #endif
-#if FA4_SM90_BWD_DQ_FUSED && FA4_SM90_BWD_DQ_LAG
-/* the fused conversion passes each step's dQ on in the next step's S/dP window and at the walk's
- * end; the lag's drain after the epilogue has no such point */
-#error "FA4_SM90_BWD_DQ_FUSED excludes FA4_SM90_BWD_DQ_LAG"
-#endif
 #if FA4_SM90_BWD_DQ_LAG && !FA4_SM90_BWD_DQ_FIRST
 #error "FA4_SM90_BWD_DQ_LAG needs FA4_SM90_BWD_DQ_FIRST"
 #endif
