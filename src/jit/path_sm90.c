@@ -692,8 +692,9 @@ static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_
 
 /* FA4JIT_SM90_BWD_DQ_FUSED=1, read once (opt-in; its cubins differ, so the cache keys do:
  * sm90_options): the 80-query main converts dQ itself (bwd_config.cuh FA4_SM90_BWD_DQ_FUSED_BUILD,
- * bwd_consumer.cuh dq_fused_end) and bwd_post does not run. Not measured on a GPU in this form:
- * notes/sm90-bwd.md, session 21. */
+ * bwd_consumer.cuh dq_fused_end) and bwd_post does not run. Correct (the full sm90 suite) but slower
+ * than bwd_post on an H100 (causal 1.49 -> 2.17 ms, GQA 32:4 dense 2.60 -> 2.77; plain S8192 within
+ * noise): notes/sm90-bwd.md, sessions 21 and 22. */
 static int bwd_dq_fused_env(void)
 {
     static int on = -1;

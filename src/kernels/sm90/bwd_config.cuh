@@ -37,11 +37,11 @@ constexpr int kBN = 128;        /* keys per CTA (the stationary block) */
 #define FA4_SM90_BWD_SPLIT_BULK FA4_SM90_BWD_GQA_PROG
 #endif
 /* FA4_SM90_BWD_DQ_FUSED_BUILD 1 (the launcher's option under FA4JIT_SM90_BWD_DQ_FUSED=1; opt-in,
- * not yet measured on a GPU in this form): in the 80-query programs, default-mode calls whose
- * launcher sets p.dq_cnt convert dQ in the main kernel (the CTA that completes an 80-row tile's
- * adds converts it; bwd_consumer.cuh dq_fused_end), and bwd_post does not run; bwd_pre and
- * fa4_sm90_bwd_expect80 set the counters. 0 (default): none of it is compiled, and p.dq_cnt must
- * stay NULL. */
+ * measured slower than bwd_post in session 22, notes/sm90-bwd.md): in the 80-query programs,
+ * default-mode calls whose launcher sets p.dq_cnt convert dQ in the main kernel (the CTA that
+ * completes an 80-row tile's adds converts it; bwd_consumer.cuh dq_fused_end), and bwd_post does
+ * not run; bwd_pre and fa4_sm90_bwd_expect80 set the counters. 0 (default): none of it is
+ * compiled, and p.dq_cnt must stay NULL. */
 #ifndef FA4_SM90_BWD_DQ_FUSED_BUILD
 #define FA4_SM90_BWD_DQ_FUSED_BUILD 0
 #endif
