@@ -1,7 +1,8 @@
 #!/bin/bash
-# dq_fused_ab.sh - the first GPU run of the opt-in fused dQ conversion (FA4JIT_SM90_BWD_DQ_FUSED=1:
-# the 80-query backward main converts dQ at the end of each CTA's walk, bwd_post does not run;
-# notes/sm90-bwd.md, session 21), on the GPU machine, from the repository root, after
+# dq_fused_ab.sh - A/B of the opt-in fused dQ conversion (FA4JIT_SM90_BWD_DQ_FUSED=1: the
+# 80-query backward main converts dQ at the end of each CTA's walk, bwd_post does not run;
+# notes/sm90-bwd.md, sessions 21-22: correct, slower), on the GPU machine, from the repository
+# root, after
 # `bash scripts/device_carry.sh` here:
 #   cp bench/sm90/dq_fused_ab.sh .devcarry/ && (device tool) bash .devcarry/dq_fused_ab.sh
 #   with carry [".devcarry", "build-bench-carry"]
