@@ -28,6 +28,8 @@
 #                      tightest there (its spill fallback levels: path_sm90.c), and the bwd256
 #                      backward (sm90/bwd256.cuh).
 #   sm90_fwd64_consumers3  the FA4JIT_SM90_FWD64_CONSUMERS=3 forward at D 64 (tests/cli/fwd64_consumers3.py).
+#   sm90_fwd_mask_roll  the FA4JIT_SM90_FWD_MASK_ROLL=4 forward of six mask mods: clean and smaller
+#                      than the default (tests/cli/fwd_mask_roll.py).
 # Included from CMakeLists.txt with include(... OPTIONAL).
 if(FA4JIT_BUILD_TESTS)
   add_executable(bwd_compile_check ${CMAKE_SOURCE_DIR}/tests/gpu/sm90/bwd_compile_check.c)
@@ -78,7 +80,12 @@ if(FA4JIT_BUILD_TESTS)
     add_test(NAME sm90_fwd64_consumers3
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cli/fwd64_consumers3.py
                      $<TARGET_FILE:fa4jit_cli>)
-    set_tests_properties(sm90_all_mods_resources sm90_all_mods_resources_d256 sm90_fwd64_consumers3 PROPERTIES
+    # the opt-in rolled mask of the forward (FA4JIT_SM90_FWD_MASK_ROLL): builds clean and smaller
+    add_test(NAME sm90_fwd_mask_roll
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cli/fwd_mask_roll.py
+                     $<TARGET_FILE:fa4jit_cli>)
+    set_tests_properties(sm90_all_mods_resources sm90_all_mods_resources_d256 sm90_fwd64_consumers3
+                         sm90_fwd_mask_roll PROPERTIES
                          SKIP_RETURN_CODE 77 TIMEOUT 900)
   endif()
 endif()

@@ -148,6 +148,40 @@ __device__ __forceinline__ float fa4_sm90_rel_get(unsigned a)
 }
 #endif
 
+/* FA4_SM90_MASK_ROLL N (unchecked builds with a mask_mod; not defined by default): the mask of a
+ * fragment is evaluated as bits (bit 4 * (ni % 8) + e of word ni / 8) in a loop over its positions
+ * unrolled N times instead of fully, so mask_mod is inlined N times per call instead of 4 NT = 64:
+ * N = 4 takes the sm_90a forward of causal from 3344 SASS instructions to 2712 (plain: 2616),
+ * document 5176 -> 3040, dilated_window 9280 -> 4832, block_diagonal 7128 -> 3376, and its cold
+ * compile near plain attention's (issue 8). Fewer positions in flight at once on partial tiles:
+ * not yet measured on a GPU, hence off. (Its definition went missing in 54412b4 while its uses stayed;
+ * restored in session 22, unchanged.) */
+#if defined(FA4_SM90_MASK_ROLL) && FA4_HAS_MASK_MOD && !FA4_CHECKED
+#define FA4_SM90_MASK_ROLLED 1
+template <int NT>
+__device__ __forceinline__ void fa4_sm90_mask_rolled(unsigned (&bits)[(NT + 7) / 8], const fa4_params &p,
+                                                     const fa4_aux &aux, int b, int h, int row0, int col0,
+                                                     int len_q, int len_k, bool full)
+{
+#pragma unroll
+    for (int w = 0; w < (NT + 7) / 8; ++w) {
+        unsigned m = 0u;
+#pragma unroll FA4_SM90_MASK_ROLL
+        for (int c = 0; c < 32 && 8 * w + c / 4 < NT; ++c) {
+            const int ni = 8 * w + c / 4, e = c & 3;
+            const int qi = row0 + (e >= 2 ? 8 : 0);
+            const int ki = col0 + ni * 8 + (e & 1);
+            const bool ok = !(qi >= len_q || ki >= len_k) &
+                            (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
+            m |= (unsigned)ok << c;
+        }
+        bits[w] = m;
+    }
+}
+#else
+#define FA4_SM90_MASK_ROLLED 0
+#endif
+
 /* The scores of one S fragment: kMod applies score_mod (to the scaled score), kCheck the sequence
  * bounds and mask_mod (-inf where a pair may not attend). Unchecked builds evaluate mask_mod at
  * every position (aux reads are clamped, integer arithmetic is total) and select, without a branch
