@@ -7,7 +7,8 @@
 #   with carry [".devcarry", "build-bench-carry"]
 # The variable is read at each compile and keys the cache: each process below runs one setting.
 # Steps have their own timeouts and the whole run a budget (END_S, default 300 s), most important
-# first. Logs and summary.txt go to $OUT/mr.
+# first. Logs and summary.txt go to $OUT/mr; bench/sm90/ab_report.py turns the summary into
+# JSON, markdown and a plot (argument fwd).
 D=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH=$D:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export FA4JIT_CACHE_DIR=/tmp/fa4jit-mr-cache FA4_TEST_PATH=sm90
