@@ -6,11 +6,11 @@ frame or serialized wgmma, and into a smaller forward cubin than the default bui
 point: less code, a shorter cold compile). Guards the knob against rotting
 (its definition once went missing while its uses stayed).
 Exit 0: all as expected; 1: not; 2: usage or the command failed; 77: no NVRTC."""
-import json
 import os
-import subprocess
 import sys
 import tempfile
+
+from cli_resources import check_programs, compile_json, mod_paths
 
 MODS = ["causal", "document", "longformer", "dilated_window", "block_diagonal", "prefix_lm"]
 
@@ -18,19 +18,14 @@ MODS = ["causal", "document", "longformer", "dilated_window", "block_diagonal", 
 def compile_all(fa4jit, mods, env, out):
     cmd = [fa4jit, "compile", "--arch", "sm_90a", "--path", "sm90", "--no-cache", "--json", "--quiet",
            "--kernels", "fwd", "--out", out] + mods
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode != 0 and not r.stdout.strip().startswith("["):
-        print("command failed:", " ".join(cmd), "\n", r.stdout, r.stderr)
-        return None, (77 if "NVRTC" in r.stderr and "unavailable" in r.stderr else 2)
-    return json.loads(r.stdout), 0
+    return compile_json(cmd, env)
 
 
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    mods = [os.path.join(root, "mods", m + ".mod") for m in MODS]
+    mods = mod_paths(MODS)
     base = dict(os.environ, CUDA_CACHE_DISABLE="1")
     base.pop("FA4JIT_SM90_FWD_MASK_ROLL", None)
     bad = 0
@@ -41,19 +36,7 @@ def main():
         rolled, rc = compile_all(sys.argv[1], mods, dict(base, FA4JIT_SM90_FWD_MASK_ROLL="4"), d1)
         if rolled is None:
             return rc
-        for m in rolled:
-            name = os.path.basename(m.get("mod", "?"))
-            if not m.get("ok"):
-                print(f"FAIL {name}: {m.get('error', 'compile failed')}")
-                bad += 1
-                continue
-            for p in m["programs"]:
-                ok = (p["registers"] == 168 and p["spill_stores"] == 0 and p["spill_loads"] == 0 and
-                      p["stack_frame"] == 0 and p["wgmma_serialized"] == 0)
-                print(f"{'ok  ' if ok else 'FAIL'} {name} {p['name']}: {p['registers']} registers, "
-                      f"spills {p['spill_stores']}/{p['spill_loads']}, stack {p['stack_frame']}, "
-                      f"serialized {p['wgmma_serialized']}")
-                bad += not ok
+        bad += check_programs(rolled, "roll 4", 168)
         # the rolled cubins are smaller than the default ones, mod by mod
         for m in MODS:
             f0 = [f for f in os.listdir(d0) if f.startswith(m + ".fwd")]
