@@ -279,6 +279,18 @@ static char *key_inputs(const resolved *r, size_t *len)
     return out;
 }
 
+int fa4__kernel_built_with(const fa4_kernel *k, const char *option)
+{
+    if (!k->key_inputs || !option)
+        return 0;
+    /* key_inputs' lines "option=OPTION\n" (above) */
+    const size_t n = strlen(option);
+    for (const char *at = strstr(k->key_inputs, "option="); at; at = strstr(at + 1, "option="))
+        if (!strncmp(at + 7, option, n) && at[7 + n] == '\n')
+            return 1;
+    return 0;
+}
+
 fa4_status fa4_mod_eval(fa4_ctx *ctx, const char *source, size_t source_len, double score,
                         int32_t b, int32_t h, int32_t q_idx, int32_t kv_idx,
                         const fa4_aux_value *aux, int32_t num_aux, double *value,

@@ -104,6 +104,9 @@ CUfunction fa4__kernel_function(fa4_kernel *k, const char *program, const char *
 /* The generated header "fa4_mod.cuh" of plain attention (no mod source). */
 extern const char fa4__plain_mod_header[];
 
+/* Whether the kernel's programs were compiled with a path option (e.g. "-DX=1"): its key inputs
+ * (compile.c) name it. */
+int fa4__kernel_built_with(const fa4_kernel *k, const char *option);
 /* The cache key of a spec (and, if inputs is not NULL, the malloc'd key-inputs text) without
  * compiling: for tests and tools. */
 fa4_status fa4__spec_key(fa4_ctx *ctx, const fa4_kernel_spec *spec, char key[33], char **inputs);

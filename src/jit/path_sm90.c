@@ -407,6 +407,8 @@ static int fwd_switch(const char *name, char top)
 }
 
 static int bwd_dq_fused_env(void);
+/* the fused dQ conversion's build option (bwd_config.cuh FA4_SM90_BWD_DQ_FUSED_BUILD) */
+#define BWD_DQ_FUSED_OPTION "-DFA4_SM90_BWD_DQ_FUSED_BUILD=1"
 static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts[][64], int max)
 {
     (void)arch;
@@ -419,7 +421,7 @@ static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts
         bwd256_spec(spec->head_dim, head_dim_v(spec), spec->flags))
         snprintf(opts[n++], 64, "-DFA4_SM90_BWD256_DQ_TMA=%d", dq);
     if (bwd_dq_fused_env() && n < max && (spec->flags & FA4_COMPILE_BWD))
-        snprintf(opts[n++], 64, "-DFA4_SM90_BWD_DQ_FUSED_BUILD=1");
+        snprintf(opts[n++], 64, "%s", BWD_DQ_FUSED_OPTION);
     if (n + 2 <= max && fwd64_three(spec)) {
         snprintf(opts[n++], 64, "-DFA4_SM90_FWD64_CONSUMERS=3");
         snprintf(opts[n++], 64, "-DFA4_SM90_FWD_THREADS_FROM_KERNEL=1");
@@ -947,8 +949,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
 
     /* the 80 main converts dQ itself where it can (bwd_dq_fused) and was built to (its key's options
      * say so: a kernel compiled without the option ignores dq_cnt, and dQ would stay unwritten) */
-    const int fused = bm == BWD80_M && bwd_dq_fused(p) && k->key_inputs &&
-                      strstr(k->key_inputs, "option=-DFA4_SM90_BWD_DQ_FUSED_BUILD=1\n") != NULL;
+    const int fused = bm == BWD80_M && bwd_dq_fused(p) && fa4__kernel_built_with(k, BWD_DQ_FUSED_OPTION);
     if (fused)
         pr.dq_cnt = (int *)((uint8_t *)p->workspace + bwd_cnt_offset(k, p, &w));
 

@@ -169,6 +169,38 @@ static void test_bwd256_dq_switch(void **state)
     assert_string_not_equal(d256_red, d256_tma);
 }
 
+/* fa4__kernel_built_with reads the key inputs' "option=" lines: whole options only */
+static void test_built_with_reads_whole_option_lines(void **state)
+{
+    (void)state;
+    fa4_kernel k;
+    memset(&k, 0, sizeof k);
+    assert_false(fa4__kernel_built_with(&k, "-DX=1")); /* no key inputs */
+    char text[] = "fa4jit-key\npath=1\noption=-DA=1\noption=-DX=10\noption=-DX=1\nlineinfo=1\n";
+    k.key_inputs = text;
+    assert_true(fa4__kernel_built_with(&k, "-DX=1"));
+    assert_true(fa4__kernel_built_with(&k, "-DA=1"));
+    assert_false(fa4__kernel_built_with(&k, "-DX=2"));
+    assert_false(fa4__kernel_built_with(&k, "-DA"));   /* a prefix of an option is not it */
+    assert_false(fa4__kernel_built_with(&k, "path=1")); /* nor another kind of line */
+    char one[] = "option=-DX=10\n";
+    k.key_inputs = one;
+    assert_false(fa4__kernel_built_with(&k, "-DX=1"));
+    /* and the text compile.c writes: a path option read at each compile (FA4JIT_SM90_BWD256_DQ) */
+    fa4_kernel_spec s;
+    base_spec(&s);
+    s.head_dim = 256;
+    char key[33], *inputs = NULL;
+    setenv("FA4JIT_SM90_BWD256_DQ", "tma", 1);
+    fa4_status st = fa4__spec_key(ctx, &s, key, &inputs);
+    unsetenv("FA4JIT_SM90_BWD256_DQ");
+    assert_int_equal(st, FA4_OK);
+    k.key_inputs = inputs;
+    assert_true(fa4__kernel_built_with(&k, "-DFA4_SM90_BWD256_DQ_TMA=1"));
+    assert_false(fa4__kernel_built_with(&k, "-DFA4_SM90_BWD256_DQ_TMA=0"));
+    free(inputs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -176,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_formatting_does_not),
         cmocka_unit_test(test_inputs_text),
         cmocka_unit_test(test_bwd256_dq_switch),
+        cmocka_unit_test(test_built_with_reads_whole_option_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
