@@ -444,18 +444,18 @@ struct fa4_bwd_consumer {
 #pragma unroll
         for (int kk = 0; kk < kD / 16; ++kk) {
             const unsigned long long da =
-                fa4_desc_sw128(sm.k() + (kk / 4) * kBN * kPanelBytes + a_rows + (kk % 4) * 32, 16, 1024);
+                FA4_DESC_SW128(sm.k() + a_rows, (kk / 4) * kBN * kPanelBytes + (kk % 4) * 32, 16, 1024);
             const unsigned long long db =
-                fa4_desc_sw128(sm.q(s) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+                FA4_DESC_SW128(sm.q(s), (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
             fa4_wgmma<kBM>::ss(sc, da, db, kk > 0);
         }
         fa4_wgmma_commit();
 #pragma unroll
         for (int kk = 0; kk < kDv / 16; ++kk) {
             const unsigned long long da =
-                fa4_desc_sw128(sm.v() + (kk / 4) * kBN * kPanelBytes + a_rows + (kk % 4) * 32, 16, 1024);
+                FA4_DESC_SW128(sm.v() + a_rows, (kk / 4) * kBN * kPanelBytes + (kk % 4) * 32, 16, 1024);
             const unsigned long long db =
-                fa4_desc_sw128(sm.dout(s) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+                FA4_DESC_SW128(sm.dout(s), (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
             fa4_wgmma<kBM>::ss(dp, da, db, kk > 0);
         }
         fa4_wgmma_commit();
@@ -469,11 +469,11 @@ struct fa4_bwd_consumer {
 #pragma unroll
         for (int kk = 0; kk < kBM / 16; ++kk)
             fa4_wgmma<kDvp>::rs(dv, pp[kk],
-                                fa4_desc_sw128(sm.dout(s) + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
+                                FA4_DESC_SW128(sm.dout(s), kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
 #pragma unroll
         for (int kk = 0; kk < kBM / 16; ++kk)
             fa4_wgmma<kDp>::rs(dk, pds[kk],
-                               fa4_desc_sw128(sm.q(s) + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
+                               FA4_DESC_SW128(sm.q(s), kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
         fa4_wgmma_commit();
     }
 
@@ -485,9 +485,9 @@ struct fa4_bwd_consumer {
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; ++kk) {
             const unsigned long long dds =
-                fa4_desc_sw128(sm.ds(buf) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
-            const unsigned long long dk = fa4_desc_sw128(
-                kbase + cw * kBN * kPanelBytes + kk * 16 * kPanelBytes, kBN * kPanelBytes, 1024);
+                FA4_DESC_SW128(sm.ds(buf), (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+            const unsigned long long dk = FA4_DESC_SW128(
+                kbase + cw * kBN * kPanelBytes, kk * 16 * kPanelBytes, kBN * kPanelBytes, 1024);
 #if FA4_SM90_BWD_BM == 64
             fa4_bwd_wgmma_ss_tb<kBDqN>(dq, dds, dk, kk > 0);
 #else /* dQ^T: the same two tiles, operands swapped */
@@ -1159,7 +1159,7 @@ struct fa4_bwd_consumer {
 #pragma unroll
         for (int kk = 0; kk < kBM / 16; ++kk)
             fa4_wgmma<kDvp>::rs(dv, pp[kk],
-                                fa4_desc_sw128(sm.dout(s) + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
+                                FA4_DESC_SW128(sm.dout(s), kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
         fa4_wgmma_commit();
     }
 
@@ -1170,7 +1170,7 @@ struct fa4_bwd_consumer {
 #pragma unroll
         for (int kk = 0; kk < kBM / 16; ++kk)
             fa4_wgmma<kDp>::rs(dk, pds[kk],
-                               fa4_desc_sw128(sm.q(s) + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
+                               FA4_DESC_SW128(sm.q(s), kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024), 1);
         fa4_wgmma_commit();
     }
 

@@ -221,6 +221,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         fa4_pdl_wait(); /* PDL: nothing of the order kernel's is read here; the wait keeps every
                          * global read of the grid after its predecessor all the same */
         const int cw = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+#if FA4_SM90_DESC_ADD
+        /* this warpgroup's Q panel, broadcast from lane 0 so that ptxas knows it is the same in
+         * every lane: its descriptors then live in uniform registers (without it, eight Q
+         * descriptors sat in 16 ordinary registers and each wgmma paid two R2UR) */
+        const unsigned s_qw = __shfl_sync(0xffffffffu, s_q + (unsigned)cw * 64u * kPanelBytes, 0);
+#else
+        const unsigned s_qw = s_q + cw * 64 * kPanelBytes;
+#endif
 #if FA4_HAS_SCORE_MOD
         const float k2 = FA4_LOG2E;
 #else
@@ -280,7 +288,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             if (tiles.count > 0) {
 #if FA4_SM90_STASH
                 /* before the Q wait: what only the epilogue and the next tile need dies here */
-                fa4_sm90_stash_put(stash, nt, nq + 1, it + tiles.count, hb, m_tile, s_q + cw * 64 * kPanelBytes);
+                fa4_sm90_stash_put(stash, nt, nq + 1, it + tiles.count, hb, m_tile, s_qw);
                 fa4_sm90_stash_tiles(stash + 32u, tiles);
                 const fa4_sm90_tiles_st ctiles = {p, tiles.count, stash + 32u};
 #else
@@ -288,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #endif
                 const fa4_sm90_consumer c = {p,      aux,       ctiles, bars, b,  h,
                                              row0,   lane,      cw,    seq.len_q, seq.len_k,
-                                             m0 + mt <= seq.len_q, k2, s_q + cw * 64 * kPanelBytes, s_k, s_v
+                                             m0 + mt <= seq.len_q, k2, s_qw, s_k, s_v
 #if FA4_SM90_STASH
                                              , stash
 #endif

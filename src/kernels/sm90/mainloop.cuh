@@ -252,12 +252,21 @@ struct fa4_sm90_consumer {
         unsigned q_base;
         asm volatile("ld.volatile.shared.u32 %0, [%1];\n" : "=r"(q_base) : "r"(stash + 20u) : "memory");
 #endif
+#if FA4_SM90_DESC_ADD
+        const unsigned long long da0 = fa4_desc_sw128_base(q_base, 16, 1024),
+                                 db0 = fa4_desc_sw128_base(s_k + s * kKBytes, 16, 1024);
+#endif
 #pragma unroll
         for (int kk = 0; kk < kD / 16; ++kk) {
+#if FA4_SM90_DESC_ADD
+            const unsigned long long da = fa4_desc_add(da0, (kk / 4) * kM * kPanelBytes + (kk % 4) * 32);
+            const unsigned long long db = fa4_desc_add(db0, (kk / 4) * kN * kPanelBytes + (kk % 4) * 32);
+#else
             const unsigned long long da =
                 fa4_desc_sw128(q_base + (kk / 4) * kM * kPanelBytes + (kk % 4) * 32, 16, 1024);
             const unsigned long long db =
                 fa4_desc_sw128(s_k + s * kKBytes + (kk / 4) * kN * kPanelBytes + (kk % 4) * 32, 16, 1024);
+#endif
             fa4_wgmma<kN>::ss(sc, da, db, kk > 0);
         }
     }
@@ -267,10 +276,17 @@ struct fa4_sm90_consumer {
                                              const unsigned (&pa)[kN / 16][4], int s) const
     {
         (void)la;
+#if FA4_SM90_DESC_ADD
+        const unsigned long long dv0 = fa4_desc_sw128_base(s_v + s * kVBytes, kN * kPanelBytes, 1024);
+#endif
 #pragma unroll
         for (int kk = 0; kk < kN / 16; ++kk) {
+#if FA4_SM90_DESC_ADD
+            const unsigned long long dv = fa4_desc_add(dv0, kk * 16 * kPanelBytes);
+#else
             const unsigned long long dv =
                 fa4_desc_sw128(s_v + s * kVBytes + kk * 16 * kPanelBytes, kN * kPanelBytes, 1024);
+#endif
             fa4_wgmma<kDvp>::rs(o, pa[kk], dv, 1);
 #if FA4_SM90_ROWSUM_MMA
             fa4_wgmma<8>::rs(la, pa[kk], fa4_desc_ones(bars.ones()), 1);

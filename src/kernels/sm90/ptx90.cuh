@@ -143,6 +143,39 @@ __device__ __forceinline__ unsigned long long fa4_desc_sw128(unsigned addr, unsi
            ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62);
 }
 
+/* A descriptor moved `bytes` (a multiple of 16) further along shared memory: its start address field
+ * (bits 0-13) holds address >> 4, and with every shared-memory address below 2^18 (fa4_desc_sw128's
+ * mask) the sum stays inside that field, so only the low word changes. Built from a descriptor
+ * made once per stage, a wgmma's operand then costs one 32-bit add instead of the add, mask, shift
+ * and or of fa4_desc_sw128 at every k step (ptxas recomputed those per wgmma, in uniform registers:
+ * about 5 instructions a wgmma, 20% of the forward's steady-state loop; session 23). */
+/* FA4_SM90_DESC_ADD (default 1): the kernels make a stage's wgmma descriptors once
+ * (fa4_desc_sw128_base) and each k step's by fa4_desc_add; 0: fa4_desc_sw128 at every k step (the
+ * build before session 23). */
+#ifndef FA4_SM90_DESC_ADD
+#define FA4_SM90_DESC_ADD 1
+#endif
+/* the descriptor of fa4_desc_sw128, or under FA4_SM90_DESC_ADD base's moved by off bytes */
+#if FA4_SM90_DESC_ADD
+#define FA4_DESC_SW128(base, off, lbo, sbo) fa4_desc_add(fa4_desc_sw128_base((base), (lbo), (sbo)), (off))
+#else
+#define FA4_DESC_SW128(base, off, lbo, sbo) fa4_desc_sw128((base) + (off), (lbo), (sbo))
+#endif
+
+/* fa4_desc_sw128's value, its fields joined by adds (they are disjoint, so the same bits): with
+ * the or, ptxas folded it and each later fa4_desc_add into an add and a mask per wgmma */
+__device__ __forceinline__ unsigned long long fa4_desc_sw128_base(unsigned addr, unsigned lbo, unsigned sbo)
+{
+    const unsigned lo = ((addr & 0x3FFFFu) >> 4) + (((lbo >> 4) & 0x3FFFu) << 16),
+                   hi = ((sbo >> 4) & 0x3FFFu) + (1u << 30);
+    return ((unsigned long long)hi << 32) | lo;
+}
+__device__ __forceinline__ unsigned long long fa4_desc_add(unsigned long long d, unsigned bytes)
+{
+    const unsigned lo = (unsigned)d + (bytes >> 4), hi = (unsigned)(d >> 32);
+    return ((unsigned long long)hi << 32) | lo;
+}
+
 /* Descriptor of a block of 256 bytes without swizzle whose two 128-byte core matrices sit 128 bytes
  * apart (strides of 128 both ways): the 16 x 8 B operand of a m64n8k16 wgmma, read whole whatever
  * its major-ness, so a block of equal values needs no particular order (mainloop.cuh's ones). */
