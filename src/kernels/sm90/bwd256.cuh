@@ -100,6 +100,19 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
  *      which it waits for in the next step, after that step's S / dP issue;
  *   2: as 1, with dQ, dV and dK in three commit groups: dQ's first 64 columns go into the dO
  *      panels (and out) while dK still runs, the other 64 into the Q panels after it. */
+/* FA4_SM90_BWD256_DESC_ADD (session 23; default 0 until it has run on a GPU): this kernel's wgmma
+ * descriptors as the D <= 128 backward's under FA4_SM90_DESC_ADD (ptx90.cuh: a stage's descriptor
+ * made once, each k step's by fa4_desc_add; cw broadcast from lane 0); 0: fa4_desc_sw128 at every
+ * k step, the build before. */
+#ifndef FA4_SM90_BWD256_DESC_ADD
+#define FA4_SM90_BWD256_DESC_ADD 0
+#endif
+#if FA4_SM90_BWD256_DESC_ADD
+#define FA4_B256_DESC(base, off, lbo, sbo) fa4_desc_add(fa4_desc_sw128_base((base), (lbo), (sbo)), (off))
+#else
+#define FA4_B256_DESC(base, off, lbo, sbo) fa4_desc_sw128((base) + (off), (lbo), (sbo))
+#endif
+
 #ifndef FA4_SM90_BWD256_DQ_TMA
 #define FA4_SM90_BWD256_DQ_TMA 1
 #endif
@@ -258,18 +271,18 @@ struct fa4_b256_consumer {
 #pragma unroll
         for (int kk = 0; kk < kD / 16; ++kk) {
             const unsigned long long da =
-                fa4_desc_sw128(sm.q(s) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+                FA4_B256_DESC(sm.q(s), (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
             const unsigned long long db =
-                fa4_desc_sw128(sm.k() + (kk / 4) * kBN * kPanelBytes + krows + (kk % 4) * 32, 16, 1024);
+                FA4_B256_DESC(sm.k() + krows, (kk / 4) * kBN * kPanelBytes + (kk % 4) * 32, 16, 1024);
             fa4_b256_wgmma_ss<32, 0, 0>(sc, da, db, kk > 0);
         }
         fa4_wgmma_commit();
 #pragma unroll
         for (int kk = 0; kk < kDv / 16; ++kk) {
             const unsigned long long da =
-                fa4_desc_sw128(sm.dout(s) + (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+                FA4_B256_DESC(sm.dout(s), (kk / 4) * kBM * kPanelBytes + (kk % 4) * 32, 16, 1024);
             const unsigned long long db =
-                fa4_desc_sw128(sm.v() + (kk / 4) * kBN * kPanelBytes + krows + (kk % 4) * 32, 16, 1024);
+                FA4_B256_DESC(sm.v() + krows, (kk / 4) * kBN * kPanelBytes + (kk % 4) * 32, 16, 1024);
             fa4_b256_wgmma_ss<32, 0, 0>(dp, da, db, kk > 0);
         }
         fa4_wgmma_commit();
@@ -280,9 +293,9 @@ struct fa4_b256_consumer {
     {
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; ++kk) {
-            const unsigned long long da = fa4_desc_sw128(sm.dst(buf) + kk * 16 * kPanelBytes, kBN * kPanelBytes, 1024);
-            const unsigned long long db = fa4_desc_sw128(sm.k() + 2 * cw * kBN * kPanelBytes + kk * 16 * kPanelBytes,
-                                                         kBN * kPanelBytes, 1024);
+            const unsigned long long da = FA4_B256_DESC(sm.dst(buf), kk * 16 * kPanelBytes, kBN * kPanelBytes, 1024);
+            const unsigned long long db = FA4_B256_DESC(sm.k() + 2 * cw * kBN * kPanelBytes, kk * 16 * kPanelBytes,
+                                                        kBN * kPanelBytes, 1024);
             fa4_b256_wgmma_ss<128, 1, 1>(dq, da, db, kk > 0);
         }
         fa4_wgmma_commit();
@@ -294,14 +307,14 @@ struct fa4_b256_consumer {
 #pragma unroll
         for (int kk = 0; kk < kBM / 16; ++kk)
             fa4_b256_wgmma_ss<128, 0, 1>(
-                dv, fa4_desc_sw128(sm.pt(buf) + kk * 32, 16, 1024),
-                fa4_desc_sw128(sm.dout(s) + 2 * cw * kBM * kPanelBytes + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
+                dv, FA4_B256_DESC(sm.pt(buf), kk * 32, 16, 1024),
+                FA4_B256_DESC(sm.dout(s) + 2 * cw * kBM * kPanelBytes, kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
                 1);
 #pragma unroll
         for (int kk = 0; kk < kBM / 16; ++kk)
             fa4_b256_wgmma_ss<128, 0, 1>(
-                dk, fa4_desc_sw128(sm.dst(buf) + kk * 32, 16, 1024),
-                fa4_desc_sw128(sm.q(s) + 2 * cw * kBM * kPanelBytes + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
+                dk, FA4_B256_DESC(sm.dst(buf), kk * 32, 16, 1024),
+                FA4_B256_DESC(sm.q(s) + 2 * cw * kBM * kPanelBytes, kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
                 1);
         fa4_wgmma_commit();
     }
@@ -313,8 +326,8 @@ struct fa4_b256_consumer {
 #pragma unroll
         for (int kk = 0; kk < kBM / 16; ++kk)
             fa4_b256_wgmma_ss<128, 0, 1>(
-                dv, fa4_desc_sw128(sm.pt(buf) + kk * 32, 16, 1024),
-                fa4_desc_sw128(sm.dout(s) + 2 * cw * kBM * kPanelBytes + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
+                dv, FA4_B256_DESC(sm.pt(buf), kk * 32, 16, 1024),
+                FA4_B256_DESC(sm.dout(s) + 2 * cw * kBM * kPanelBytes, kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
                 1);
         fa4_wgmma_commit();
     }
@@ -323,8 +336,8 @@ struct fa4_b256_consumer {
 #pragma unroll
         for (int kk = 0; kk < kBM / 16; ++kk)
             fa4_b256_wgmma_ss<128, 0, 1>(
-                dk, fa4_desc_sw128(sm.dst(buf) + kk * 32, 16, 1024),
-                fa4_desc_sw128(sm.q(s) + 2 * cw * kBM * kPanelBytes + kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
+                dk, FA4_B256_DESC(sm.dst(buf), kk * 32, 16, 1024),
+                FA4_B256_DESC(sm.q(s) + 2 * cw * kBM * kPanelBytes, kk * 16 * kPanelBytes, kBM * kPanelBytes, 1024),
                 1);
         fa4_wgmma_commit();
     }
@@ -932,7 +945,9 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     } else {
         fa4_regs_inc<kBConsumerRegs>();
         fa4_pdl_wait();
-        const int cw = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+        /* FA4_SM90_BWD256_DESC_ADD: cw broadcast from lane 0 (as bwd_main.cu's), for uniform descriptors */
+        const int cw = FA4_SM90_BWD256_DESC_ADD ? __shfl_sync(0xffffffffu, wg - 1, 0) : wg - 1, warp = (tid >> 5) & 3,
+                  lane = tid & 31;
         float dk[16][4], dv[16][4];
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
