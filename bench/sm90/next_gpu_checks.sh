@@ -1,0 +1,47 @@
+#!/bin/bash
+# next_gpu_checks.sh - what session 23 left for the GPU (its device time ran out), in priority order
+# within one call's budget (END_S, default 540 s of command time):
+#   1. the full sm90 suite on the default build (FA4_SM90_DESC_ADD on by default since 6ac95be; only
+#      the quick suite, 141 / 141, has run on it);
+#   2. FA4_SM90_BWD256_DESC_ADD (the D 256 backward's descriptors, opt-in until measured): the D 256
+#      suite cases with it, then D 256 backward A/B (kernel dir k_b256 against the default);
+#   3. bench/run.py, full, with FlexAttention: the standing table on this build.
+# On the GPU machine, from the repository root, after `bash scripts/device_carry.sh` here and
+#   cp bench/sm90/next_gpu_checks.sh .devcarry/ && cp -r src/kernels .devcarry/k_b256 &&
+#   sed -i '1i #define FA4_SM90_BWD256_DESC_ADD 1' .devcarry/k_b256/sm90/bwd256.cuh
+# then (device tool, carry [".devcarry", "build-bench-carry"]) `bash .devcarry/next_gpu_checks.sh`.
+D=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH=$D:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export FA4_TEST_PATH=sm90
+OUT=${OUT:-/tmp/next-out}
+END=${END_S:-540}
+mkdir -p "$OUT"
+left() { echo $((END - SECONDS)); }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader; date -u; echo "commit $(cat "$D/COMMIT")"
+echo "== 1. full suite ($(left) s left)"
+FA4JIT_CACHE_DIR=/tmp/nx-def timeout 200 "$D/test_gpu_sm80" --no-bench >"$OUT/suite.log" 2>&1
+echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$OUT/suite.log")"
+grep FAIL "$OUT/suite.log" | head -8
+echo "== 2. bwd256 descriptors ($(left) s left)"
+if [ "$(left)" -gt 120 ]; then
+    FA4JIT_KERNEL_DIR=$D/k_b256 FA4JIT_CACHE_DIR=/tmp/nx-b256 timeout 90 "$D/test_gpu_sm80" --no-bench --filter "d256" \
+        >"$OUT/suite256.log" 2>&1
+    echo "D 256 cases with FA4_SM90_BWD256_DESC_ADD 1: rc=$? $(grep -E '^TOTAL' "$OUT/suite256.log")"
+    grep FAIL "$OUT/suite256.log" | head -5
+    for r in 1 2; do
+        for v in 0 1; do
+            [ "$(left)" -gt 100 ] || break
+            if [ $v = 1 ]; then kd="FA4JIT_KERNEL_DIR=$D/k_b256"; else kd=""; fi
+            echo "== round $r b256_desc_add=$v"
+            env $kd FA4JIT_CACHE_DIR=/tmp/nx-b$v timeout 40 "$D/test_gpu_sm80" --bench-only --filter "D=256" 2>&1 | grep BENCH | sed 's/  */ /g'
+        done
+    done
+fi
+echo "== 3. bench/run.py ($(left) s left)"
+if [ "$(left)" -gt 150 ]; then
+    timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --budget-s $(( $(left) - 40 )) --grace-s 25 \
+        --out "$OUT/run" >"$OUT/run.log" 2>&1
+    echo "run.py rc=$? t=$SECONDS"
+    grep -h "^|" "$OUT"/run/*.md 2>/dev/null | head -40
+fi
+echo "done at $SECONDS s"
