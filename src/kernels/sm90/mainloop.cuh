@@ -59,6 +59,13 @@
  * D 64) through the issues; the tile's outer state waits in shared memory meanwhile (a stash of
  * 16 words per warp after the barriers, config.cuh's FA4_SM90_STASH_BYTES). */
 #define FA4_SM90_STASH (FA4_SM90_CONSUMERS == 3 && FA4_SM90_OVERLAP)
+/* FA4_SM90_STASH_UNIFORM (session 23; with the stash): the Q panel's address and the ring count
+ * read back from the stash are broadcast from lane 0, so that ptxas keeps the stage, Q and K/V
+ * descriptors in uniform registers (plain D 64, three consumers: the loop 685 -> 663 instructions,
+ * R2UR 32 -> 1). Not yet run on a GPU; 0: the build before. */
+#ifndef FA4_SM90_STASH_UNIFORM
+#define FA4_SM90_STASH_UNIFORM (FA4_SM90_STASH && FA4_SM90_DESC_ADD)
+#endif
 __device__ __forceinline__ void fa4_sm90_stash_put(unsigned a, int nt, int nq, int it, int hb, int m_tile,
                                                    unsigned q_base)
 {
@@ -251,6 +258,9 @@ struct fa4_sm90_consumer {
          * descriptors (8 registers) live through the loop */
         unsigned q_base;
         asm volatile("ld.volatile.shared.u32 %0, [%1];\n" : "=r"(q_base) : "r"(stash + 20u) : "memory");
+#if FA4_SM90_STASH_UNIFORM
+        q_base = __shfl_sync(0xffffffffu, q_base, 0); /* warp-uniform: its descriptors in uniform registers */
+#endif
 #endif
 #if FA4_SM90_DESC_ADD
         const unsigned long long da0 = fa4_desc_sw128_base(q_base, 16, 1024),
@@ -404,6 +414,11 @@ struct fa4_sm90_consumer {
     __device__ __forceinline__ void run(float (&o)[kDvp / 8][4], float (&m)[2], float (&l)[2], int it0,
                                         fa4_sm90_pingpong &pp, const Between &between) const
     {
+#if FA4_SM90_STASH_UNIFORM
+        /* it0 comes back from the stash (a shared load): broadcast, so that the stages and their
+         * descriptors are warp-uniform values */
+        it0 = __shfl_sync(0xffffffffu, it0, 0);
+#endif
         const int n_tiles = tiles.count;
         float sc[kN / 8][4];
         unsigned pa[kN / 16][4];
