@@ -5,10 +5,13 @@
 #      the quick suite, 141 / 141, has run on it);
 #   2. FA4_SM90_BWD256_DESC_ADD (the D 256 backward's descriptors, opt-in until measured): the D 256
 #      suite cases with it, then D 256 backward A/B (kernel dir k_b256 against the default);
-#   3. bench/run.py, full, with FlexAttention: the standing table on this build.
+#   3. FA4_SM90_STASH_UNIFORM (on by default since session 23, never run on a GPU: the D 64
+#      three-consumer forward's stash values broadcast): D 64 forward A/B against k_su0 (it off);
+#   4. bench/run.py, full, with FlexAttention: the standing table on this build.
 # On the GPU machine, from the repository root, after `bash scripts/device_carry.sh` here and
 #   cp bench/sm90/next_gpu_checks.sh .devcarry/ && cp -r src/kernels .devcarry/k_b256 &&
-#   sed -i '1i #define FA4_SM90_BWD256_DESC_ADD 1' .devcarry/k_b256/sm90/bwd256.cuh
+#   sed -i '1i #define FA4_SM90_BWD256_DESC_ADD 1' .devcarry/k_b256/sm90/bwd256.cuh &&
+#   cp -r src/kernels .devcarry/k_su0 && sed -i '1i #define FA4_SM90_STASH_UNIFORM 0' .devcarry/k_su0/sm90/mainloop.cuh
 # then (device tool, carry [".devcarry", "build-bench-carry"]) `bash .devcarry/next_gpu_checks.sh`.
 D=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH=$D:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -37,7 +40,16 @@ if [ "$(left)" -gt 120 ]; then
         done
     done
 fi
-echo "== 3. bench/run.py ($(left) s left)"
+echo "== 3. the stash broadcast, D 64 forward ($(left) s left)"
+for r in 1 2; do
+    for v in 1 0; do
+        [ "$(left)" -gt 200 ] || break
+        if [ $v = 0 ]; then kd="FA4JIT_KERNEL_DIR=$D/k_su0"; else kd=""; fi
+        echo "== round $r stash_uniform=$v"
+        env $kd FA4JIT_CACHE_DIR=/tmp/nx-su$v timeout 40 "$D/test_gpu_sm80" --bench-only --filter "D=64" 2>&1 | grep BENCH | sed 's/  */ /g'
+    done
+done
+echo "== 4. bench/run.py ($(left) s left)"
 if [ "$(left)" -gt 150 ]; then
     timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --budget-s $(( $(left) - 40 )) --grace-s 25 \
         --out "$OUT/run" >"$OUT/run.log" 2>&1
