@@ -3,7 +3,9 @@
 # within one call's budget (END_S, default 540 s of command time):
 #   1. the full sm90 suite on the default build (FA4_SM90_DESC_ADD on by default since 6ac95be; only
 #      the quick suite, 141 / 141, has run on it);
-#   2. FA4_SM90_BWD256_DESC_ADD (the D 256 backward's descriptors, opt-in until measured): the D 256
+#   2. FA4_SM90_TILES_ONE_PER_BLOCK (on by default since session 23, never run on a GPU: no division
+#      per key tile where a mask block holds one key tile): block-masked forward A/B against k_tpb0;
+#   2b. FA4_SM90_BWD256_DESC_ADD (the D 256 backward's descriptors, opt-in until measured): the D 256
 #      suite cases with it, then D 256 backward A/B (kernel dir k_b256 against the default);
 #   3. FA4_SM90_STASH_UNIFORM (on by default since session 23, never run on a GPU: the D 64
 #      three-consumer forward's stash values broadcast): D 64 forward A/B against k_su0 (it off);
@@ -11,7 +13,8 @@
 # On the GPU machine, from the repository root, after `bash scripts/device_carry.sh` here and
 #   cp bench/sm90/next_gpu_checks.sh .devcarry/ && cp -r src/kernels .devcarry/k_b256 &&
 #   sed -i '1i #define FA4_SM90_BWD256_DESC_ADD 1' .devcarry/k_b256/sm90/bwd256.cuh &&
-#   cp -r src/kernels .devcarry/k_su0 && sed -i '1i #define FA4_SM90_STASH_UNIFORM 0' .devcarry/k_su0/sm90/mainloop.cuh
+#   cp -r src/kernels .devcarry/k_su0 && sed -i '1i #define FA4_SM90_STASH_UNIFORM 0' .devcarry/k_su0/sm90/mainloop.cuh &&
+#   cp -r src/kernels .devcarry/k_tpb0 && sed -i '1i #define FA4_SM90_TILES_ONE_PER_BLOCK 0' .devcarry/k_tpb0/sm90/schedule.cuh
 # then (device tool, carry [".devcarry", "build-bench-carry"]) `bash .devcarry/next_gpu_checks.sh`.
 D=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH=$D:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -25,7 +28,17 @@ echo "== 1. full suite ($(left) s left)"
 FA4JIT_CACHE_DIR=/tmp/nx-def timeout 200 "$D/test_gpu_sm80" --no-bench >"$OUT/suite.log" 2>&1
 echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$OUT/suite.log")"
 grep FAIL "$OUT/suite.log" | head -8
-echo "== 2. bwd256 descriptors ($(left) s left)"
+echo "== 2. one key tile a mask block, forward ($(left) s left)"
+F="causal (block|sliding window 1024 (bm)|document (bm)|prefix-LM (bm per batch)"
+for r in 1 2; do
+    for v in 1 0; do
+        [ "$(left)" -gt 250 ] || break
+        if [ $v = 0 ]; then kd="FA4JIT_KERNEL_DIR=$D/k_tpb0"; else kd=""; fi
+        echo "== round $r tiles_one_per_block=$v"
+        env $kd FA4JIT_CACHE_DIR=/tmp/nx-t$v timeout 40 "$D/test_gpu_sm80" --bench-only --filter "$F" 2>&1 | grep BENCH | sed 's/  */ /g; s/| bwd.*//'
+    done
+done
+echo "== 2b. bwd256 descriptors ($(left) s left)"
 if [ "$(left)" -gt 120 ]; then
     FA4JIT_KERNEL_DIR=$D/k_b256 FA4JIT_CACHE_DIR=/tmp/nx-b256 timeout 90 "$D/test_gpu_sm80" --no-bench --filter "d256" \
         >"$OUT/suite256.log" 2>&1

@@ -12,6 +12,11 @@
 #ifndef FA4_SM90_SCHEDULE_CUH
 #define FA4_SM90_SCHEDULE_CUH
 
+/* FA4_SM90_TILES_ONE_PER_BLOCK (session 23, default 1): fa4_sm90_tiles::start without a division
+ * where a mask block holds one key tile; 0: the build before. Not yet run on a GPU. */
+#ifndef FA4_SM90_TILES_ONE_PER_BLOCK
+#define FA4_SM90_TILES_ONE_PER_BLOCK 1
+#endif
 struct fa4_sm90_tiles {
     int count;
     int per_block, span;
@@ -26,7 +31,18 @@ struct fa4_sm90_tiles {
             *is_full = false;
             return j * kN;
         }
+#if FA4_SM90_TILES_ONE_PER_BLOCK
+        /* one key tile a mask block (kv_block = kN, as FlexAttention's 128-key blocks at D <= 128):
+         * the list index is j itself; the signed division by a runtime per_block took ~30
+         * instructions a key tile on every block-masked call (session 23). A uniform branch. */
+        int li = j, sub = 0;
+        if (per_block != 1) {
+            li = (int)((unsigned)j / (unsigned)per_block);
+            sub = j - li * per_block;
+        }
+#else
         const int li = j / per_block, sub = j - li * per_block;
+#endif
         const bool f = li >= num_partial;
         *is_full = f;
         return (f ? full[li - num_partial] : partial[li]) * kv_block + sub * kN;
