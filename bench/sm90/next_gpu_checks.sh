@@ -3,8 +3,9 @@
 # within one call's budget (END_S, default 540 s of command time):
 #   1. the full sm90 suite on the default build (FA4_SM90_DESC_ADD on by default since 6ac95be; only
 #      the quick suite, 141 / 141, has run on it);
-#   2. FA4_SM90_TILES_ONE_PER_BLOCK (on by default since session 23, never run on a GPU: no division
-#      per key tile where a mask block holds one key tile): block-masked forward A/B against k_tpb0;
+#   2. FA4_SM90_TILES_ONE_PER_BLOCK and FA4_SM90_MASK_FULL_SPLIT (on by default since session 23,
+#      never run on a GPU: no division per key tile where a mask block holds one key tile; a checked
+#      tile's mask split by `full` at the caller): block-masked forward A/B against k_tpb0 (both off);
 #   2b. FA4_SM90_BWD256_DESC_ADD (the D 256 backward's descriptors, opt-in until measured): the D 256
 #      suite cases with it, then D 256 backward A/B (kernel dir k_b256 against the default);
 #   3. FA4_SM90_STASH_UNIFORM (on by default since session 23, never run on a GPU: the D 64
@@ -14,7 +15,8 @@
 #   cp bench/sm90/next_gpu_checks.sh .devcarry/ && cp -r src/kernels .devcarry/k_b256 &&
 #   sed -i '1i #define FA4_SM90_BWD256_DESC_ADD 1' .devcarry/k_b256/sm90/bwd256.cuh &&
 #   cp -r src/kernels .devcarry/k_su0 && sed -i '1i #define FA4_SM90_STASH_UNIFORM 0' .devcarry/k_su0/sm90/mainloop.cuh &&
-#   cp -r src/kernels .devcarry/k_tpb0 && sed -i '1i #define FA4_SM90_TILES_ONE_PER_BLOCK 0' .devcarry/k_tpb0/sm90/schedule.cuh
+#   cp -r src/kernels .devcarry/k_tpb0 && sed -i '1i #define FA4_SM90_TILES_ONE_PER_BLOCK 0' .devcarry/k_tpb0/sm90/schedule.cuh &&
+#   sed -i '1i #define FA4_SM90_MASK_FULL_SPLIT 0' .devcarry/k_tpb0/sm90/softmax.cuh
 # then (device tool, carry [".devcarry", "build-bench-carry"]) `bash .devcarry/next_gpu_checks.sh`.
 D=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH=$D:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -34,7 +36,7 @@ for r in 1 2; do
     for v in 1 0; do
         [ "$(left)" -gt 250 ] || break
         if [ $v = 0 ]; then kd="FA4JIT_KERNEL_DIR=$D/k_tpb0"; else kd=""; fi
-        echo "== round $r tiles_one_per_block=$v"
+        echo "== round $r block_mask_fwd_changes=$v"
         env $kd FA4JIT_CACHE_DIR=/tmp/nx-t$v timeout 40 "$D/test_gpu_sm80" --bench-only --filter "$F" 2>&1 | grep BENCH | sed 's/  */ /g; s/| bwd.*//'
     done
 done

@@ -356,11 +356,17 @@ struct fa4_sm90_consumer {
         /* score_mod on the whole fragment, then the mask where needed: one inlined copy of score_mod
          * per call instead of one in each branch (half the code, and compile time, of a score_mod) */
         fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
-        if (!mask_free)
-            fa4_sm90_scores<kN / 8, false, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
+        if (!mask_free) {
+            if (FA4_SM90_MASK_SPLIT_ON && full)
+                fa4_sm90_scores<kN / 8, false, true, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
+            else
+                fa4_sm90_scores<kN / 8, false, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
+        }
 #else
         if (mask_free)
             fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
+        else if (FA4_SM90_MASK_SPLIT_ON && full)
+            fa4_sm90_scores<kN / 8, true, true, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
         else
             fa4_sm90_scores<kN / 8, true, true>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
 #endif

@@ -182,13 +182,24 @@ __device__ __forceinline__ void fa4_sm90_mask_rolled(unsigned (&bits)[(NT + 7) /
 #define FA4_SM90_MASK_ROLLED 0
 #endif
 
+/* FA4_SM90_MASK_FULL_SPLIT (session 23, default 1): a checked tile's scores split by `full` at the
+ * caller (mainloop.cuh softmax) instead of `full | mask_mod(...)` at every position; 0: the build
+ * before. Not yet run on a GPU. */
+#ifndef FA4_SM90_MASK_FULL_SPLIT
+#define FA4_SM90_MASK_FULL_SPLIT 1
+#endif
+/* where the split applies: a mask_mod, unchecked, not the rolled mask (its loop takes `full`
+ * itself; split, it was inlined twice), not three consumers (the extra copy's registers pushed
+ * sliding_window's D 64 three-consumer forward over its 128 and back to two consumers) */
+#define FA4_SM90_MASK_SPLIT_ON                                                                          \
+    (FA4_SM90_MASK_FULL_SPLIT && FA4_HAS_MASK_MOD && !FA4_CHECKED && !FA4_SM90_MASK_ROLLED && FA4_SM90_CONSUMERS != 3)
 /* The scores of one S fragment: kMod applies score_mod (to the scaled score), kCheck the sequence
  * bounds and mask_mod (-inf where a pair may not attend). Unchecked builds evaluate mask_mod at
  * every position (aux reads are clamped, integer arithmetic is total) and select, without a branch
  * per position: the mod is inlined at 64 positions per call, and those branches made NVVM and ptxas
  * take about twice as long (issue 8). Checked builds call the mods only inside the sequence and
  * score_mod only where allowed, so that a read out of range there is the user's. */
-template <int NT, bool kMod, bool kCheck>
+template <int NT, bool kMod, bool kCheck, bool kFull = false>
 __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_params &p,
                                                 const fa4_aux &aux, int b, int h, int row0, int col0,
                                                 int len_q, int len_k, bool full, fa4_sm90_affw<NT> &aw,
@@ -318,6 +329,14 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
 #if FA4_SM90_MASK_ROLLED
                 const bool ok = (bits[ni / 8] >> (4 * (ni % 8) + e)) & 1u;
                 (void)qi, (void)ki;
+#elif FA4_SM90_MASK_SPLIT_ON
+                /* kFull (the caller's uniform branch on a tile inside a full block): the bounds
+                 * only; else mask_mod, without the or of the runtime flag `full`, which made
+                 * ptxas turn every condition into a 0/1 integer (SEL, LOP3) before the select:
+                 * causal's checked tile 516 -> 260 instructions, sliding window's 697 -> 459 */
+                const bool ok = kFull ? !(qi >= len_q || ki >= len_k)
+                                      : !(qi >= len_q || ki >= len_k) &
+                                            fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
 #elif FA4_HAS_MASK_MOD && !FA4_CHECKED
                 const bool ok = !(qi >= len_q || ki >= len_k) &
                                 (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
