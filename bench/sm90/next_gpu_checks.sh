@@ -25,45 +25,38 @@ OUT=${OUT:-/tmp/next-out}
 END=${END_S:-540}
 mkdir -p "$OUT"
 left() { echo $((END - SECONDS)); }
+# ab NAME KERNEL_DIR FILTER MIN_LEFT: two rounds, the default build then the kernel dir's, `--bench-only`
+ab() {
+    local name=$1 kdir=$2 filt=$3 min=$4 r v kd
+    for r in 1 2; do
+        for v in default variant; do
+            [ "$(left)" -gt "$min" ] || return
+            kd=""
+            [ $v = variant ] && kd="FA4JIT_KERNEL_DIR=$kdir"
+            echo "== round $r $name=$v"
+            env $kd FA4JIT_CACHE_DIR=/tmp/nx-$name-$v timeout 40 "$D/test_gpu_sm80" --bench-only --filter "$filt" 2>&1 |
+                grep BENCH | sed 's/  */ /g'
+        done
+    done
+}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader; date -u; echo "commit $(cat "$D/COMMIT")"
 echo "== 1. full suite ($(left) s left)"
 FA4JIT_CACHE_DIR=/tmp/nx-def timeout 200 "$D/test_gpu_sm80" --no-bench >"$OUT/suite.log" 2>&1
 echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$OUT/suite.log")"
 grep FAIL "$OUT/suite.log" | head -8
 echo "== 2. one key tile a mask block, forward ($(left) s left)"
-F="causal (block|sliding window 1024 (bm)|document (bm)|prefix-LM (bm per batch)"
-for r in 1 2; do
-    for v in 1 0; do
-        [ "$(left)" -gt 250 ] || break
-        if [ $v = 0 ]; then kd="FA4JIT_KERNEL_DIR=$D/k_tpb0"; else kd=""; fi
-        echo "== round $r block_mask_fwd_changes=$v"
-        env $kd FA4JIT_CACHE_DIR=/tmp/nx-t$v timeout 40 "$D/test_gpu_sm80" --bench-only --filter "$F" 2>&1 | grep BENCH | sed 's/  */ /g; s/| bwd.*//'
-    done
-done
+# the variant is the build before (both changes off)
+ab block_mask_fwd "$D/k_tpb0" "causal (block|sliding window 1024 (bm)|document (bm)|prefix-LM (bm per batch)" 250
 echo "== 2b. bwd256 descriptors ($(left) s left)"
 if [ "$(left)" -gt 120 ]; then
     FA4JIT_KERNEL_DIR=$D/k_b256 FA4JIT_CACHE_DIR=/tmp/nx-b256 timeout 90 "$D/test_gpu_sm80" --no-bench --filter "d256" \
         >"$OUT/suite256.log" 2>&1
     echo "D 256 cases with FA4_SM90_BWD256_DESC_ADD 1: rc=$? $(grep -E '^TOTAL' "$OUT/suite256.log")"
     grep FAIL "$OUT/suite256.log" | head -5
-    for r in 1 2; do
-        for v in 0 1; do
-            [ "$(left)" -gt 100 ] || break
-            if [ $v = 1 ]; then kd="FA4JIT_KERNEL_DIR=$D/k_b256"; else kd=""; fi
-            echo "== round $r b256_desc_add=$v"
-            env $kd FA4JIT_CACHE_DIR=/tmp/nx-b$v timeout 40 "$D/test_gpu_sm80" --bench-only --filter "D=256" 2>&1 | grep BENCH | sed 's/  */ /g'
-        done
-    done
+    ab b256_desc_add "$D/k_b256" "D=256" 100
 fi
 echo "== 3. the stash broadcast, D 64 forward ($(left) s left)"
-for r in 1 2; do
-    for v in 1 0; do
-        [ "$(left)" -gt 200 ] || break
-        if [ $v = 0 ]; then kd="FA4JIT_KERNEL_DIR=$D/k_su0"; else kd=""; fi
-        echo "== round $r stash_uniform=$v"
-        env $kd FA4JIT_CACHE_DIR=/tmp/nx-su$v timeout 40 "$D/test_gpu_sm80" --bench-only --filter "D=64" 2>&1 | grep BENCH | sed 's/  */ /g'
-    done
-done
+ab stash_uniform_off "$D/k_su0" "D=64" 200
 echo "== 4. bench/run.py ($(left) s left)"
 if [ "$(left)" -gt 150 ]; then
     timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --budget-s $(( $(left) - 40 )) --grace-s 25 \
