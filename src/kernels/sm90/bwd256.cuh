@@ -107,11 +107,7 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
 #ifndef FA4_SM90_BWD256_DESC_ADD
 #define FA4_SM90_BWD256_DESC_ADD 0
 #endif
-#if FA4_SM90_BWD256_DESC_ADD
-#define FA4_B256_DESC(base, off, lbo, sbo) fa4_desc_add(fa4_desc_sw128_base((base), (lbo), (sbo)), (off))
-#else
-#define FA4_B256_DESC(base, off, lbo, sbo) fa4_desc_sw128((base) + (off), (lbo), (sbo))
-#endif
+#define FA4_B256_DESC fa4_desc_sw128_at<FA4_SM90_BWD256_DESC_ADD != 0>
 
 #ifndef FA4_SM90_BWD256_DQ_TMA
 #define FA4_SM90_BWD256_DQ_TMA 1
@@ -945,8 +941,8 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     } else {
         fa4_regs_inc<kBConsumerRegs>();
         fa4_pdl_wait();
-        /* FA4_SM90_BWD256_DESC_ADD: cw broadcast from lane 0 (as bwd_main.cu's), for uniform descriptors */
-        const int cw = FA4_SM90_BWD256_DESC_ADD ? __shfl_sync(0xffffffffu, wg - 1, 0) : wg - 1, warp = (tid >> 5) & 3,
+        /* FA4_SM90_BWD256_DESC_ADD: cw warp-uniform (as bwd_main.cu's), for uniform descriptors */
+        const int cw = FA4_SM90_BWD256_DESC_ADD ? fa4_warp_uniform(wg - 1) : wg - 1, warp = (tid >> 5) & 3,
                   lane = tid & 31;
         float dk[16][4], dv[16][4];
 #pragma unroll

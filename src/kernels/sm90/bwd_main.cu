@@ -398,11 +398,9 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         fa4_regs_inc<kBConsumerRegs>();
         /* PDL: the walk table, the turn counters and dq_accum (zeroed by bwd_pre) come after it */
         fa4_pdl_wait();
-        /* cw broadcast from lane 0 (FA4_SM90_DESC_ADD): ptxas then knows it is the same in every
-         * lane and keeps the descriptors that depend on it in uniform registers (without it: two
-         * R2UR a wgmma) */
-        const int cw = FA4_SM90_DESC_ADD ? __shfl_sync(0xffffffffu, wg - 1, 0) : wg - 1, warp = (tid >> 5) & 3,
-                  lane = tid & 31;
+        /* cw warp-uniform (FA4_SM90_DESC_ADD): the descriptors that depend on it in uniform
+         * registers (without it: two R2UR a wgmma) */
+        const int cw = FA4_SM90_DESC_ADD ? fa4_warp_uniform(wg - 1) : wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
         float dk[kDp / 8][4], dv[kDvp / 8][4];
 #pragma unroll
         for (int i = 0; i < kDp / 8; ++i)

@@ -225,7 +225,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         /* this warpgroup's Q panel, broadcast from lane 0 so that ptxas knows it is the same in
          * every lane: its descriptors then live in uniform registers (without it, eight Q
          * descriptors sat in 16 ordinary registers and each wgmma paid two R2UR) */
-        const unsigned s_qw = __shfl_sync(0xffffffffu, s_q + (unsigned)cw * 64u * kPanelBytes, 0);
+        const unsigned s_qw = fa4_warp_uniform(s_q + (unsigned)cw * 64u * kPanelBytes);
 #else
         const unsigned s_qw = s_q + cw * 64 * kPanelBytes;
 #endif

@@ -259,24 +259,14 @@ struct fa4_sm90_consumer {
         unsigned q_base;
         asm volatile("ld.volatile.shared.u32 %0, [%1];\n" : "=r"(q_base) : "r"(stash + 20u) : "memory");
 #if FA4_SM90_STASH_UNIFORM
-        q_base = __shfl_sync(0xffffffffu, q_base, 0); /* warp-uniform: its descriptors in uniform registers */
+        q_base = fa4_warp_uniform(q_base);
 #endif
-#endif
-#if FA4_SM90_DESC_ADD
-        const unsigned long long da0 = fa4_desc_sw128_base(q_base, 16, 1024),
-                                 db0 = fa4_desc_sw128_base(s_k + s * kKBytes, 16, 1024);
 #endif
 #pragma unroll
         for (int kk = 0; kk < kD / 16; ++kk) {
-#if FA4_SM90_DESC_ADD
-            const unsigned long long da = fa4_desc_add(da0, (kk / 4) * kM * kPanelBytes + (kk % 4) * 32);
-            const unsigned long long db = fa4_desc_add(db0, (kk / 4) * kN * kPanelBytes + (kk % 4) * 32);
-#else
-            const unsigned long long da =
-                fa4_desc_sw128(q_base + (kk / 4) * kM * kPanelBytes + (kk % 4) * 32, 16, 1024);
+            const unsigned long long da = FA4_DESC_SW128(q_base, (kk / 4) * kM * kPanelBytes + (kk % 4) * 32, 16, 1024);
             const unsigned long long db =
-                fa4_desc_sw128(s_k + s * kKBytes + (kk / 4) * kN * kPanelBytes + (kk % 4) * 32, 16, 1024);
-#endif
+                FA4_DESC_SW128(s_k + s * kKBytes, (kk / 4) * kN * kPanelBytes + (kk % 4) * 32, 16, 1024);
             fa4_wgmma<kN>::ss(sc, da, db, kk > 0);
         }
     }
@@ -286,17 +276,9 @@ struct fa4_sm90_consumer {
                                              const unsigned (&pa)[kN / 16][4], int s) const
     {
         (void)la;
-#if FA4_SM90_DESC_ADD
-        const unsigned long long dv0 = fa4_desc_sw128_base(s_v + s * kVBytes, kN * kPanelBytes, 1024);
-#endif
 #pragma unroll
         for (int kk = 0; kk < kN / 16; ++kk) {
-#if FA4_SM90_DESC_ADD
-            const unsigned long long dv = fa4_desc_add(dv0, kk * 16 * kPanelBytes);
-#else
-            const unsigned long long dv =
-                fa4_desc_sw128(s_v + s * kVBytes + kk * 16 * kPanelBytes, kN * kPanelBytes, 1024);
-#endif
+            const unsigned long long dv = FA4_DESC_SW128(s_v + s * kVBytes, kk * 16 * kPanelBytes, kN * kPanelBytes, 1024);
             fa4_wgmma<kDvp>::rs(o, pa[kk], dv, 1);
 #if FA4_SM90_ROWSUM_MMA
             fa4_wgmma<8>::rs(la, pa[kk], fa4_desc_ones(bars.ones()), 1);
@@ -423,7 +405,7 @@ struct fa4_sm90_consumer {
 #if FA4_SM90_STASH_UNIFORM
         /* it0 comes back from the stash (a shared load): broadcast, so that the stages and their
          * descriptors are warp-uniform values */
-        it0 = __shfl_sync(0xffffffffu, it0, 0);
+        it0 = fa4_warp_uniform(it0);
 #endif
         const int n_tiles = tiles.count;
         float sc[kN / 8][4];

@@ -155,13 +155,6 @@ __device__ __forceinline__ unsigned long long fa4_desc_sw128(unsigned addr, unsi
 #ifndef FA4_SM90_DESC_ADD
 #define FA4_SM90_DESC_ADD 1
 #endif
-/* the descriptor of fa4_desc_sw128, or under FA4_SM90_DESC_ADD base's moved by off bytes */
-#if FA4_SM90_DESC_ADD
-#define FA4_DESC_SW128(base, off, lbo, sbo) fa4_desc_add(fa4_desc_sw128_base((base), (lbo), (sbo)), (off))
-#else
-#define FA4_DESC_SW128(base, off, lbo, sbo) fa4_desc_sw128((base) + (off), (lbo), (sbo))
-#endif
-
 /* fa4_desc_sw128's value, its fields joined by adds (they are disjoint, so the same bits): with
  * the or, ptxas folded it and each later fa4_desc_add into an add and a mask per wgmma */
 __device__ __forceinline__ unsigned long long fa4_desc_sw128_base(unsigned addr, unsigned lbo, unsigned sbo)
@@ -175,6 +168,22 @@ __device__ __forceinline__ unsigned long long fa4_desc_add(unsigned long long d,
     const unsigned lo = (unsigned)d + (bytes >> 4), hi = (unsigned)(d >> 32);
     return ((unsigned long long)hi << 32) | lo;
 }
+/* The descriptor of base + off: kAdd, base's descriptor moved by off (its base part is the same
+ * for every k step of a loop, so ptxas makes it once); else fa4_desc_sw128 of the sum, the build
+ * before session 23. FA4_DESC_SW128 is the kernels' default (FA4_SM90_DESC_ADD). */
+template <bool kAdd>
+__device__ __forceinline__ unsigned long long fa4_desc_sw128_at(unsigned base, unsigned off, unsigned lbo, unsigned sbo)
+{
+    return kAdd ? fa4_desc_add(fa4_desc_sw128_base(base, lbo, sbo), off) : fa4_desc_sw128(base + off, lbo, sbo);
+}
+#define FA4_DESC_SW128 fa4_desc_sw128_at<FA4_SM90_DESC_ADD != 0>
+
+/* x from lane 0 of the warp, for values that are the same in every lane but come from threadIdx or
+ * a shared load: ptxas then knows they are warp-uniform and keeps what depends on them (wgmma
+ * descriptors, stage indices) in uniform registers instead of moving them there (R2UR) at each use.
+ * Every lane of the warp must call it. */
+__device__ __forceinline__ unsigned fa4_warp_uniform(unsigned x) { return __shfl_sync(0xffffffffu, x, 0); }
+__device__ __forceinline__ int fa4_warp_uniform(int x) { return __shfl_sync(0xffffffffu, x, 0); }
 
 /* Descriptor of a block of 256 bytes without swizzle whose two 128-byte core matrices sit 128 bytes
  * apart (strides of 128 both ways): the 16 x 8 B operand of a m64n8k16 wgmma, read whole whatever
