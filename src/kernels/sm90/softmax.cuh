@@ -33,6 +33,14 @@
 #ifndef FA4_SM90_AFFINE_FOLD
 #define FA4_SM90_AFFINE_FOLD 1
 #endif
+/* FA4_SM90_AFFINE_KFOLD 1 (session 24): ks goes into the softmax's exponent factor (kmul: the row
+ * max of ks x is ks times that of x, for ks > 0; the form is not taken where ks <= 0), so a score
+ * costs one FMA with an immediate, s + (dk / ks) (8 ni + e), and nothing where dk is 0 (head_scale:
+ * ds = exp(log_temp[h]); any ds * score + f(b, h, q_idx)): no 32 registers of dk (8 ni + e), which
+ * ptxas rematerialized each tile (32 FMULs). 0: fma(s, ks, w) with w in registers. */
+#ifndef FA4_SM90_AFFINE_KFOLD
+#define FA4_SM90_AFFINE_KFOLD 1
+#endif
 /* FA4_SM90_REL (default in config.cuh, with the table's bytes): where score_mod is score +
  * g(kv_idx - q_idx) (FA4_SCORE_MOD_REL, emit_rel.c), 2: g read from a table filled once per key
  * tile (fa4_sm90_rel_fill); 1: g evaluated at 34 of a fragment's 64 positions (fa4_sm90_scores);
@@ -54,7 +62,12 @@ struct fa4_sm90_affw {
 #if FA4_SM90_AFFW
     bool ok;        /* the form holds over the work item's rows of this warp and every key */
     float ks, c, dq, dk; /* ds * scale; c at (the warp's first row, key 0) */
+    float kmul;     /* the factor on a fragment's values in the softmax: ks where ok (KFOLD), else 1 */
+#if FA4_SM90_AFFINE_KFOLD
+    float dkk;      /* dk / ks: a score's value is s + dkk (8 ni + e), times ks in the softmax */
+#else
     float w[NT][2]; /* dk * (8 ni + e) */
+#endif
     float roff[2];  /* this tile's rest per row (natural units); 0 where the form was not taken */
 #else
     int unused;
@@ -77,11 +90,19 @@ __device__ __forceinline__ void fa4_sm90_affw_init(fa4_sm90_affw<NT> &aw, const 
     aw.c = af.c;
     aw.dq = af.dq;
     aw.dk = af.dk;
+#if FA4_SM90_AFFINE_KFOLD
+    /* ks > 0 (the row max of ks x is ks times that of x) and dk / ks a float; else the mod as written */
+    aw.dkk = aw.dk / aw.ks;
+    aw.ok = aw.ok && aw.ks > 0.f && fabsf(aw.dkk) <= 3.0e38f;
+    aw.kmul = aw.ok ? aw.ks : 1.f;
+#else
+    aw.kmul = 1.f;
 #pragma unroll
     for (int ni = 0; ni < NT; ++ni) {
         aw.w[ni][0] = af.dk * (float)(8 * ni);
         aw.w[ni][1] = af.dk * (float)(8 * ni + 1);
     }
+#endif
     aw.roff[0] = aw.roff[1] = 0.f;
 #else
     (void)aw, (void)p, (void)aux, (void)b, (void)h, (void)row0, (void)len_k;
@@ -223,11 +244,24 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
         const float ct = fmaf(aw.dk, (float)(col0 - 2 * (lane & 3)), aw.c); /* at the tile's key 0 */
         aw.roff[0] = fmaf(aw.dq, (float)(lane >> 2), fmaf(aw.dk, (float)(2 * (lane & 3)), ct));
         aw.roff[1] = fmaf(aw.dq, 8.0f, aw.roff[0]);
+#if FA4_SM90_AFFINE_KFOLD
+        /* ks multiplies in the softmax (kmul): one FMA a score with an immediate, none where dk is 0
+         * (head_scale: warp-uniform) */
+        if (aw.dk != 0.f) {
+#pragma unroll
+            for (int ni = 0; ni < NT; ++ni)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (8 * ni + (e & 1) != 0) /* (s + 0 * dkk is s but for -0) */
+                        s[ni][e] = fmaf(aw.dkk, (float)(8 * ni + (e & 1)), s[ni][e]);
+        }
+#else
 #pragma unroll
         for (int ni = 0; ni < NT; ++ni)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
                 s[ni][e] = fmaf(s[ni][e], aw.ks, aw.w[ni][e & 1]);
+#endif
         return;
     }
 #endif
@@ -440,6 +474,11 @@ __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2
                                                  float (&corr)[2], float k2, const fa4_sm90_affw<NT> &aw)
 {
     (void)aw;
+#if FA4_SM90_AFFW
+    const float k2s = k2 * aw.kmul; /* the exponent's factor on s (kmul: fa4_sm90_affw) */
+#else
+    const float k2s = k2;
+#endif
     float mnew[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -448,7 +487,8 @@ __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2
         for (int ni = 0; ni < NT; ++ni)
             mx = fmaxf(mx, fmaxf(s[ni][2 * r], s[ni][2 * r + 1]));
 #if FA4_SM90_AFFW
-        mx += aw.roff[r]; /* the scores of row r are s + roff[r] (fa4_sm90_affw) */
+        /* the scores of row r are kmul s + roff[r] (fa4_sm90_affw; kmul > 0) */
+        mx = fmaf(mx, aw.kmul, aw.roff[r]);
 #endif
         mx = fa4_quad_max(mx) * k2;
         mnew[r] = fmaxf(m[r], mx);
@@ -477,7 +517,7 @@ __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2
         for (int ni = 0; ni < NT; ++ni) {
 #pragma unroll
             for (int e = 2 * r; e < 2 * r + 2; ++e) {
-                const float x = fmaf(s[ni][e], k2, nref);
+                const float x = fmaf(s[ni][e], k2s, nref);
 #if FA4_SW_EXP2_PERCENT > 0
                 const bool sw = ni < (NT * FA4_SW_EXP2_PERCENT + 50) / 100;
                 s[ni][e] = sw ? fa4_exp2_sw(x) : fa4_exp2(x);

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""fa4_ab.py - fa4jit alone (no peers) on some of bench/run.py's cases, for A/B runs of kernel
+variants: each variant (a kernel source directory, FA4JIT_KERNEL_DIR; "default" = the library's
+embedded kernels) in its own process, rounds interleaved, CUDA events, median of --reps.
+
+    python3 bench/sm90/fa4_ab.py --cases mods:ALiBi,mods:head_scale --variants default,DIR \
+        [--rounds 2] [--reps 30] [--bwd]
+
+Prints one line per (round, variant, case): `AB round=R variant=V case=ID fwd_ms=.. fwd_tflops=..
+[fb_ms=.. fb_tflops=..]`, and a summary of medians over rounds. Uses bench/run.py's bootstrap
+(the carried library in build-bench-carry/, CUDA's lib64). Not a substitute for run.py's table:
+no peers, no correctness check beyond a finite output.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+
+
+def child(args):
+    sys.path.insert(0, BENCH)
+    import run as benchrun
+    benchrun.bootstrap()
+    import torch
+    import backends
+    import cases as cs
+    from timing import Timer
+    want = args.cases.split(",")
+    allc = {c.id: c for c in cs.build_cases(False, optional=True)}
+    timer = Timer(torch)
+    timer.calibrate()
+    out = []
+    for cid in want:
+        c = allc[cid]
+        inp = backends.Inputs(c, 2)
+        r = backends.Fa4Runner(c, inp, "sm90")
+        o = r.fwd(0)
+        torch.cuda.synchronize()
+        if not torch.isfinite(o.float()).all():
+            raise SystemExit(f"{cid}: output not finite")
+        f = timer.measure(r.fwd, 2, 3, args.reps)["median_ms"]
+        rec = {"case": cid, "fwd_ms": f, "fwd_tflops": c.flops_fwd / (f * 1e-3) / 1e12}
+        if args.bwd and c.bwd:
+            fb = timer.measure(r.fwdbwd, 2, 2, max(3, args.reps // 2))["median_ms"]
+            rec.update(fb_ms=fb, fb_tflops=c.flops_fwdbwd / (fb * 1e-3) / 1e12)
+        out.append(rec)
+        del r, inp
+        torch.cuda.empty_cache()
+    print("ABJSON " + json.dumps(out), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", required=True)
+    ap.add_argument("--variants", default="default")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--bwd", action="store_true")
+    ap.add_argument("--child", action="store_true")
+    args = ap.parse_args()
+    if args.child:
+        return child(args)
+    res = {}
+    for rnd in range(1, args.rounds + 1):
+        for v in args.variants.split(","):
+            env = dict(os.environ)
+            env.pop("FA4JIT_KERNEL_DIR", None)
+            if v != "default":
+                env["FA4JIT_KERNEL_DIR"] = os.path.abspath(v)
+            env["FA4JIT_CACHE_DIR"] = f"/tmp/fa4ab-cache-{os.path.basename(v.rstrip('/'))}"
+            cmd = [sys.executable, os.path.abspath(__file__), "--child", "--cases", args.cases,
+                   "--reps", str(args.reps)] + (["--bwd"] if args.bwd else [])
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            line = [l for l in p.stdout.splitlines() if l.startswith("ABJSON ")]
+            if p.returncode or not line:
+                print(f"AB round={rnd} variant={v} FAILED rc={p.returncode}\n{p.stderr[-1500:]}")
+                continue
+            for rec in json.loads(line[0][7:]):
+                extra = (f" fb_ms={rec['fb_ms']:.4f} fb_tflops={rec['fb_tflops']:.1f}"
+                         if "fb_ms" in rec else "")
+                print(f"AB round={rnd} variant={v} case={rec['case']} fwd_ms={rec['fwd_ms']:.4f} "
+                      f"fwd_tflops={rec['fwd_tflops']:.1f}{extra}", flush=True)
+                res.setdefault((rec["case"], v), []).append(rec)
+    print("summary (median over rounds, TFLOP/s fwd / fwd+bwd):")
+    for (cid, v), recs in sorted(res.items()):
+        f = statistics.median(r["fwd_tflops"] for r in recs)
+        fb = [r["fb_tflops"] for r in recs if "fb_tflops" in r]
+        print(f"  {cid:28s} {v:24s} {f:7.1f}" + (f" / {statistics.median(fb):7.1f}" if fb else ""))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
