@@ -163,6 +163,23 @@ static int compile_one(fa4_ctx *ctx, const opts *o, const char *path, int first)
                    p->stack_frame, p->shared_static, p->shared_dynamic, p->wgmma_serialized,
                    p->compile_ms, p->cubin_size);
         }
+        /* the spill fallbacks kept (compile.c's keep_cleaner marks each in the log): the option
+         * each program was compiled again with, in order */
+        printf("],\"fallbacks\":[");
+        const char *log = fa4_ctx_compile_log(ctx);
+        static const char mark[] = "==== spilled: compiled again with ";
+        int nf = 0;
+        for (const char *q = log ? strstr(log, mark) : NULL; q; q = strstr(q, mark)) {
+            q += sizeof mark - 1;
+            const char *e = strstr(q, " ====");
+            if (!e)
+                break;
+            char opt[128];
+            snprintf(opt, sizeof opt, "%.*s", (int)(e - q < 127 ? e - q : 127), q);
+            printf("%s", nf++ ? "," : "");
+            json_string(opt);
+            q = e;
+        }
         printf("]}");
     } else {
         printf("%s  key %s  %s %s d%d/%d  %s", label, info.key, info.arch,

@@ -169,7 +169,7 @@ typedef struct fa4__problem {
     CUstream stream;
 } fa4__problem;
 
-enum { FA4__MAX_SPILL_FALLBACKS = 2 };
+enum { FA4__MAX_SPILL_FALLBACKS = 3 };
 
 /* One kernel path (sm80, sm90): which programs it compiles and how it launches them. */
 typedef struct fa4__program_desc {

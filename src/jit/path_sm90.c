@@ -33,10 +33,14 @@ static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
 static int bwd80s_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
 
 static const fa4__program_desc programs[] = {
-    /* spill fallback levels (mainloop.cuh): the overlapped forward without the late rescale, then
-     * no overlap; only Dv 256 builds (t5_bias's: the first) have needed them */
+    /* spill fallback levels: FA4_SM90_FWD_FALLBACK 1, the overlapped forward without the newest
+     * register-hungry choice (a mask_mod: the checked tile's split, softmax.cuh; else the
+     * descriptor adds, ptx90.cuh); 2, without the descriptor adds (and without a mask_mod also
+     * the late rescale, mainloop.cuh); then no overlap, the slow one. Session 24 found causal_sliding_window's D 128 forward and softcap's,
+     * softcap_causal's and alibi's D 256 ones at the last level since session 23's changes (36
+     * spilled bytes; level 1 takes them back to the overlapped forward). */
     {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd",
-     {"-DFA4_SM90_RESCALE_LATE=0", "-DFA4_SM90_OVERLAP=0"}, 0, NULL, 0},
+     {"-DFA4_SM90_FWD_FALLBACK=1", "-DFA4_SM90_FWD_FALLBACK=2", "-DFA4_SM90_OVERLAP=0"}, 0, NULL, 0},
     {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0, NULL, 0},
     {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, NULL, 0},
     /* deterministic mode's mains where the mod has trainable aux (launch.c's fixed-point aux

@@ -94,7 +94,14 @@ __device__ __forceinline__ void fa4_sm90_stash_get(unsigned a, int &nt, int &nq,
  * bf16 (2026-12-02, notes/issue8-fwd-overlap.md); at D 128 it measured within noise (session 6),
  * and at Dv 192 it has not been measured, so those builds stay as they were. */
 #ifndef FA4_SM90_RESCALE_LATE
+/* path_sm90.c's spill fallback level 2 without a mask_mod (level 1 dropped the descriptor adds
+ * there already; with one, level 2 is level 1's descriptors and the split: softcap_causal's D 256
+ * forward is clean so and spilled 12 bytes with the late rescale off too) */
+#if defined(FA4_SM90_FWD_FALLBACK) && FA4_SM90_FWD_FALLBACK >= 2 && !FA4_HAS_MASK_MOD
+#define FA4_SM90_RESCALE_LATE 0
+#else
 #define FA4_SM90_RESCALE_LATE (FA4_HEAD_DIM_V > 192)
+#endif
 #endif
 /* The overlapped loop's shape: 1 compiles the softmax (and the mods inlined in it) once, with S(0)
  * waited for before the loop; 0 peels key tile 0 (softmax twice). H200 2026-12-01 (B4 H16 S4096

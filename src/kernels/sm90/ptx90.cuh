@@ -153,7 +153,13 @@ __device__ __forceinline__ unsigned long long fa4_desc_sw128(unsigned addr, unsi
  * (fa4_desc_sw128_base) and each k step's by fa4_desc_add; 0: fa4_desc_sw128 at every k step (the
  * build before session 23). */
 #ifndef FA4_SM90_DESC_ADD
+/* the forward's spill fallback (path_sm90.c, FA4_SM90_FWD_FALLBACK): level 1 without a mask_mod,
+ * level 2 always (the D 256 forwards of softcap, softcap_causal and alibi spilled with it) */
+#if defined(FA4_SM90_FWD_FALLBACK) && (FA4_SM90_FWD_FALLBACK >= 2 || (FA4_SM90_FWD_FALLBACK >= 1 && !(defined(FA4_HAS_MASK_MOD) && FA4_HAS_MASK_MOD)))
+#define FA4_SM90_DESC_ADD 0
+#else
 #define FA4_SM90_DESC_ADD 1
+#endif
 #endif
 /* fa4_desc_sw128's value, its fields joined by adds (they are disjoint, so the same bits): with
  * the or, ptxas folded it and each later fa4_desc_add into an add and a mask per wgmma */

@@ -207,7 +207,14 @@ __device__ __forceinline__ void fa4_sm90_mask_rolled(unsigned (&bits)[(NT + 7) /
  * caller (mainloop.cuh softmax) instead of `full | mask_mod(...)` at every position; 0: the build
  * before. Not yet run on a GPU. */
 #ifndef FA4_SM90_MASK_FULL_SPLIT
+/* off at the forward's spill fallback level 1 (FA4_SM90_FWD_FALLBACK, path_sm90.c): the split's
+ * second copy made causal_sliding_window's D 128 forward spill 36 bytes (level 2 keeps the split
+ * and drops the descriptor adds instead: softcap_causal's D 256 forward is clean so, not at 1) */
+#if defined(FA4_SM90_FWD_FALLBACK) && FA4_SM90_FWD_FALLBACK == 1
+#define FA4_SM90_MASK_FULL_SPLIT 0
+#else
 #define FA4_SM90_MASK_FULL_SPLIT 1
+#endif
 #endif
 /* where the split applies: a mask_mod, unchecked, not the rolled mask (its loop takes `full`
  * itself; split, it was inlined twice), not three consumers (the extra copy's registers pushed

@@ -1,0 +1,38 @@
+#!/bin/bash
+# s24_call2.sh - session 24's second device call: FA4_SM90_AFFINE_KFOLD (the affine score_mod's ks
+# in the softmax's exponent factor; 0ba7ab1) checked and timed, then ncu's per-instruction counts of
+# the D 64 backward main (where its step spends its issue slots; D 64 f+b is 0.92 of cuDNN's).
+# On this machine: bash scripts/device_carry.sh; cp bench/sm90/{s24_call2.sh,fa4_ab.py} .devcarry/;
+#   cp -r src/kernels .devcarry/k_kf0 && sed -i '1i #define FA4_SM90_AFFINE_KFOLD 0' .devcarry/k_kf0/sm90/softmax.cuh
+# then the device tool with carry [".devcarry", "build-bench-carry"]: bash .devcarry/s24_call2.sh
+D=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH=$D:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export FA4_TEST_PATH=sm90
+O=${OUT:-/tmp/s24-out}
+END=${END_S:-560}
+mkdir -p "$O"
+left() { echo $((END - SECONDS)); }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader; date -u; echo "commit $(cat "$D/COMMIT")"
+echo "== 1. correctness: affine mods, C suite and PyTorch twins ($(left) s left)"
+FA4JIT_CACHE_DIR=/tmp/s24-c1 timeout 120 "$D/test_gpu_sm80" --no-bench --filter "alibi|head|score|relbias|t5" >"$O/suite.log" 2>&1
+echo "suite (alibi|head|score|relbias|t5) rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite.log")"
+grep FAIL "$O/suite.log" | head -5
+FA4JIT_LIBRARY=$D/libfa4jit.so.0 FA4JIT_CACHE_DIR=/tmp/s24-c1 timeout 150 python3 -m pytest -q tests/python/test_gpu.py \
+    -k "alibi or head_scale or shipped_mod_twin" >"$O/pytest.log" 2>&1
+echo "pytest rc=$? t=$SECONDS $(tail -1 "$O/pytest.log")"
+grep -E "FAILED|Error" "$O/pytest.log" | head -5
+echo "== 2. KFOLD A/B: fa4jit only, fwd and f+b ($(left) s left)"
+timeout $(( $(left) - 150 )) python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,mods:ALiBi,mods:head_scale" \
+    --variants "default,$D/k_kf0" --rounds 2 --reps 30 --bwd 2>&1 | tee "$O/ab.log" | grep -v "^  "
+grep -A20 "^summary" "$O/ab.log"
+echo "== 3. ncu source counters, D 64 plain backward main ($(left) s left)"
+if [ "$(left)" -gt 90 ]; then
+    FA4JIT_CACHE_DIR=/tmp/s24-c3 timeout 80 ncu --clock-control none --section SourceCounters --section InstructionStats \
+        -k "regex:fa4_sm90_bwd_main" --launch-count 1 -o "$O/bwd64" -f \
+        "$D/test_gpu_sm80" --bench-only --filter "plain D=64 (B=8)" >"$O/ncu.log" 2>&1
+    echo "ncu rc=$? t=$SECONDS"; tail -3 "$O/ncu.log"
+    timeout 40 ncu -i "$O/bwd64.ncu-rep" --page source --csv --print-source sass >"$O/bwd64_sass.csv" 2>"$O/ncu_src.err"
+    echo "source page rc=$? $(wc -l <"$O/bwd64_sass.csv") lines"; head -c 600 "$O/bwd64_sass.csv"; echo; tail -2 "$O/ncu_src.err"
+    gzip -k "$O/bwd64_sass.csv"
+fi
+echo "done at $SECONDS s"
