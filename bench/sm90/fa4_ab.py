@@ -6,6 +6,10 @@ embedded kernels) in its own process, rounds interleaved, CUDA events, median of
     python3 bench/sm90/fa4_ab.py --cases mods:ALiBi,mods:head_scale --variants default,DIR \
         [--rounds 2] [--reps 30] [--bwd]
 
+    python3 bench/sm90/fa4_ab.py --report RAW STEM TITLE
+        (STEM.json, STEM.md and STEM.png from the AB lines in RAW, and SUMMARY lines
+        `SUMMARY variant=V case=C fwd_tflops=X` where only a summary was kept)
+
 Prints one line per (round, variant, case): `AB round=R variant=V case=ID fwd_ms=.. fwd_tflops=..
 [fb_ms=.. fb_tflops=..]`, and a summary of medians over rounds. Uses bench/run.py's bootstrap
 (the carried library in build-bench-carry/, CUDA's lib64). Not a substitute for run.py's table:
@@ -19,7 +23,10 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH = os.path.dirname(HERE)
+# bench/ (run.py, cases.py, backends.py): this file's parent in the tree, or ./bench from the
+# repository root where a copy runs from elsewhere (.devcarry/ on the GPU machine)
+BENCH = next((d for d in (os.path.dirname(HERE), os.path.join(os.getcwd(), "bench"))
+              if os.path.exists(os.path.join(d, "run.py"))), os.path.dirname(HERE))
 
 
 def child(args):
@@ -54,7 +61,54 @@ def child(args):
     print("ABJSON " + json.dumps(out), flush=True)
 
 
+def report(raw, stem, title):
+    """JSON, markdown and a bar plot (bench/pngplot.py) of a run's forward TFLOP/s per case and
+    variant: the median of its rounds (AB lines), or the SUMMARY line's median where given."""
+    import re
+    sys.path.insert(0, BENCH)
+    import pngplot
+    rounds, summ, order_c, order_v = {}, {}, [], []
+    for line in open(raw):
+        m = re.match(r"(AB round=\d+|SUMMARY) variant=(\S+) case=(\S+) .*?fwd_tflops=([0-9.]+)", line)
+        if not m:
+            continue
+        kind, v, c, t = m.group(1), os.path.basename(m.group(2).rstrip("/")), m.group(3), float(m.group(4))
+        order_c += [c] if c not in order_c else []
+        order_v += [v] if v not in order_v else []
+        if kind == "SUMMARY":
+            summ[(c, v)] = t
+        else:
+            rounds.setdefault((c, v), []).append(t)
+    runs = {}
+    for c in order_c:
+        for v in order_v:
+            if (c, v) in summ or (c, v) in rounds:
+                runs.setdefault(c, {})[v] = {"rounds": rounds.get((c, v), []),
+                                             "median": summ.get((c, v), statistics.median(rounds.get((c, v), [0])))}
+    md = [f"# {title}", "", f"Forward TFLOP/s (median over rounds); source {os.path.basename(raw)}.", "",
+          "| case | " + " | ".join(order_v) + " |", "|---|" + "---|" * len(order_v)]
+    for c in order_c:
+        md.append(f"| {c} | " + " | ".join(
+            "%.1f" % runs[c][v]["median"] if v in runs[c] else "-" for v in order_v) + " |")
+    png = stem + ".png"
+    md += ["", f"![forward TFLOP/s]({os.path.basename(png)})", ""]
+    with open(stem + ".md", "w") as f:
+        f.write("\n".join(md))
+    with open(stem + ".json", "w") as f:
+        json.dump({"title": title, "source": os.path.basename(raw), "unit": "forward TFLOP/s",
+                   "variants": order_v, "cases": runs}, f, indent=1)
+    palette = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
+    series = [(v, palette[i % len(palette)], [runs[c].get(v, {"median": 0})["median"] for c in order_c],
+               ["%.0f" % runs[c].get(v, {"median": 0})["median"] for c in order_c]) for i, v in enumerate(order_v)]
+    pngplot.grouped_bars(png, [(None, title, "forward TFLOP/s", [c.split(":")[-1][:16] for c in order_c],
+                                series, False, None)])
+    print("\n".join(md))
+    return 0
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--report":
+        return report(*sys.argv[2:5])
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", required=True)
     ap.add_argument("--variants", default="default")

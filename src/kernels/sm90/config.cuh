@@ -155,9 +155,19 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
  * on): ALiBi 593.6, 600.9 -> 615.1, 611.7; plain 678.4, 682.7 -> 673.6, 674.1; causal 577.2, 578.5
  * -> 559.6, 571.5; rel. bias 557.2, 562.6 -> 526.0, 525.4; T5 517.3, 522.3 -> 498.7, 499.3;
  * soft-cap 309.9, 312.2 -> 299.9, 300.2; document 321.3, 319.8 -> 308.2, 310.6; D 64 even; D 256
- * 734.8, 735.7 -> 702.4 (notes/issue8-mod-cost.md, session 20). */
+ * 734.8, 735.7 -> 702.4 (notes/issue8-mod-cost.md, session 20).
+ * Session 24: with FA4_SM90_AFFINE_KFOLD (softmax.cuh, default 1) the folded mods have no FMA a
+ * score over plain's (head scale) or one with an immediate (ALiBi), and the FADDs win: H100
+ * 2026-12-06, B8 H16 S4096 D128 bf16 fwd TFLOP/s, KFOLD on, ROWSUM_MMA 1 / 0: ALiBi 621.9 / 648.5,
+ * head scale 645.1 / 669.2, plain 682.7 / 682.8 (bench/results/2026-12-06-h100-s24-kfold.*). So it
+ * stays 1 only with KFOLD 0 (the build it was measured on). */
+#ifndef FA4_SM90_AFFINE_KFOLD /* (softmax.cuh's; here first, for the row sums' default) */
+#define FA4_SM90_AFFINE_KFOLD 1
+#endif
 #ifndef FA4_SM90_ROWSUM_MMA
-#if FA4_HAS_SCORE_MOD && defined(FA4_SCORE_MOD_AFFINE) && FA4_SCORE_MOD_AFFINE && FA4_SM90_CONSUMERS != 3 && \
+#if FA4_SM90_AFFINE_KFOLD
+#define FA4_SM90_ROWSUM_MMA 0
+#elif FA4_HAS_SCORE_MOD && defined(FA4_SCORE_MOD_AFFINE) && FA4_SCORE_MOD_AFFINE && FA4_SM90_CONSUMERS != 3 && \
     !(defined(FA4_SM90_AFFINE) && !FA4_SM90_AFFINE) && !(defined(FA4_SM90_AFFINE_FOLD) && !FA4_SM90_AFFINE_FOLD) && \
     FA4_HEAD_DIM > 64 && FA4_HEAD_DIM <= 128 && FA4_HEAD_DIM_V > 64 && FA4_HEAD_DIM_V <= 128
 #define FA4_SM90_ROWSUM_MMA 1
