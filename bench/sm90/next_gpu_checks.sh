@@ -7,32 +7,27 @@
 #   2. compute-sanitizer memcheck on a reduced set (alibi and head_scale's new forward, a masked
 #      forward at fallback level 1 (causal_sliding_window: the suite's "window" cases), varlen);
 #   3. bench/run.py, full, with FlexAttention: the standing table on this build.
-# On this machine: bash scripts/device_carry.sh && cp bench/sm90/next_gpu_checks.sh .devcarry/
+# On this machine: bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh} .devcarry/
 # then (device tool, carry [".devcarry", "build-bench-carry"]) `bash .devcarry/next_gpu_checks.sh`.
 D=$(cd "$(dirname "$0")" && pwd)
-export LD_LIBRARY_PATH=$D:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export FA4_TEST_PATH=sm90
-OUT=${OUT:-/tmp/next-out}
-END=${END_S:-560}
-mkdir -p "$OUT"
-left() { echo $((END - SECONDS)); }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader; date -u; echo "commit $(cat "$D/COMMIT")"
+END_DEFAULT=560
+. "$D/device_env.sh"
 echo "== 1. full suite ($(left) s left)"
-FA4JIT_CACHE_DIR=/tmp/nx-def timeout 200 "$D/test_gpu_sm80" --no-bench >"$OUT/suite.log" 2>&1
-echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$OUT/suite.log")"
-grep FAIL "$OUT/suite.log" | head -8
+FA4JIT_CACHE_DIR=/tmp/nx-def timeout 200 "$D/test_gpu_sm80" --no-bench >"$O/suite.log" 2>&1
+echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite.log")"
+grep FAIL "$O/suite.log" | head -8
 echo "== 2. memcheck ($(left) s left)"
 for f in "alibi" "head" "window" "varlen"; do
     [ "$(left)" -gt 330 ] || break
     FA4JIT_CACHE_DIR=/tmp/nx-def timeout 60 compute-sanitizer --tool memcheck --print-limit 10 \
-        "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$OUT/memcheck_$f.log" 2>&1
-    echo "memcheck [$f] rc=$? $(grep -E 'ERROR SUMMARY|^TOTAL' "$OUT/memcheck_$f.log" | tr '\n' ' ')"
+        "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$O/memcheck_$f.log" 2>&1
+    echo "memcheck [$f] rc=$? $(grep -E 'ERROR SUMMARY|^TOTAL' "$O/memcheck_$f.log" | tr '\n' ' ')"
 done
 echo "== 3. bench/run.py ($(left) s left)"
 if [ "$(left)" -gt 150 ]; then
     timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --budget-s $(( $(left) - 40 )) --grace-s 25 \
-        --out "$OUT/run" >"$OUT/run.log" 2>&1
+        --out "$O/run" >"$O/run.log" 2>&1
     echo "run.py rc=$? t=$SECONDS"
-    grep -h "^|" "$OUT"/run/*.md 2>/dev/null | head -40
+    grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
 fi
 echo "done at $SECONDS s"

@@ -2,18 +2,13 @@
 # s24_call2.sh - session 24's second device call: FA4_SM90_AFFINE_KFOLD (the affine score_mod's ks
 # in the softmax's exponent factor; 0ba7ab1) checked and timed, then ncu's per-instruction counts of
 # the D 64 backward main (where its step spends its issue slots; D 64 f+b is 0.92 of cuDNN's).
-# On this machine: bash scripts/device_carry.sh; cp bench/sm90/{s24_call2.sh,fa4_ab.py} .devcarry/;
+# On this machine: bash scripts/device_carry.sh; cp bench/sm90/{s24_call2.sh,fa4_ab.py,device_env.sh} .devcarry/;
 #   cp -r src/kernels .devcarry/k_kf0 && sed -i '1i #define FA4_SM90_AFFINE_KFOLD 0' .devcarry/k_kf0/sm90/softmax.cuh
 #   cp -r src/kernels .devcarry/k_rs0 && sed -i '1i #define FA4_SM90_ROWSUM_MMA 0' .devcarry/k_rs0/sm90/config.cuh
 # then the device tool with carry [".devcarry", "build-bench-carry"]: bash .devcarry/s24_call2.sh
 D=$(cd "$(dirname "$0")" && pwd)
-export LD_LIBRARY_PATH=$D:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export FA4_TEST_PATH=sm90
-O=${OUT:-/tmp/s24-out}
-END=${END_S:-575}
-mkdir -p "$O"
-left() { echo $((END - SECONDS)); }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader; date -u; echo "commit $(cat "$D/COMMIT")"
+END_DEFAULT=575
+. "$D/device_env.sh"
 echo "== 1. correctness: affine mods, C suite and PyTorch twins ($(left) s left)"
 FA4JIT_CACHE_DIR=/tmp/s24-c1 timeout 120 "$D/test_gpu_sm80" --no-bench --filter "alibi|head|score|relbias|t5|window" >"$O/suite.log" 2>&1
 echo "suite (alibi|head|score|relbias|t5|window) rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite.log")"
