@@ -6,8 +6,12 @@
 #      affine / score / window cases and the PyTorch twins on them);
 #   2. compute-sanitizer memcheck on a reduced set (alibi and head_scale's new forward, a masked
 #      forward at fallback level 1 (causal_sliding_window: the suite's "window" cases), varlen);
-#   3. bench/run.py, full, with FlexAttention: the standing table on this build.
-# On this machine: bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh} .devcarry/
+#   3. FA4_SM90_TILE_FOLD (opt-in, never run on a GPU: rel_bias's tile-add form folded into the
+#      softmax, no FMA a score on its tiles away from the diagonal): the relbias suite cases with it,
+#      then a forward A/B against the default (kernel dir k_tf1);
+#   4. bench/run.py, full, with FlexAttention: the standing table on this build.
+# On this machine: bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ &&
+#   cp -r src/kernels .devcarry/k_tf1 && sed -i '1i #define FA4_SM90_TILE_FOLD 1' .devcarry/k_tf1/sm90/softmax.cuh
 # then (device tool, carry [".devcarry", "build-bench-carry"]) `bash .devcarry/next_gpu_checks.sh`.
 D=$(cd "$(dirname "$0")" && pwd)
 END_DEFAULT=560
@@ -23,7 +27,16 @@ for f in "alibi" "head" "window" "varlen"; do
         "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$O/memcheck_$f.log" 2>&1
     echo "memcheck [$f] rc=$? $(grep -E 'ERROR SUMMARY|^TOTAL' "$O/memcheck_$f.log" | tr '\n' ' ')"
 done
-echo "== 3. bench/run.py ($(left) s left)"
+echo "== 3. FA4_SM90_TILE_FOLD ($(left) s left)"
+if [ "$(left)" -gt 300 ]; then
+    FA4JIT_KERNEL_DIR=$D/k_tf1 FA4JIT_CACHE_DIR=/tmp/nx-tf1 timeout 90 "$D/test_gpu_sm80" --no-bench --filter "relbias" \
+        >"$O/suite_tf1.log" 2>&1
+    echo "relbias cases with TILE_FOLD 1: rc=$? $(grep -E '^TOTAL' "$O/suite_tf1.log")"
+    grep FAIL "$O/suite_tf1.log" | head -5
+    timeout 120 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable)" \
+        --variants "default,$D/k_tf1" --rounds 2 --reps 20 2>&1 | tee "$O/ab_tf1.log" | grep -E "^AB|^  "
+fi
+echo "== 4. bench/run.py ($(left) s left)"
 if [ "$(left)" -gt 150 ]; then
     timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --budget-s $(( $(left) - 40 )) --grace-s 25 \
         --out "$O/run" >"$O/run.log" 2>&1

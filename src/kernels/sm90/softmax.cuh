@@ -57,6 +57,22 @@
 #define FA4_SM90_AFFW 0
 #endif
 
+/* FA4_SM90_TILE_FOLD 1 (session 24, opt-in, not yet run on a GPU): where the tile form is score +
+ * c0 (FA4_SCORE_MOD_TILE_ADD: rel_bias away from the diagonal), a tile that takes it keeps its
+ * scores as q.k and hands c0 and the scale to the softmax (roff, kmul, as the folded affine form
+ * does), instead of an FMA a score: nvdisasm shows the 64 FFMAs of such a tile gone. 0: the FMA. */
+#ifndef FA4_SM90_TILE_FOLD
+#define FA4_SM90_TILE_FOLD 0
+#endif
+#if FA4_SM90_TILE_FOLD && !FA4_SM90_AFFW && FA4_HAS_SCORE_MOD && FA4_SM90_FWD_TILE && defined(FA4_SCORE_MOD_TILE_ADD) && \
+    FA4_SCORE_MOD_TILE_ADD && FA4_SM90_CONSUMERS != 3
+#define FA4_SM90_TFOLD 1
+#else
+#define FA4_SM90_TFOLD 0
+#endif
+/* a fragment's values in the softmax are kmul s + roff[row] (fa4_sm90_affw) */
+#define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD)
+
 template <int NT>
 struct fa4_sm90_affw {
 #if FA4_SM90_AFFW
@@ -69,6 +85,9 @@ struct fa4_sm90_affw {
     float w[NT][2]; /* dk * (8 ni + e) */
 #endif
     float roff[2];  /* this tile's rest per row (natural units); 0 where the form was not taken */
+#elif FA4_SM90_TFOLD
+    float kmul;    /* p.scale where this tile took the tile-add form (its scores stay q.k), else 1 */
+    float roff[2]; /* that form's c0 there (natural units), else 0 */
 #else
     int unused;
 #endif
@@ -103,6 +122,10 @@ __device__ __forceinline__ void fa4_sm90_affw_init(fa4_sm90_affw<NT> &aw, const 
         aw.w[ni][1] = af.dk * (float)(8 * ni + 1);
     }
 #endif
+    aw.roff[0] = aw.roff[1] = 0.f;
+#elif FA4_SM90_TFOLD
+    (void)p, (void)aux, (void)b, (void)h, (void)row0, (void)len_k;
+    aw.kmul = 1.f;
     aw.roff[0] = aw.roff[1] = 0.f;
 #else
     (void)aw, (void)p, (void)aux, (void)b, (void)h, (void)row0, (void)len_k;
@@ -237,6 +260,11 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
 #if FA4_SM90_AFFW
     if (kMod)
         aw.roff[0] = aw.roff[1] = 0.f;
+#elif FA4_SM90_TFOLD
+    if (kMod) {
+        aw.roff[0] = aw.roff[1] = 0.f;
+        aw.kmul = 1.f;
+    }
 #endif
 #if FA4_SM90_MASK_ROLLED
     unsigned bits[(NT + 7) / 8];
@@ -288,6 +316,12 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
         const long long k_lo = (long long)col0 - 2 * (lane & 3) + p.kv_offset, k_hi = k_lo + NT * 8 - 1;
         fa4_score_tile t;
         if (fa4_sm90_tile_box(b, h, q_lo, q_hi, k_lo, k_hi, aux, t)) {
+#if FA4_SM90_TFOLD
+            /* score * scale + c0 at every position: the softmax's kmul and roff (warp-uniform) */
+            aw.kmul = p.scale;
+            aw.roff[0] = aw.roff[1] = fa4_score_mod_tile_add(t);
+            return;
+#endif
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni)
 #pragma unroll
@@ -481,7 +515,7 @@ __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2
                                                  float (&corr)[2], float k2, const fa4_sm90_affw<NT> &aw)
 {
     (void)aw;
-#if FA4_SM90_AFFW
+#if FA4_SM90_ROWFOLD
     const float k2s = k2 * aw.kmul; /* the exponent's factor on s (kmul: fa4_sm90_affw) */
 #else
     const float k2s = k2;
@@ -493,7 +527,7 @@ __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2
 #pragma unroll
         for (int ni = 0; ni < NT; ++ni)
             mx = fmaxf(mx, fmaxf(s[ni][2 * r], s[ni][2 * r + 1]));
-#if FA4_SM90_AFFW
+#if FA4_SM90_ROWFOLD
         /* the scores of row r are kmul s + roff[r] (fa4_sm90_affw; kmul > 0) */
         mx = fmaf(mx, aw.kmul, aw.roff[r]);
 #endif
@@ -514,7 +548,7 @@ __device__ __forceinline__ bool fa4_sm90_softmax(float (&s)[NT][4], float (&m)[2
         const float ref = mnew[r] == -FA4_INF ? 0.f : mnew[r];
         corr[r] = rescale ? fa4_exp2(m[r] - ref) : 1.f;
         m[r] = mnew[r];
-#if FA4_SM90_AFFW
+#if FA4_SM90_ROWFOLD
         const float nref = fmaf(aw.roff[r], k2, -ref);
 #else
         const float nref = -ref;
