@@ -320,8 +320,7 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
             /* score * scale + c0 at every position: the softmax's kmul and roff (warp-uniform) */
             aw.kmul = p.scale;
             aw.roff[0] = aw.roff[1] = fa4_score_mod_tile_add(t);
-            return;
-#endif
+#else
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni)
 #pragma unroll
@@ -331,6 +330,7 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
                     s[ni][e] = fa4_score_mod_t(s[ni][e] * p.scale, b, h, (int)(qi + p.q_offset),
                                                (int)(ki + p.kv_offset), aux, t);
                 }
+#endif
             return;
         }
     }
