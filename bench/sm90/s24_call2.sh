@@ -3,7 +3,7 @@
 # in the softmax's exponent factor; 0ba7ab1) checked and timed, then ncu's per-instruction counts of
 # the D 64 backward main (where its step spends its issue slots; D 64 f+b is 0.92 of cuDNN's).
 # On this machine: bash scripts/device_carry.sh; cp bench/sm90/{s24_call2.sh,fa4_ab.py,device_env.sh} .devcarry/;
-#   cp -r src/kernels .devcarry/k_kf0 && sed -i '1i #define FA4_SM90_AFFINE_KFOLD 0' .devcarry/k_kf0/sm90/softmax.cuh
+#   cp -r src/kernels .devcarry/k_kf0 && sed -i '1i #define FA4_SM90_AFFINE_KFOLD 0' .devcarry/k_kf0/sm90/config.cuh
 #   cp -r src/kernels .devcarry/k_rs0 && sed -i '1i #define FA4_SM90_ROWSUM_MMA 0' .devcarry/k_rs0/sm90/config.cuh
 # then the device tool with carry [".devcarry", "build-bench-carry"]: bash .devcarry/s24_call2.sh
 D=$(cd "$(dirname "$0")" && pwd)

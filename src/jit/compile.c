@@ -386,7 +386,8 @@ static void keep_cleaner(fa4__nvrtc_job *j, fa4__nvrtc_job *alt, const char *opt
 {
     if (alt->status == FA4_OK && alt->info.registers >= 0 && fallback_cost(alt) < fallback_cost(j)) {
         char *log = NULL;
-        /* keep every report in the program's log: the earlier ones tell why the fallback ran */
+        /* keep every report in the program's log: the earlier ones tell why the fallback ran (the
+         * marker line is read back by `fa4jit compile --json`, cmd_compile.c: keep its text) */
         if (asprintf(&log, "%s\n==== spilled: compiled again with %s ====\n%s", j->log ? j->log : "", opt,
                      alt->log ? alt->log : "") < 0)
             log = NULL;

@@ -36,9 +36,10 @@ static const fa4__program_desc programs[] = {
     /* spill fallback levels: FA4_SM90_FWD_FALLBACK 1, the overlapped forward without the newest
      * register-hungry choice (a mask_mod: the checked tile's split, softmax.cuh; else the
      * descriptor adds, ptx90.cuh); 2, without the descriptor adds (and without a mask_mod also
-     * the late rescale, mainloop.cuh); then no overlap, the slow one. Session 24 found causal_sliding_window's D 128 forward and softcap's,
-     * softcap_causal's and alibi's D 256 ones at the last level since session 23's changes (36
-     * spilled bytes; level 1 takes them back to the overlapped forward). */
+     * the late rescale, mainloop.cuh); then no overlap, the slow one. Session 24 found
+     * causal_sliding_window's D 128 forward and softcap's, softcap_causal's and alibi's D 256
+     * ones at the last level since session 23's changes (36 spilled bytes; level 1 takes them
+     * back to the overlapped forward). */
     {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd",
      {"-DFA4_SM90_FWD_FALLBACK=1", "-DFA4_SM90_FWD_FALLBACK=2", "-DFA4_SM90_OVERLAP=0"}, 0, NULL, 0},
     {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0, NULL, 0},

@@ -100,7 +100,8 @@ static_assert(kBProducerRegs + 2 * kBConsumerRegs <= 3 * kBLaunchRegs, "setmaxnr
  *      which it waits for in the next step, after that step's S / dP issue;
  *   2: as 1, with dQ, dV and dK in three commit groups: dQ's first 64 columns go into the dO
  *      panels (and out) while dK still runs, the other 64 into the Q panels after it. */
-/* FA4_SM90_BWD256_DESC_ADD (session 23; default 0 until it has run on a GPU): this kernel's wgmma
+/* FA4_SM90_BWD256_DESC_ADD (session 23; default 0: measured 4-7% slower, H100 2026-12-06,
+ * bench/results/2026-12-06-h100-s24-pending.txt): this kernel's wgmma
  * descriptors as the D <= 128 backward's under FA4_SM90_DESC_ADD (ptx90.cuh: a stage's descriptor
  * made once, each k step's by fa4_desc_add; cw broadcast from lane 0); 0: fa4_desc_sw128 at every
  * k step, the build before. */

@@ -161,7 +161,14 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
  * 2026-12-06, B8 H16 S4096 D128 bf16 fwd TFLOP/s, KFOLD on, ROWSUM_MMA 1 / 0: ALiBi 621.9 / 648.5,
  * head scale 645.1 / 669.2, plain 682.7 / 682.8 (bench/results/2026-12-06-h100-s24-kfold.*). So it
  * stays 1 only with KFOLD 0 (the build it was measured on). */
-#ifndef FA4_SM90_AFFINE_KFOLD /* (softmax.cuh's; here first, for the row sums' default) */
+/* FA4_SM90_AFFINE_KFOLD 1 (session 24; softmax.cuh's fa4_sm90_affw, defined here for the row sums'
+ * default): ks goes into the softmax's exponent factor (kmul: the row max of ks x is ks times that
+ * of x, for ks > 0; the form is not taken where ks <= 0), so a score costs one FMA with an
+ * immediate, s + (dk / ks) (8 ni + e), and nothing where dk is 0 (head_scale: ds = exp(log_temp[h]);
+ * any ds * score + f(b, h, q_idx)): no 32 registers of dk (8 ni + e), which ptxas rematerialized
+ * each tile (32 FMULs). Measured: ALiBi 614.5 -> 630.0, head scale 596.8 -> 650.6 fwd TFLOP/s (same
+ * run as above, row sums MMA). 0: fma(s, ks, w) with w in registers. */
+#ifndef FA4_SM90_AFFINE_KFOLD
 #define FA4_SM90_AFFINE_KFOLD 1
 #endif
 #ifndef FA4_SM90_ROWSUM_MMA

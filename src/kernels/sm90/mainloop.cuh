@@ -62,7 +62,8 @@
 /* FA4_SM90_STASH_UNIFORM (session 23; with the stash): the Q panel's address and the ring count
  * read back from the stash are broadcast from lane 0, so that ptxas keeps the stage, Q and K/V
  * descriptors in uniform registers (plain D 64, three consumers: the loop 685 -> 663 instructions,
- * R2UR 32 -> 1). Not yet run on a GPU; 0: the build before. */
+ * R2UR 32 -> 1): +5.4% / +6.1% plain D 64 forward, B8 H8 / H16 (H100 2026-12-06,
+ * bench/results/2026-12-06-h100-s24-pending.txt). 0: the build before. */
 #ifndef FA4_SM90_STASH_UNIFORM
 #define FA4_SM90_STASH_UNIFORM (FA4_SM90_STASH && FA4_SM90_DESC_ADD)
 #endif

@@ -33,14 +33,7 @@
 #ifndef FA4_SM90_AFFINE_FOLD
 #define FA4_SM90_AFFINE_FOLD 1
 #endif
-/* FA4_SM90_AFFINE_KFOLD 1 (session 24): ks goes into the softmax's exponent factor (kmul: the row
- * max of ks x is ks times that of x, for ks > 0; the form is not taken where ks <= 0), so a score
- * costs one FMA with an immediate, s + (dk / ks) (8 ni + e), and nothing where dk is 0 (head_scale:
- * ds = exp(log_temp[h]); any ds * score + f(b, h, q_idx)): no 32 registers of dk (8 ni + e), which
- * ptxas rematerialized each tile (32 FMULs). 0: fma(s, ks, w) with w in registers. */
-#ifndef FA4_SM90_AFFINE_KFOLD
-#define FA4_SM90_AFFINE_KFOLD 1
-#endif
+/* FA4_SM90_AFFINE_KFOLD (config.cuh, default 1): the folded form's ks in the softmax (fa4_sm90_affw) */
 /* FA4_SM90_REL (default in config.cuh, with the table's bytes): where score_mod is score +
  * g(kv_idx - q_idx) (FA4_SCORE_MOD_REL, emit_rel.c), 2: g read from a table filled once per key
  * tile (fa4_sm90_rel_fill); 1: g evaluated at 34 of a fragment's 64 positions (fa4_sm90_scores);
@@ -228,7 +221,7 @@ __device__ __forceinline__ void fa4_sm90_mask_rolled(unsigned (&bits)[(NT + 7) /
 
 /* FA4_SM90_MASK_FULL_SPLIT (session 23, default 1): a checked tile's scores split by `full` at the
  * caller (mainloop.cuh softmax) instead of `full | mask_mod(...)` at every position; 0: the build
- * before. Not yet run on a GPU. */
+ * before. Measured with TILES_ONE_PER_BLOCK: schedule.cuh. */
 #ifndef FA4_SM90_MASK_FULL_SPLIT
 /* off at the forward's spill fallback level 1 (FA4_SM90_FWD_FALLBACK, path_sm90.c): the split's
  * second copy made causal_sliding_window's D 128 forward spill 36 bytes (level 2 keeps the split
@@ -409,9 +402,8 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
                  * only; else mask_mod, without the or of the runtime flag `full`, which made
                  * ptxas turn every condition into a 0/1 integer (SEL, LOP3) before the select:
                  * causal's checked tile 516 -> 260 instructions, sliding window's 697 -> 459 */
-                const bool ok = kFull ? !(qi >= len_q || ki >= len_k)
-                                      : !(qi >= len_q || ki >= len_k) &
-                                            fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
+                const bool in = !(qi >= len_q || ki >= len_k);
+                const bool ok = kFull ? in : in & fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
 #elif FA4_HAS_MASK_MOD && !FA4_CHECKED
                 const bool ok = !(qi >= len_q || ki >= len_k) &
                                 (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
