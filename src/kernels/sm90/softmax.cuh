@@ -224,8 +224,9 @@ __device__ __forceinline__ void fa4_sm90_mask_rolled(unsigned (&bits)[(NT + 7) /
  * before. Measured with TILES_ONE_PER_BLOCK: schedule.cuh. */
 #ifndef FA4_SM90_MASK_FULL_SPLIT
 /* off at the forward's spill fallback level 1 (FA4_SM90_FWD_FALLBACK, path_sm90.c): the split's
- * second copy made causal_sliding_window's D 128 forward spill 36 bytes (level 2 keeps the split
- * and drops the descriptor adds instead: softcap_causal's D 256 forward is clean so, not at 1) */
+ * second copy made causal_sliding_window's D 128 forward spill 36 bytes until its full copy tested
+ * the keys only (level 2 keeps the split and drops the descriptor adds instead: softcap_causal's
+ * D 256 forward is clean so, not at 1) */
 #if defined(FA4_SM90_FWD_FALLBACK) && FA4_SM90_FWD_FALLBACK == 1
 #define FA4_SM90_MASK_FULL_SPLIT 0
 #else
@@ -401,9 +402,13 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
                 /* kFull (the caller's uniform branch on a tile inside a full block): the bounds
                  * only; else mask_mod, without the or of the runtime flag `full`, which made
                  * ptxas turn every condition into a 0/1 integer (SEL, LOP3) before the select:
-                 * causal's checked tile 516 -> 260 instructions, sliding window's 697 -> 459 */
+                 * causal's checked tile 516 -> 260 instructions, sliding window's 697 -> 459.
+                 * kFull tests the keys only, as a count from the thread's first column: rows past
+                 * len_q are never stored (epilogue.cuh) and each row's softmax is its own. With the
+                 * row test too, causal_sliding_window's D 128 forward spilled 36 bytes and was
+                 * compiled again without the split (FA4_SM90_FWD_FALLBACK 1: 1.8 s, two builds). */
                 const bool in = !(qi >= len_q || ki >= len_k);
-                const bool ok = kFull ? in : in & fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
+                const bool ok = kFull ? (ni * 8 + (e & 1)) < len_k - col0 : in & fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux);
 #elif FA4_HAS_MASK_MOD && !FA4_CHECKED
                 const bool ok = !(qi >= len_q || ki >= len_k) &
                                 (full | fa4_mask_mod(b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux));
