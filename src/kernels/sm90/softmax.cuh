@@ -50,12 +50,15 @@
 #define FA4_SM90_AFFW 0
 #endif
 
-/* FA4_SM90_TILE_FOLD 1 (session 24, opt-in, not yet run on a GPU): where the tile form is score +
+/* FA4_SM90_TILE_FOLD 1 (session 24; default since session 25): where the tile form is score +
  * c0 (FA4_SCORE_MOD_TILE_ADD: rel_bias away from the diagonal), a tile that takes it keeps its
  * scores as q.k and hands c0 and the scale to the softmax (roff, kmul, as the folded affine form
- * does), instead of an FMA a score: nvdisasm shows the 64 FFMAs of such a tile gone. 0: the FMA. */
+ * does), instead of an FMA a score: nvdisasm shows the 64 FFMAs of such a tile gone. 0: the FMA.
+ * H100 2026-12-06 (B8 H16 S4096 D128 bf16 fwd TFLOP/s, two rounds, same call): trainable rel.
+ * bias 562.8 -> 580.2 (+3.1%), plain 684.0 / 683.5; the suite's relbias cases 26 / 26
+ * (bench/results/2026-12-06-h100-s25-tilefold.md). */
 #ifndef FA4_SM90_TILE_FOLD
-#define FA4_SM90_TILE_FOLD 0
+#define FA4_SM90_TILE_FOLD 1
 #endif
 #if FA4_SM90_TILE_FOLD && !FA4_SM90_AFFW && FA4_HAS_SCORE_MOD && FA4_SM90_FWD_TILE && defined(FA4_SCORE_MOD_TILE_ADD) && \
     FA4_SCORE_MOD_TILE_ADD && FA4_SM90_CONSUMERS != 3
