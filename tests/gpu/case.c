@@ -447,6 +447,7 @@ void run_case(tcase *c, case_out *res)
         fa.max_seqlen_k = maxk;
     }
     fa.q_offset = c->q_off;
+    fa.scale = (float)c->scale;
     fa.kv_offset = c->kv_off;
 
     fa4_bwd_args ba;
@@ -469,6 +470,7 @@ void run_case(tcase *c, case_out *res)
     ba.max_seqlen_q = fa.max_seqlen_q;
     ba.max_seqlen_k = fa.max_seqlen_k;
     ba.q_offset = c->q_off;
+    ba.scale = (float)c->scale;
     ba.kv_offset = c->kv_off;
     ba.deterministic = c->determ;
     if (c->dlse && c->bwd) {
@@ -624,7 +626,7 @@ void run_case(tcase *c, case_out *res)
         rp.qlen = qlen;
         rp.kbase = kbase;
         rp.klen = klen;
-        rp.scale = (double)(1.0f / sqrtf((float)c->d));
+        rp.scale = c->scale != 0.0 ? (double)(float)c->scale : (double)(1.0f / sqrtf((float)c->d));
         rp.q_offset = c->q_off;
         rp.kv_offset = c->kv_off;
         if (have_bm) {

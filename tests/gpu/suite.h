@@ -72,6 +72,7 @@ typedef struct tcase {
     int nogqa;       /* 1: its kernel is compiled without FA4_COMPILE_GQA (no GQA program) */
     int split_heads_env; /* > 0: the case runs with FA4JIT_SM90_BWD_SPLIT_HEADS=split_heads_env */
     double dout_scale; /* > 0: dO's random values times this (large aux-gradient terms), else 1 */
+    double scale; /* != 0: the softmax scale passed to the launches (fa4_fwd_args.scale), else 0 (1 / sqrt(D)) */
     int det_heads_inner; /* group O: deterministic GQA with a block mask for every head (a tag) */
     int validation; /* > 0: a launch-validation case number */
     uint64_t seed;

@@ -384,6 +384,23 @@ static void make_cases(int quick)
         c.kv_off = c.q_off + rng_int(&r, 1, 150);
         add_case(c);
     }
+    /* T: the softmax scale other than 1 / sqrt(D): negative (the sm90 forward's row max is taken on
+     * the raw scores and multiplied by the scale, and its folded tile form (FA4_SM90_TILE_FOLD) is
+     * only taken for a positive scale) and large, for plain attention, a mask_mod, ALiBi (the folded
+     * affine form: not taken for a factor <= 0), the trainable relative bias (its tile form away
+     * from the diagonal: rows and keys past its max_dist) and T5, forward and backward */
+    {
+        rng rt = {4242}; /* its own generator: the groups after it keep their cases */
+        static const int tmods[6] = {M_NONE, M_CAUSAL, M_ALIBI, M_RELBIAS, M_T5, M_RELBIAS};
+        for (int k = 0; k < (quick ? 3 : 6); k++) {
+            const int d = k % 3 == 1 ? 64 : 128;
+            tcase c = random_case(&rt, tmods[quick ? 2 * k + 1 : k], k % 2 ? FA4_DTYPE_FP16 : FA4_DTYPE_BF16, d, d);
+            c.sq = rng_int(&rt, 300, 700);
+            c.skv = rng_int(&rt, 300, 700);
+            c.scale = (k % 2 ? 2.5 : -0.8) / sqrt((double)d);
+            add_case(c);
+        }
+    }
     /* G: launch validation */
     for (int k = 1; k <= 9; k++) {
         tcase c = random_case(&r, M_ALIBI, FA4_DTYPE_BF16, 128, 128);
@@ -880,6 +897,7 @@ static void case_tags(tcase *c)
     TAG(c->nogqa, "nogqa-build");
     TAG(c->split_heads_env, "split-heads-env");
     TAG(c->dout_scale > 0, "big-dout");
+    TAG(c->scale != 0.0, "scale");
 #undef TAG
 }
 

@@ -314,10 +314,14 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
         fa4_score_tile t;
         if (fa4_sm90_tile_box(b, h, q_lo, q_hi, k_lo, k_hi, aux, t)) {
 #if FA4_SM90_TFOLD
-            /* score * scale + c0 at every position: the softmax's kmul and roff (warp-uniform) */
-            aw.kmul = p.scale;
-            aw.roff[0] = aw.roff[1] = fa4_score_mod_tile_add(t);
-#else
+            /* score * scale + c0 at every position: the softmax's kmul and roff (warp-uniform).
+             * Only for scale > 0: the softmax takes the row max of the raw scores times kmul */
+            if (p.scale > 0.f) {
+                aw.kmul = p.scale;
+                aw.roff[0] = aw.roff[1] = fa4_score_mod_tile_add(t);
+                return;
+            }
+#endif
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni)
 #pragma unroll
@@ -327,7 +331,6 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
                     s[ni][e] = fa4_score_mod_t(s[ni][e] * p.scale, b, h, (int)(qi + p.q_offset),
                                                (int)(ki + p.kv_offset), aux, t);
                 }
-#endif
             return;
         }
     }
