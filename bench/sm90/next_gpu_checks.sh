@@ -42,6 +42,20 @@ if [ "$PART" = 1 ]; then
             --cases "causal_seqlen:S=4096,mods:sliding_window_1024,mods:bidir._window_1024,mods:prefix-LM" \
             --variants "default,$D/k_prev" --rounds 2 --reps 20 2>&1 | tee "$O/ab_split.log" | grep -E "^AB|^  |rror"
     fi
+elif [ "$PART" = 3 ]; then
+    # session 25, after b731e18: the suite with its new group T (softmax scales other than
+    # 1 / sqrt(D), negative and large) and TILE_FOLD on by default; then the D 256 forward's
+    # spread (run.py's D 256 case read 664 and 722 TFLOP/s for the same SASS in session 24)
+    echo "== 6. full suite, group T ($(left) s left)"
+    FA4JIT_CACHE_DIR=/tmp/nx-def timeout 220 "$D/test_gpu_sm80" --no-bench >"$O/suite3.log" 2>&1
+    echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite3.log")"
+    grep FAIL "$O/suite3.log" | head -8
+    grep -E "scale" "$O/suite3.log" | head -8
+    echo "== 7. D 256 forward spread ($(left) s left)"
+    if [ "$(left)" -gt 60 ]; then
+        timeout $(( $(left) - 5 )) python3 "$D/fa4_ab.py" --cases "headdim:D=256,plain_seqlen:S=4096" \
+            --variants "default" --rounds 4 --reps 20 2>&1 | tee "$O/ab_d256.log" | grep -E "^AB|^  |rror"
+    fi
 else
     echo "== 4. FA4_SM90_TILE_FOLD ($(left) s left)"
     FA4JIT_KERNEL_DIR=$D/k_tf1 FA4JIT_CACHE_DIR=/tmp/nx-tf1 timeout 90 "$D/test_gpu_sm80" --no-bench --filter "relbias" \
