@@ -68,6 +68,18 @@
 #endif
 /* a fragment's values in the softmax are kmul s + roff[row] (fa4_sm90_affw) */
 #define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD)
+/* FA4_SM90_FWD_TILE_RUN K (session 25; 0: off): the folded tile form's test per warp (no relative
+ * table: rel_bias) asked over the box of the next K key tiles where it can, so that the tiles of
+ * such a run take the form without asking again (fa4_sm90_trun_test): one test per run instead
+ * of one a tile away from the diagonal. */
+#ifndef FA4_SM90_FWD_TILE_RUN
+#define FA4_SM90_FWD_TILE_RUN 8
+#endif
+#if FA4_SM90_TFOLD && !FA4_SM90_RELT && FA4_SM90_FWD_TILE_RUN > 0
+#define FA4_SM90_TRUN 1
+#else
+#define FA4_SM90_TRUN 0
+#endif
 
 template <int NT>
 struct fa4_sm90_affw {
@@ -84,6 +96,15 @@ struct fa4_sm90_affw {
 #elif FA4_SM90_TFOLD
     float kmul;    /* p.scale where this tile took the tile-add form (its scores stay q.k), else 1 */
     float roff[2]; /* that form's c0 there (natural units), else 0 */
+#if FA4_SM90_TRUN
+    /* the run (FA4_SM90_TRUN, over the work item): key tiles [rlo, rhi] (n0 in the sequence) over
+     * which the form holds for the warp's 16 rows, with c0 = rc0; rtry: a miss asks a run first
+     * (cleared by a run that failed, set again once a tile has failed and a later one held: past
+     * the diagonal band); rearm: a tile failed */
+    int rlo, rhi;
+    float rc0;
+    bool rtry, rearm;
+#endif
 #else
     int unused;
 #endif
@@ -123,6 +144,13 @@ __device__ __forceinline__ void fa4_sm90_affw_init(fa4_sm90_affw<NT> &aw, const 
     (void)p, (void)aux, (void)b, (void)h, (void)row0, (void)len_k;
     aw.kmul = 1.f;
     aw.roff[0] = aw.roff[1] = 0.f;
+#if FA4_SM90_TRUN
+    aw.rlo = 1;
+    aw.rhi = 0; /* empty */
+    aw.rc0 = 0.f;
+    aw.rtry = true;
+    aw.rearm = false;
+#endif
 #else
     (void)aw, (void)p, (void)aux, (void)b, (void)h, (void)row0, (void)len_k;
 #endif
@@ -136,6 +164,42 @@ __device__ __forceinline__ bool fa4_sm90_tile_box(int b, int h, long long q_lo, 
 {
     return q_lo >= -2147483647LL - 1 && q_hi <= 2147483647LL && k_lo >= -2147483647LL - 1 && k_hi <= 2147483647LL &&
            fa4_score_mod_tile(b, h, (int)q_lo, (int)q_hi, (int)k_lo, (int)k_hi, aux, t);
+}
+#endif
+
+#if FA4_SM90_TRUN
+/* Whether key tile n0 (kN8 keys) takes the tile form over the warp's rows [q_lo, q_lo + 15]
+ * (offsets included): from the run that holds it, else a run test over the K tiles from n0 (while
+ * rtry), else the tile's own test (one inlined copy of the test, a loop of at most two); c0 in
+ * aw.rc0. The same for every lane of the warp (one box). */
+template <int NT>
+__device__ __forceinline__ bool fa4_sm90_trun_test(fa4_sm90_affw<NT> &aw, int b, int h, long long q_lo, int n0,
+                                                   long long kv_offset, const fa4_aux &aux)
+{
+    constexpr int kT = NT * 8, kRun = FA4_SM90_FWD_TILE_RUN * NT * 8;
+    if (n0 >= aw.rlo && n0 + kT - 1 <= aw.rhi)
+        return true;
+    fa4_score_tile t;
+    const long long k_lo = n0 + kv_offset;
+    bool ok = false;
+#pragma unroll 1
+    for (int a = aw.rtry ? 0 : 1; a < 2 && !ok; ++a) {
+        const int span = a == 0 ? kRun : kT;
+        ok = fa4_sm90_tile_box(b, h, q_lo, q_lo + 15, k_lo, k_lo + span - 1, aux, t);
+        if (ok) {
+            aw.rlo = n0;
+            aw.rhi = n0 + span - 1 < n0 ? 2147483647 : n0 + span - 1;
+            aw.rc0 = fa4_score_mod_tile_add(t);
+            if (a == 1 && aw.rearm) { /* past a band of tiles that failed: runs again */
+                aw.rtry = true;
+                aw.rearm = false;
+            }
+        } else if (a == 0)
+            aw.rtry = false;
+        else
+            aw.rearm = true;
+    }
+    return ok;
 }
 #endif
 
@@ -310,6 +374,22 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
 #else
         const long long q_lo = (long long)row0 - (lane >> 2) + p.q_offset, q_hi = q_lo + 15;
 #endif
+#if FA4_SM90_TRUN
+        (void)q_hi;
+        if (fa4_sm90_trun_test<NT>(aw, b, h, q_lo, col0 - 2 * (lane & 3), p.kv_offset, aux)) {
+            if (p.scale > 0.f) { /* folded: score * scale + c0 as kmul and roff (warp-uniform) */
+                aw.kmul = p.scale;
+                aw.roff[0] = aw.roff[1] = aw.rc0;
+                return;
+            }
+#pragma unroll
+            for (int ni = 0; ni < NT; ++ni)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    s[ni][e] = s[ni][e] * p.scale + aw.rc0; /* fa4_score_mod_t of the tile-add form */
+            return;
+        }
+#else
         const long long k_lo = (long long)col0 - 2 * (lane & 3) + p.kv_offset, k_hi = k_lo + NT * 8 - 1;
         fa4_score_tile t;
         if (fa4_sm90_tile_box(b, h, q_lo, q_hi, k_lo, k_hi, aux, t)) {
@@ -333,6 +413,7 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
                 }
             return;
         }
+#endif
     }
 #endif
 #if FA4_SM90_RELT
