@@ -44,13 +44,19 @@ if [ "$PART" = 1 ]; then
     fi
 elif [ "$PART" = 3 ]; then
     # session 25, after b731e18: the suite with its new group T (softmax scales other than
-    # 1 / sqrt(D), negative and large) and TILE_FOLD on by default; then the D 256 forward's
+    # 1 / sqrt(D), negative and large), TILE_FOLD on by default and FA4_SM90_FWD_TILE_RUN 8 (its A/B
+    # against k_run0: the kernels with it 0, made by
+    #   cp -r src/kernels .devcarry/k_run0 && sed -i 's/^#define FA4_SM90_FWD_TILE_RUN 8/#define FA4_SM90_FWD_TILE_RUN 0/' .devcarry/k_run0/sm90/softmax.cuh);
+    # then the D 256 forward's
     # spread (run.py's D 256 case read 664 and 722 TFLOP/s for the same SASS in session 24)
     echo "== 6. full suite, group T ($(left) s left)"
     FA4JIT_CACHE_DIR=/tmp/nx-def timeout 220 "$D/test_gpu_sm80" --no-bench >"$O/suite3.log" 2>&1
     echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite3.log")"
     grep FAIL "$O/suite3.log" | head -8
     grep -E "scale" "$O/suite3.log" | head -8
+    echo "== 6b. tile runs A/B ($(left) s left)"
+    timeout 100 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable)" \
+        --variants "default,$D/k_run0" --rounds 2 --reps 20 2>&1 | tee "$O/ab_run.log" | grep -E "^AB|^  |rror"
     echo "== 7. D 256 forward spread ($(left) s left)"
     if [ "$(left)" -gt 60 ]; then
         timeout $(( $(left) - 5 )) python3 "$D/fa4_ab.py" --cases "headdim:D=256,plain_seqlen:S=4096" \
