@@ -173,7 +173,11 @@ def build_cases(quick: bool, optional: bool = False) -> List[Case]:
                 extra={"num_buckets": T5_BUCKETS, "max_distance": T5_MAX_DISTANCE, "det": True},
                 notes=f"T5's log-spaced buckets of kv - q ({T5_BUCKETS}, max distance "
                       f"{T5_MAX_DISTANCE}), table H x {T5_BUCKETS}, fp32, gradient in the "
-                      "backward")] if optional else []
+                      "backward"),
+           Case("mods", "rel. bias (fixed)", B0, HEADS, HEADS, BASE_S, 128,
+                score_mod="rel_bias", peers=mod_peers, extra={"max_dist": REL_MAX_DIST},
+                notes=f"the trainable case's table H x {2 * REL_MAX_DIST + 1} without its "
+                      "gradient: what the backward's trainability costs")] if optional else []
     # quick mode: Flex (a compile per shape, seconds each) only where it is the only peer or at
     # the headline shapes; the SDPA backends cover the rest
     flex_all = not quick

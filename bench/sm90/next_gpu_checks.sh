@@ -57,6 +57,9 @@ elif [ "$PART" = 3 ]; then
     echo "== 6b. tile runs A/B ($(left) s left)"
     timeout 100 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable)" \
         --variants "default,$D/k_run0" --rounds 2 --reps 20 2>&1 | tee "$O/ab_run.log" | grep -E "^AB|^  |rror"
+    echo "== 6c. what the trainable table costs the backward ($(left) s left)"
+    timeout 120 python3 "$D/fa4_ab.py" --cases "mods:rel._bias_(trainable),mods:rel._bias_(fixed),mods:ALiBi,plain_seqlen:S=4096" \
+        --variants "default" --rounds 1 --reps 20 --bwd 2>&1 | tee "$O/ab_relbwd.log" | grep -E "^AB|^  |rror"
     echo "== 7. D 256 forward spread ($(left) s left)"
     if [ "$(left)" -gt 60 ]; then
         timeout $(( $(left) - 5 )) python3 "$D/fa4_ab.py" --cases "headdim:D=256,plain_seqlen:S=4096" \
