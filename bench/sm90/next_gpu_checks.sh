@@ -50,7 +50,9 @@ elif [ "$PART" = 3 ]; then
     # then the D 256 forward's
     # spread (run.py's D 256 case read 664 and 722 TFLOP/s for the same SASS in session 24)
     echo "== 6. full suite, group T ($(left) s left)"
-    FA4JIT_CACHE_DIR=/tmp/nx-def timeout 220 "$D/test_gpu_sm80" --no-bench >"$O/suite3.log" 2>&1
+    # SUITE_FILTER (e.g. "scale|relbias|t5"): only those cases (test_gpu_sm80 --filter)
+    FA4JIT_CACHE_DIR=/tmp/nx-def timeout 220 "$D/test_gpu_sm80" --no-bench ${SUITE_FILTER:+--filter "$SUITE_FILTER"} \
+        >"$O/suite3.log" 2>&1
     echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite3.log")"
     grep FAIL "$O/suite3.log" | head -8
     grep -E "scale" "$O/suite3.log" | head -8
