@@ -197,6 +197,8 @@ struct fa4_sm90_early {
     int n0, lim_k;
     bool full, check;
     unsigned bits[kMaskWords];
+    bool rfold; /* FA4_SM90_RFOLD: the tile's relative table is one value, rc0 */
+    float rc0;
 };
 
 #if FA4_SM90_STASH
@@ -310,7 +312,7 @@ struct fa4_sm90_consumer {
         {
             bool full;
             const int n0 = tiles.start(j, &full);
-            fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), n0);
+            e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), n0, &e.rc0);
         }
 #endif
 #if FA4_SM90_MASK_EARLY
@@ -321,10 +323,18 @@ struct fa4_sm90_consumer {
             fa4_sm90_mask_bits<kN / 8>(e.bits, p, aux, b, h, row0, e.n0 + 2 * (lane & 3), len_q, e.lim_k,
                                        e.full);
 #if FA4_SM90_RELT
-        fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), e.n0);
+        e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), e.n0, &e.rc0);
 #endif
 #endif
     }
+
+#if FA4_SM90_RFOLD
+    __device__ __forceinline__ void fold_rel(fa4_sm90_affw<kN / 8> &aw, float c0) const
+    {
+        aw.kmul = p.scale; /* > 0: the fill's check */
+        aw.roff[0] = aw.roff[1] = c0;
+    }
+#endif
 
     /* Scores of tile j and the online softmax; sc becomes P. Returns whether O needs corr. */
     __device__ __forceinline__ bool softmax(float (&sc)[kN / 8][4], int j, const fa4_sm90_early &e,
@@ -333,6 +343,11 @@ struct fa4_sm90_consumer {
     {
 #if FA4_SM90_MASK_EARLY
         const int col0 = e.n0 + 2 * (lane & 3);
+#if FA4_SM90_RFOLD
+        if (e.rfold) /* the table is one value: score * scale + c0, folded (kmul, roff) */
+            fold_rel(aw, e.rc0);
+        else
+#endif
         fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, e.lim_k, e.full, aw, relt());
         if (e.check)
             fa4_sm90_apply_mask<kN / 8>(sc, e.bits);
@@ -345,6 +360,11 @@ struct fa4_sm90_consumer {
 #if FA4_HAS_SCORE_MOD && !FA4_CHECKED
         /* score_mod on the whole fragment, then the mask where needed: one inlined copy of score_mod
          * per call instead of one in each branch (half the code, and compile time, of a score_mod) */
+#if FA4_SM90_RFOLD
+        if (e.rfold) /* the table is one value: score * scale + c0, folded (kmul, roff) */
+            fold_rel(aw, e.rc0);
+        else
+#endif
         fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());
         if (!mask_free) {
             if (FA4_SM90_MASK_SPLIT_ON && full)

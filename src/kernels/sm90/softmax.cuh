@@ -66,8 +66,22 @@
 #else
 #define FA4_SM90_TFOLD 0
 #endif
+/* FA4_SM90_RELT_FOLD 1 (session 25): where the relative form's table serves (FA4_SM90_RELT:
+ * t5_bias), a key tile whose table entries are all one value c0 (g constant over the tile's kv - q
+ * offsets: t5's saturated buckets away from the diagonal) hands c0 and the scale to the softmax as
+ * the folded tile form does, instead of a table read and an add a score. The check rides on the
+ * fill: each thread compares its entries with entry 0 after the fill's barrier, and a second
+ * barrier of the warpgroup ands the answers (bar.red.and). 0: the table at every tile. */
+#ifndef FA4_SM90_RELT_FOLD
+#define FA4_SM90_RELT_FOLD 1
+#endif
+#if FA4_SM90_RELT_FOLD && FA4_SM90_RELT && !FA4_SM90_AFFW && !FA4_SM90_TFOLD && FA4_HAS_SCORE_MOD
+#define FA4_SM90_RFOLD 1
+#else
+#define FA4_SM90_RFOLD 0
+#endif
 /* a fragment's values in the softmax are kmul s + roff[row] (fa4_sm90_affw) */
-#define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD)
+#define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD || FA4_SM90_RFOLD)
 /* FA4_SM90_FWD_TILE_RUN K (session 25; 0: off): the folded tile form's test per warp (no relative
  * table: rel_bias) asked over the box of the next K key tiles where it can, so that the tiles of
  * such a run take the form without asking again (fa4_sm90_trun_test): one test per run instead
@@ -93,7 +107,7 @@ struct fa4_sm90_affw {
     float w[NT][2]; /* dk * (8 ni + e) */
 #endif
     float roff[2];  /* this tile's rest per row (natural units); 0 where the form was not taken */
-#elif FA4_SM90_TFOLD
+#elif FA4_SM90_TFOLD || FA4_SM90_RFOLD
     float kmul;    /* p.scale where this tile took the tile-add form (its scores stay q.k), else 1 */
     float roff[2]; /* that form's c0 there (natural units), else 0 */
 #if FA4_SM90_TRUN
@@ -140,7 +154,7 @@ __device__ __forceinline__ void fa4_sm90_affw_init(fa4_sm90_affw<NT> &aw, const 
     }
 #endif
     aw.roff[0] = aw.roff[1] = 0.f;
-#elif FA4_SM90_TFOLD
+#elif FA4_SM90_TFOLD || FA4_SM90_RFOLD
     (void)p, (void)aux, (void)b, (void)h, (void)row0, (void)len_k;
     aw.kmul = 1.f;
     aw.roff[0] = aw.roff[1] = 0.f;
@@ -215,9 +229,18 @@ __device__ __forceinline__ bool fa4_sm90_trun_test(fa4_sm90_affw<NT> &aw, int b,
  * ping-pong's barrier before its next S issue, and the fill follows that issue (without the
  * ping-pong, a second barrier before the fill). */
 constexpr int kRelEntries = kN + 63;
-__device__ __forceinline__ void fa4_sm90_rel_fill(unsigned tab, int cw, const fa4_params &p, const fa4_aux &aux,
-                                                  int b, int h, int q0, int n0)
+__device__ __forceinline__ float fa4_sm90_rel_get(unsigned a)
 {
+    float g;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(g) : "r"(a) : "memory");
+    return g;
+}
+/* Returns, with FA4_SM90_RFOLD, whether every entry of the table is one value (then in *c0), the
+ * same answer in every thread of the warpgroup; else false. */
+__device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa4_params &p, const fa4_aux &aux,
+                                                  int b, int h, int q0, int n0, float *c0)
+{
+    (void)c0;
 #if FA4_SM90_FWD_TILE
     /* FA4_SM90_RELT_TILE: no table where the tile form holds over the warpgroup's box (the score
      * stage asks the same box; the answer is the same for all 128 threads, barrier included) */
@@ -225,7 +248,7 @@ __device__ __forceinline__ void fa4_sm90_rel_fill(unsigned tab, int cw, const fa
         fa4_score_tile tt;
         if (fa4_sm90_tile_box(b, h, q0 + p.q_offset, q0 + p.q_offset + 63, n0 + p.kv_offset,
                               n0 + p.kv_offset + kN - 1, aux, tt))
-            return;
+            return false;
     }
 #endif
 #if defined(FA4_SM90_PINGPONG) && !FA4_SM90_PINGPONG
@@ -236,19 +259,47 @@ __device__ __forceinline__ void fa4_sm90_rel_fill(unsigned tab, int cw, const fa
     asm volatile("" : "+r"(b), "+r"(h));
     const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
     const int t = threadIdx.x & 127;
+#if FA4_SM90_RFOLD
+    float gs[(kRelEntries + 127) / 128];
+#pragma unroll
+    for (int k = 0; k < (kRelEntries + 127) / 128; ++k) {
+        const int i = t + 128 * k;
+        gs[k] = 0.f;
+        if (i < kRelEntries) {
+            gs[k] = fa4_score_mod_rel(b, h, (int)(q0 + max(63 - i, 0) + p.q_offset),
+                                      (int)(n0 + max(i - 63, 0) + p.kv_offset), aux, su);
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tab + 4u * (unsigned)i), "f"(gs[k]) : "memory");
+        }
+    }
+#else
 #pragma unroll
     for (int i = t; i < kRelEntries; i += 128) {
         const float g = fa4_score_mod_rel(b, h, (int)(q0 + max(63 - i, 0) + p.q_offset),
                                           (int)(n0 + max(i - 63, 0) + p.kv_offset), aux, su);
         asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tab + 4u * (unsigned)i), "f"(g) : "memory");
     }
+#endif
     asm volatile("bar.sync %0, 128;\n" ::"r"(4 + cw) : "memory");
-}
-__device__ __forceinline__ float fa4_sm90_rel_get(unsigned a)
-{
-    float g;
-    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(g) : "r"(a) : "memory");
-    return g;
+#if FA4_SM90_RFOLD
+    /* one value over the table: this thread's entries against entry 0 (a NaN is never equal, so
+     * such a tile keeps the table), then the warpgroup's and; scale > 0 only (the fold's row max) */
+    const float e0 = fa4_sm90_rel_get(tab);
+    unsigned same = p.scale > 0.f;
+#pragma unroll
+    for (int k = 0; k < (kRelEntries + 127) / 128; ++k)
+        if (t + 128 * k < kRelEntries)
+            same &= (unsigned)(gs[k] == e0);
+    unsigned all;
+    asm volatile("{\n .reg .pred pi, po;\n setp.ne.u32 pi, %1, 0;\n bar.red.and.pred po, %2, 128, pi;\n"
+                 " selp.u32 %0, 1, 0, po;\n}\n"
+                 : "=r"(all)
+                 : "r"(same), "r"(4 + cw)
+                 : "memory");
+    *c0 = e0;
+    return all != 0u;
+#else
+    return false;
+#endif
 }
 #endif
 
@@ -321,7 +372,7 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
 #if FA4_SM90_AFFW
     if (kMod)
         aw.roff[0] = aw.roff[1] = 0.f;
-#elif FA4_SM90_TFOLD
+#elif FA4_SM90_TFOLD || FA4_SM90_RFOLD
     if (kMod) {
         aw.roff[0] = aw.roff[1] = 0.f;
         aw.kmul = 1.f;
