@@ -46,7 +46,8 @@ elif [ "$PART" = 3 ]; then
     # session 25, after b731e18: the suite with its new group T (softmax scales other than
     # 1 / sqrt(D), negative and large), TILE_FOLD on by default and FA4_SM90_FWD_TILE_RUN 8 (its A/B
     # against k_run0: the kernels with it 0, made by
-    #   cp -r src/kernels .devcarry/k_run0 && sed -i 's/^#define FA4_SM90_FWD_TILE_RUN 8/#define FA4_SM90_FWD_TILE_RUN 0/' .devcarry/k_run0/sm90/softmax.cuh);
+    #   cp -r src/kernels .devcarry/k_run0 && sed -i -e 's/^#define FA4_SM90_FWD_TILE_RUN 8/#define FA4_SM90_FWD_TILE_RUN 0/' \
+    #     -e 's/^#define FA4_SM90_RELT_FOLD 1/#define FA4_SM90_RELT_FOLD 0/' .devcarry/k_run0/sm90/softmax.cuh);
     # then the D 256 forward's
     # spread (run.py's D 256 case read 664 and 722 TFLOP/s for the same SASS in session 24)
     echo "== 6. full suite, group T ($(left) s left)"
@@ -56,8 +57,10 @@ elif [ "$PART" = 3 ]; then
     echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite3.log")"
     grep FAIL "$O/suite3.log" | head -8
     grep -E "scale" "$O/suite3.log" | head -8
-    echo "== 6b. tile runs A/B ($(left) s left)"
-    timeout 100 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable)" \
+    echo "== 6b. tile runs and the relative table's fold, A/B ($(left) s left)"
+    # k_run0: FA4_SM90_FWD_TILE_RUN 0 and FA4_SM90_RELT_FOLD 0 (rel_bias's and t5_bias's forwards
+    # as before each)
+    timeout 100 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
         --variants "default,$D/k_run0" --rounds 2 --reps 20 2>&1 | tee "$O/ab_run.log" | grep -E "^AB|^  |rror"
     echo "== 6c. what the trainable table costs the backward ($(left) s left)"
     timeout 120 python3 "$D/fa4_ab.py" --cases "mods:rel._bias_(trainable),mods:rel._bias_(fixed),mods:ALiBi,plain_seqlen:S=4096" \
