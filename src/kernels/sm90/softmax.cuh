@@ -66,14 +66,14 @@
 #else
 #define FA4_SM90_TFOLD 0
 #endif
-/* FA4_SM90_RELT_FOLD 1 (session 25): where the relative form's table serves (FA4_SM90_RELT:
+/* FA4_SM90_RELT_FOLD 1 (session 25, opt-in: built and compile-checked, not yet run on a GPU): where the relative form's table serves (FA4_SM90_RELT:
  * t5_bias), a key tile whose table entries are all one value c0 (g constant over the tile's kv - q
  * offsets: t5's saturated buckets away from the diagonal) hands c0 and the scale to the softmax as
  * the folded tile form does, instead of a table read and an add a score. The check rides on the
  * fill: each thread compares its entries with entry 0 after the fill's barrier, and a second
  * barrier of the warpgroup ands the answers (bar.red.and). 0: the table at every tile. */
 #ifndef FA4_SM90_RELT_FOLD
-#define FA4_SM90_RELT_FOLD 1
+#define FA4_SM90_RELT_FOLD 0
 #endif
 #if FA4_SM90_RELT_FOLD && FA4_SM90_RELT && !FA4_SM90_AFFW && !FA4_SM90_TFOLD && FA4_HAS_SCORE_MOD
 #define FA4_SM90_RFOLD 1
@@ -82,12 +82,13 @@
 #endif
 /* a fragment's values in the softmax are kmul s + roff[row] (fa4_sm90_affw) */
 #define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD || FA4_SM90_RFOLD)
-/* FA4_SM90_FWD_TILE_RUN K (session 25; 0: off): the folded tile form's test per warp (no relative
+/* FA4_SM90_FWD_TILE_RUN K (session 25, opt-in: built and compile-checked, not yet run on a GPU;
+ * 0: off): the folded tile form's test per warp (no relative
  * table: rel_bias) asked over the box of the next K key tiles where it can, so that the tiles of
  * such a run take the form without asking again (fa4_sm90_trun_test): one test per run instead
  * of one a tile away from the diagonal. */
 #ifndef FA4_SM90_FWD_TILE_RUN
-#define FA4_SM90_FWD_TILE_RUN 8
+#define FA4_SM90_FWD_TILE_RUN 0
 #endif
 #if FA4_SM90_TFOLD && !FA4_SM90_RELT && FA4_SM90_FWD_TILE_RUN > 0
 #define FA4_SM90_TRUN 1
