@@ -12,6 +12,15 @@ def mod_paths(names):
     return [os.path.join(root, "mods", n + ".mod") for n in names]
 
 
+def fwd_check_args(argv, doc, names):
+    """(fa4jit command, the mods' paths, the environment without CUDA's cache) for a check whose
+    one argument is the fa4jit command; None (doc printed) for any other argv."""
+    if len(argv) != 2:
+        print(doc)
+        return None
+    return argv[1], mod_paths(names), dict(os.environ, CUDA_CACHE_DISABLE="1")
+
+
 def compile_json(cmd, env):
     """(results, 0) from `fa4jit compile ... --json`; (None, status) when the command failed:
     77 where NVRTC is unavailable, else 2."""
@@ -20,6 +29,14 @@ def compile_json(cmd, env):
         print("command failed:", " ".join(cmd), "\n", r.stdout, r.stderr)
         return None, (77 if "NVRTC" in r.stderr and "unavailable" in r.stderr else 2)
     return json.loads(r.stdout), 0
+
+
+def compile_fwd(fa4jit, mods, env, out, extra=()):
+    """`fa4jit compile` of the sm_90a forward of mods (no cache, cubins into out, options extra):
+    compile_json's (results, status)."""
+    cmd = [fa4jit, "compile", "--arch", "sm_90a", "--path", "sm90", "--no-cache", "--json", "--quiet",
+           "--kernels", "fwd", "--out", out] + list(extra) + mods
+    return compile_json(cmd, env)
 
 
 def check_programs(results, label, registers):

@@ -10,30 +10,23 @@ import os
 import sys
 import tempfile
 
-from cli_resources import check_programs, compile_json, mod_paths
+from cli_resources import check_programs, compile_fwd, fwd_check_args
 
 MODS = ["causal", "document", "longformer", "dilated_window", "block_diagonal", "prefix_lm"]
 
 
-def compile_all(fa4jit, mods, env, out):
-    cmd = [fa4jit, "compile", "--arch", "sm_90a", "--path", "sm90", "--no-cache", "--json", "--quiet",
-           "--kernels", "fwd", "--out", out] + mods
-    return compile_json(cmd, env)
-
-
 def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
+    args = fwd_check_args(sys.argv, __doc__, MODS)
+    if args is None:
         return 2
-    mods = mod_paths(MODS)
-    base = dict(os.environ, CUDA_CACHE_DISABLE="1")
+    fa4jit, mods, base = args
     base.pop("FA4JIT_SM90_FWD_MASK_ROLL", None)
     bad = 0
     with tempfile.TemporaryDirectory() as d0, tempfile.TemporaryDirectory() as d1:
-        ref, rc = compile_all(sys.argv[1], mods, base, d0)
+        ref, rc = compile_fwd(fa4jit, mods, base, d0)
         if ref is None:
             return rc
-        rolled, rc = compile_all(sys.argv[1], mods, dict(base, FA4JIT_SM90_FWD_MASK_ROLL="4"), d1)
+        rolled, rc = compile_fwd(fa4jit, mods, dict(base, FA4JIT_SM90_FWD_MASK_ROLL="4"), d1)
         if rolled is None:
             return rc
         bad += check_programs(rolled, "roll 4", 168)

@@ -13,7 +13,7 @@ import shutil
 import sys
 import tempfile
 
-from cli_resources import check_programs, compile_json, mod_paths
+from cli_resources import check_programs, compile_fwd, fwd_check_args
 
 KNOBS = {"FA4_SM90_FWD_TILE_RUN": ("0", "8"), "FA4_SM90_RELT_FOLD": ("0", "1")}
 MODS = ["rel_bias", "t5_bias"]
@@ -24,18 +24,11 @@ def kernels_dir():
     return os.path.join(root, "src", "kernels")
 
 
-def compile_all(fa4jit, mods, env, out, d):
-    cmd = [fa4jit, "compile", "--arch", "sm_90a", "--path", "sm90", "--no-cache", "--json", "--quiet",
-           "--kernels", "fwd", "--head-dim", str(d), "--out", out] + mods
-    return compile_json(cmd, env)
-
-
 def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
+    args = fwd_check_args(sys.argv, __doc__, MODS)
+    if args is None:
         return 2
-    mods = mod_paths(MODS)
-    base = dict(os.environ, CUDA_CACHE_DISABLE="1")
+    fa4jit, mods, base = args
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         kd = os.path.join(tmp, "kernels")
@@ -55,10 +48,10 @@ def main():
             d0, d1 = os.path.join(tmp, f"def{d}"), os.path.join(tmp, f"on{d}")
             os.makedirs(d0)
             os.makedirs(d1)
-            ref, rc = compile_all(sys.argv[1], mods, base, d0, d)
+            ref, rc = compile_fwd(fa4jit, mods, base, d0, ("--head-dim", str(d)))
             if ref is None:
                 return rc
-            on, rc = compile_all(sys.argv[1], mods, dict(base, FA4JIT_KERNEL_DIR=kd), d1, d)
+            on, rc = compile_fwd(fa4jit, mods, dict(base, FA4JIT_KERNEL_DIR=kd), d1, ("--head-dim", str(d)))
             if on is None:
                 return rc
             bad += check_programs(on, f"knobs on D {d}", 168)
