@@ -6,6 +6,11 @@ embedded kernels) in its own process, rounds interleaved, CUDA events, median of
     python3 bench/sm90/fa4_ab.py --cases mods:ALiBi,mods:head_scale --variants default,DIR \
         [--rounds 2] [--reps 30] [--bwd]
 
+A variant may carry kernel options after '+' (fa4jit.flex_attention's kernel_options, e.g.
+`default+sw_exp2_percent=25`, `DIR+rescale_threshold=-1`): they are added to every case's. A case
+of run.py with extra fast_math (the soft-cap fast-math row) runs with kernel option fast_math, as
+run.py's row does (forward only).
+
     python3 bench/sm90/fa4_ab.py --report RAW STEM TITLE
         (STEM.json, STEM.md and STEM.png from the AB lines in RAW, and SUMMARY lines
         `SUMMARY variant=V case=C fwd_tflops=X` where only a summary was kept)
@@ -38,6 +43,10 @@ def child(args):
     import cases as cs
     from timing import Timer
     want = args.cases.split(",")
+    kopts = {}
+    for kv in filter(None, (args.kopts or "").split("+")):
+        key, _, val = kv.partition("=")
+        kopts[key] = val
     allc = {c.id: c for c in cs.build_cases(False, optional=True)}
     timer = Timer(torch)
     timer.calibrate()
@@ -46,6 +55,9 @@ def child(args):
         c = allc[cid]
         inp = backends.Inputs(c, 2)
         r = backends.Fa4Runner(c, inp, "sm90")
+        if c.extra.get("fast_math"):
+            r.kopts["fast_math"] = True
+        r.kopts.update(kopts)
         o = r.fwd(0)
         torch.cuda.synchronize()
         if not torch.isfinite(o.float()).all():
@@ -116,19 +128,21 @@ def main():
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--bwd", action="store_true")
     ap.add_argument("--child", action="store_true")
+    ap.add_argument("--kopts", default="")  # the child's: a variant's '+'-separated kernel options
     args = ap.parse_args()
     if args.child:
         return child(args)
     res = {}
     for rnd in range(1, args.rounds + 1):
         for v in args.variants.split(","):
+            kdir, _, kopts = v.partition("+")
             env = dict(os.environ)
             env.pop("FA4JIT_KERNEL_DIR", None)
-            if v != "default":
-                env["FA4JIT_KERNEL_DIR"] = os.path.abspath(v)
-            env["FA4JIT_CACHE_DIR"] = f"/tmp/fa4ab-cache-{os.path.basename(v.rstrip('/'))}"
+            if kdir != "default":
+                env["FA4JIT_KERNEL_DIR"] = os.path.abspath(kdir)
+            env["FA4JIT_CACHE_DIR"] = f"/tmp/fa4ab-cache-{os.path.basename(kdir.rstrip('/'))}"
             cmd = [sys.executable, os.path.abspath(__file__), "--child", "--cases", args.cases,
-                   "--reps", str(args.reps)] + (["--bwd"] if args.bwd else [])
+                   "--reps", str(args.reps), "--kopts", kopts] + (["--bwd"] if args.bwd else [])
             p = subprocess.run(cmd, env=env, capture_output=True, text=True)
             line = [l for l in p.stdout.splitlines() if l.startswith("ABJSON ")]
             if p.returncode or not line:

@@ -2,8 +2,8 @@
 # next_gpu_checks.sh - device checks, in parts of one call each (PART=1, 2, 3; END_S, default 560
 # s of command time each). PARTS 1 and 2 ran in session 25 (bench/results/2026-12-06-h100-s25-*);
 # **PART 3 is what is pending** (session 25's last commits: group T of the suite, the opt-in
-# FA4_SM90_FWD_TILE_RUN and FA4_SM90_RELT_FOLD, the trainable table's cost in the backward, the D 256
-# forward's spread), about 300 s:
+# FA4_SM90_FWD_TILE_RUN and FA4_SM90_RELT_FOLD, the trainable table's cost in the backward,
+# soft-cap with software exp2, the D 256 forward's spread), about 450 s:
 #   bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ &&
 #   rm -rf .devcarry/k_on && cp -r src/kernels .devcarry/k_on &&
 #   sed -i -e 's/^#define FA4_SM90_FWD_TILE_RUN 0/#define FA4_SM90_FWD_TILE_RUN 8/' \
@@ -46,7 +46,8 @@ elif [ "$PART" = 3 ]; then
     #     cp -r src/kernels .devcarry/k_on && sed -i -e 's/^#define FA4_SM90_FWD_TILE_RUN 0/#define FA4_SM90_FWD_TILE_RUN 8/' \
     #       -e 's/^#define FA4_SM90_RELT_FOLD 0/#define FA4_SM90_RELT_FOLD 1/' .devcarry/k_on/sm90/softmax.cuh
     #   (each can be made the default where its cases pass and its A/B gains);
-    #   what the trainable table costs rel_bias's backward; the D 256 forward's spread.
+    #   what the trainable table costs rel_bias's backward; soft-cap (fast math and not) with software
+    #   exp2 on 25% / 50% of the elements; the D 256 forward's spread.
     echo "== 6. suite: group T, relbias, t5 ($(left) s left)"
     FA4JIT_CACHE_DIR=/tmp/nx-def timeout 150 "$D/test_gpu_sm80" --no-bench --filter "scale|relbias|t5" >"$O/suite3.log" 2>&1
     echo "default kernels rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite3.log")"
@@ -62,6 +63,15 @@ elif [ "$PART" = 3 ]; then
     if [ "$(left)" -gt 90 ]; then
         timeout 120 python3 "$D/fa4_ab.py" --cases "mods:rel._bias_(trainable),mods:rel._bias_(fixed),mods:ALiBi,plain_seqlen:S=4096" \
             --variants "default" --rounds 1 --reps 20 --bwd 2>&1 | tee "$O/ab_relbwd.log" | grep -E "^AB|^  |rror"
+    fi
+    echo "== 6d. soft-cap with software exp2 on part of the elements ($(left) s left)"
+    # the MUFU unit does tanh and exp2 for soft-cap: with fast math (tanh.approx) it may be
+    # MUFU-bound, where FA4's software exp2 (FA4_SW_EXP2_PERCENT, spec.sw_exp2_percent) helps;
+    # session 10 measured it only with the accurate tanhf (issue-bound, slower)
+    if [ "$(left)" -gt 100 ]; then
+        timeout 120 python3 "$D/fa4_ab.py" --cases "mods:softcap_fast-math,mods:softcap_tanh" \
+            --variants "default,default+sw_exp2_percent=25,default+sw_exp2_percent=50" --rounds 2 --reps 20 2>&1 |
+            tee "$O/ab_sw.log" | grep -E "^AB|^  |rror"
     fi
     echo "== 7. D 256 forward spread ($(left) s left)"
     if [ "$(left)" -gt 60 ]; then
