@@ -31,11 +31,11 @@ def compile_json(cmd, env):
     return json.loads(r.stdout), 0
 
 
-def compile_fwd(fa4jit, mods, env, out, extra=()):
-    """`fa4jit compile` of the sm_90a forward of mods (no cache, cubins into out, options extra):
-    compile_json's (results, status)."""
+def compile_sm90(fa4jit, mods, env, out, extra=(), kernels="fwd"):
+    """`fa4jit compile` of the sm_90a programs `kernels` (default the forward) of mods (no cache,
+    cubins into out, options extra): compile_json's (results, status)."""
     cmd = [fa4jit, "compile", "--arch", "sm_90a", "--path", "sm90", "--no-cache", "--json", "--quiet",
-           "--kernels", "fwd", "--out", out] + list(extra) + mods
+           "--kernels", kernels, "--out", out] + list(extra) + mods
     return compile_json(cmd, env)
 
 

@@ -10,7 +10,7 @@ import os
 import sys
 import tempfile
 
-from cli_resources import check_programs, compile_fwd, fwd_check_args
+from cli_resources import check_programs, compile_sm90, fwd_check_args
 
 MODS = ["causal", "document", "longformer", "dilated_window", "block_diagonal", "prefix_lm"]
 
@@ -23,10 +23,10 @@ def main():
     base.pop("FA4JIT_SM90_FWD_MASK_ROLL", None)
     bad = 0
     with tempfile.TemporaryDirectory() as d0, tempfile.TemporaryDirectory() as d1:
-        ref, rc = compile_fwd(fa4jit, mods, base, d0)
+        ref, rc = compile_sm90(fa4jit, mods, base, d0)
         if ref is None:
             return rc
-        rolled, rc = compile_fwd(fa4jit, mods, dict(base, FA4JIT_SM90_FWD_MASK_ROLL="4"), d1)
+        rolled, rc = compile_sm90(fa4jit, mods, dict(base, FA4JIT_SM90_FWD_MASK_ROLL="4"), d1)
         if rolled is None:
             return rc
         bad += check_programs(rolled, "roll 4", 168)

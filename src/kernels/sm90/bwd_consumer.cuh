@@ -36,7 +36,16 @@
  * FA4_SM90_BWD_MOD_SPLIT: a score_mod kernel tries the two-pass score stage first; not with
  * trainable aux (its gradient terms need P, dP and the first pass's read indices together) nor
  * with the emitter's tile-add form (the split has no grads_add). */
-#if FA4_HAS_SCORE_MOD && !(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0) && !FA4_SCORE_MOD_TILE_ADD
+/* FA4_SM90_BWD_SPLIT_ADD 1 (session 25, opt-in: compile-checked, not yet run on a GPU): mods with the
+ * tile-add form but no trainable read (rel_bias or t5_bias with a fixed table) take the split too,
+ * their tile steps through grads_split_add (P from score * scale + c0 in the first pass, dS in the
+ * second), the band's steps through the split's relative form (probs_rel). 0: such mods keep the
+ * one-pass stage (grads_add, grads_rel). */
+#ifndef FA4_SM90_BWD_SPLIT_ADD
+#define FA4_SM90_BWD_SPLIT_ADD 0
+#endif
+#if FA4_HAS_SCORE_MOD && !(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0) && \
+    (!FA4_SCORE_MOD_TILE_ADD || FA4_SM90_BWD_SPLIT_ADD)
 #define FA4_SM90_BWD_MOD_SPLIT 1
 #else
 #define FA4_SM90_BWD_MOD_SPLIT 0
@@ -1190,6 +1199,37 @@ struct fa4_bwd_consumer {
         fa4_reg_fence(dp);
         dsgrads<kCheck>(sc, dp, pp, pds, s, m0);
     }
+#if FA4_SM90_BWD_SPLIT && FA4_SM90_BWD_TILE_ADD
+    /* FA4_SM90_BWD_SPLIT_ADD: an unchecked step where score_mod is score + c0 over the warp's tile
+     * (no trainable read): P^T in the first pass, d score_mod / d score = 1 */
+    __device__ __forceinline__ void grads_split_add(float (&sc)[kBM / 8][4], float (&dp)[kBM / 8][4],
+                                                    unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4],
+                                                    int s, int m0, const fa4_score_tile &tl) const
+    {
+        const int t = lane & 3;
+        const float cadd = fa4_score_mod_tile_add(tl);
+#pragma unroll
+        for (int c = 0; c < kBM / 8; ++c) {
+            float l2[2];
+            fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
+            float pr[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float x = sc[c][e] * p.scale + cadd;
+                pr[e] = fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1]));
+                sc[c][e] = pr[e];
+            }
+            const int kk = c / 2, hi = (c & 1) * 2;
+            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
+            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
+            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+f"(sc[c][0]), "+f"(sc[c][1]),
+                         "+f"(sc[c][2]), "+f"(sc[c][3])::"memory");
+        }
+        fa4_wgmma_wait<0>();
+        fa4_reg_fence(dp);
+        dsgrads<false>(sc, dp, pp, pds, s, m0);
+    }
+#endif
 #if FA4_SM90_BWD_AFFINE
     __device__ __forceinline__ void grads_split_affine(float (&sc)[kBM / 8][4], float (&dp)[kBM / 8][4],
                                                        unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4],
@@ -1649,6 +1689,11 @@ struct fa4_bwd_consumer {
 #if FA4_SM90_BWD_AFFINE
             if (FA4_SM90_BWD_FAST_TILES && inside && aff)
                 grads_split_affine(sc, dp, pp, pds, s, m0, af);
+            else
+#endif
+#if FA4_SM90_BWD_TILE_ADD
+            if (FA4_SM90_BWD_FAST_TILES && inside && add)
+                grads_split_add(sc, dp, pp, pds, s, m0, tl);
             else
 #endif
             if (FA4_SM90_BWD_FAST_TILES && inside)

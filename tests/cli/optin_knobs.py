@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""optin_knobs.py FA4JIT - session 25's opt-in kernel knobs, switched on in a copy of the kernel
+sources (FA4JIT_KERNEL_DIR), deviceless, bf16: in the forward (softmax.cuh) FA4_SM90_FWD_TILE_RUN 8
+(rel_bias's tile test once per run of key tiles) and FA4_SM90_RELT_FOLD 1 (t5_bias's one-value
+relative tables folded into the softmax), in the backward (bwd_consumer.cuh) FA4_SM90_BWD_SPLIT_ADD
+1 (the split score stage for tile-add mods with a fixed table). Fails unless rel_bias's and
+t5_bias's forwards (D 64 and 128) and backward mains (D 128) build with 168 registers and no
+spill, stack frame or serialized wgmma, with no spill fallback kept, and into cubins that differ
+from the default build's (the knobs reach the code). Guards the knobs against rotting until a GPU
+run decides their defaults.
+Exit 0: all as expected; 1: not; 2: usage or the command failed; 77: no NVRTC."""
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+from cli_resources import check_programs, compile_sm90, fwd_check_args
+
+# (file under sm90/, knob, default, on)
+KNOBS = [("softmax.cuh", "FA4_SM90_FWD_TILE_RUN", "0", "8"), ("softmax.cuh", "FA4_SM90_RELT_FOLD", "0", "1"),
+         ("bwd_consumer.cuh", "FA4_SM90_BWD_SPLIT_ADD", "0", "1")]
+# (head dim, programs compiled, the program files compared with the default build's)
+BUILDS = [(64, "fwd", ["fwd"]), (128, "fwd,bwd", ["fwd", "bwd_main90"])]
+MODS = ["rel_bias", "t5_bias"]
+
+
+def kernels_dir():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(root, "src", "kernels")
+
+
+def main():
+    args = fwd_check_args(sys.argv, __doc__, MODS)
+    if args is None:
+        return 2
+    fa4jit, mods, base = args
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        kd = os.path.join(tmp, "kernels")
+        shutil.copytree(kernels_dir(), kd)
+        for fname, knob, off, on in KNOBS:
+            path = os.path.join(kd, "sm90", fname)
+            with open(path) as f:
+                text = f.read()
+            pat = rf"^#define {knob} {off}$"
+            if len(re.findall(pat, text, flags=re.M)) != 1:
+                print(f"FAIL {fname}: no single '#define {knob} {off}' (the default moved? update this test)")
+                return 1
+            with open(path, "w") as f:
+                f.write(re.sub(pat, f"#define {knob} {on}", text, flags=re.M))
+        for d, kernels, files in BUILDS:
+            d0, d1 = os.path.join(tmp, f"def{d}"), os.path.join(tmp, f"on{d}")
+            os.makedirs(d0)
+            os.makedirs(d1)
+            opts = ("--head-dim", str(d))
+            ref, rc = compile_sm90(fa4jit, mods, base, d0, opts, kernels)
+            if ref is None:
+                return rc
+            on, rc = compile_sm90(fa4jit, mods, dict(base, FA4JIT_KERNEL_DIR=kd), d1, opts, kernels)
+            if on is None:
+                return rc
+            # every program at 168 registers but the sm80-style kernels the backward also builds
+            bad += check_programs([dict(m, programs=[p for p in m.get("programs", []) if "90" in p["name"] or
+                                                     p["name"] == "fwd"]) for m in on], f"knobs on D {d}", 168)
+            for m in on:
+                if m.get("fallbacks"):
+                    print(f"FAIL knobs on D {d} {m['mod'].rsplit('/', 1)[-1]}: kept spill fallbacks {m['fallbacks']}")
+                    bad += 1
+            for name in MODS:
+                for prog in files:
+                    a = os.path.join(d0, f"{name}.{prog}.sm_90a.cubin")
+                    b = os.path.join(d1, f"{name}.{prog}.sm_90a.cubin")
+                    if not (os.path.exists(a) and os.path.exists(b)):
+                        print(f"FAIL D {d} {name} {prog}: cubin missing ({a}, {b})")
+                        bad += 1
+                        continue
+                    with open(a, "rb") as fa, open(b, "rb") as fb:
+                        same = fa.read() == fb.read()
+                    print(f"{'FAIL' if same else 'ok  '} D {d} {name} {prog}: the knobs' cubin "
+                          f"{'is the default one' if same else 'differs from the default one'}")
+                    bad += same
+    print(f"opt-in knobs: {bad} problem(s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
