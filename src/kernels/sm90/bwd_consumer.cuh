@@ -936,6 +936,17 @@ struct fa4_bwd_consumer {
     }
 #endif
 
+    /* P^T of the first pass's chunk c (pr) into pp, sc's chunk fenced with it */
+    static __device__ __forceinline__ void pack_pt(unsigned (&pp)[kBM / 16][4], float (&sc)[kBM / 8][4], int c,
+                                                   const float (&pr)[4])
+    {
+        const int kk = c / 2, hi = (c & 1) * 2;
+        pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
+        pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
+        asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+f"(sc[c][0]), "+f"(sc[c][1]), "+f"(sc[c][2]),
+                     "+f"(sc[c][3])::"memory");
+    }
+
     /* FA4_SM90_BWD_SPLIT, first pass (S^T complete, dP^T may still run). Without a score_mod
      * sc[c][e] becomes P in place (0 outside the mask) and the second pass packs it; with one,
      * P^T is packed into pp here and sc[c][e] becomes P d score_mod / d score, dS^T's factor (16
@@ -981,11 +992,7 @@ struct fa4_bwd_consumer {
                 sc[c][e] = pv * af.ds;
                 pr[e] = pv;
             }
-            const int kk = c / 2, hi = (c & 1) * 2;
-            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
-            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
-            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+f"(sc[c][0]), "+f"(sc[c][1]),
-                         "+f"(sc[c][2]), "+f"(sc[c][3])::"memory");
+            pack_pt(pp, sc, c, pr);
         }
     }
 #endif
@@ -1219,11 +1226,7 @@ struct fa4_bwd_consumer {
                 pr[e] = fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1]));
                 sc[c][e] = pr[e];
             }
-            const int kk = c / 2, hi = (c & 1) * 2;
-            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
-            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
-            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+f"(sc[c][0]), "+f"(sc[c][1]),
-                         "+f"(sc[c][2]), "+f"(sc[c][3])::"memory");
+            pack_pt(pp, sc, c, pr);
         }
         fa4_wgmma_wait<0>();
         fa4_reg_fence(dp);
