@@ -1217,9 +1217,8 @@ struct fa4_bwd_consumer {
         const float cadd = fa4_score_mod_tile_add(tl);
 #pragma unroll
         for (int c = 0; c < kBM / 8; ++c) {
-            float l2[2];
+            float l2[2], pr[4]; /* lse2 of the chunk's two rows, its P */
             fa4_bwd_lds2(sm.rows(s) + (8 * c + 2 * t) * 4, l2[0], l2[1]);
-            float pr[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const float x = sc[c][e] * p.scale + cadd;
