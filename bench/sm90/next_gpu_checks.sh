@@ -8,7 +8,7 @@
 #   rm -rf .devcarry/k_on && cp -r src/kernels .devcarry/k_on &&
 #   sed -i -e 's/^#define FA4_SM90_FWD_TILE_RUN 0/#define FA4_SM90_FWD_TILE_RUN 8/' \
 #     -e 's/^#define FA4_SM90_RELT_FOLD 0/#define FA4_SM90_RELT_FOLD 1/' .devcarry/k_on/sm90/softmax.cuh &&
-#   sed -i 's/^#define FA4_SM90_BWD_SPLIT_ADD 0/#define FA4_SM90_BWD_SPLIT_ADD 1/' .devcarry/k_on/sm90/bwd_consumer.cuh
+#   sed -i 's/^#define FA4_SM90_BWD_SPLIT_ADD 0/#define FA4_SM90_BWD_SPLIT_ADD 2/' .devcarry/k_on/sm90/bwd_consumer.cuh
 # then (device tool, carry [".devcarry", "build-bench-carry"]) `PART=3 bash .devcarry/next_gpu_checks.sh`.
 #   PART 1: 1. the full sm90 suite on HEAD; 2. compute-sanitizer memcheck on a reduced set
 #      (alibi, head, window, varlen); 3. an A/B of a kernel change against a kernel dir k_prev
@@ -43,11 +43,11 @@ elif [ "$PART" = 3 ]; then
     #   and the folded tile form only for scale > 0);
     #   three opt-in knobs, in the kernel dir k_on (FA4_SM90_FWD_TILE_RUN 8: rel_bias's tile
     #   test once per run of 8 key tiles; FA4_SM90_RELT_FOLD 1: t5_bias's tiles whose relative
-    #   table is one value folded into the softmax; FA4_SM90_BWD_SPLIT_ADD 1: the split score stage
-    #   in the backward of tile-add mods with a fixed table), made by
+    #   table is one value folded into the softmax; FA4_SM90_BWD_SPLIT_ADD 2: the split score stage
+    #   in the backward of tile-add mods, fixed or trainable table), made by
     #     cp -r src/kernels .devcarry/k_on && sed -i -e 's/^#define FA4_SM90_FWD_TILE_RUN 0/#define FA4_SM90_FWD_TILE_RUN 8/' \
     #       -e 's/^#define FA4_SM90_RELT_FOLD 0/#define FA4_SM90_RELT_FOLD 1/' .devcarry/k_on/sm90/softmax.cuh
-    #     sed -i 's/^#define FA4_SM90_BWD_SPLIT_ADD 0/#define FA4_SM90_BWD_SPLIT_ADD 1/' .devcarry/k_on/sm90/bwd_consumer.cuh
+    #     sed -i 's/^#define FA4_SM90_BWD_SPLIT_ADD 0/#define FA4_SM90_BWD_SPLIT_ADD 2/' .devcarry/k_on/sm90/bwd_consumer.cuh
     #   (each can be made the default where its cases pass and its A/B gains);
     #   what the trainable table costs rel_bias's backward; soft-cap (fast math and not) with software
     #   exp2 on 25% / 50% of the elements; the D 256 forward's spread.
@@ -64,7 +64,7 @@ elif [ "$PART" = 3 ]; then
         --variants "default,$D/k_on" --rounds 2 --reps 20 2>&1 | tee "$O/ab_on.log" | grep -E "^AB|^  |rror"
     echo "== 6c. what the trainable table costs the backward ($(left) s left)"
     if [ "$(left)" -gt 90 ]; then
-        # k_on's FA4_SM90_BWD_SPLIT_ADD changes the fixed table's backward only
+        # k_on's FA4_SM90_BWD_SPLIT_ADD 2 changes both rel. bias backwards (fixed and trainable)
         timeout 150 python3 "$D/fa4_ab.py" --cases "mods:rel._bias_(trainable),mods:rel._bias_(fixed),mods:ALiBi,plain_seqlen:S=4096" \
             --variants "default,$D/k_on" --rounds 1 --reps 20 --bwd 2>&1 | tee "$O/ab_relbwd.log" | grep -E "^AB|^  |rror"
     fi

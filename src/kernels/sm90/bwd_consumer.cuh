@@ -36,15 +36,26 @@
  * FA4_SM90_BWD_MOD_SPLIT: a score_mod kernel tries the two-pass score stage first; not with
  * trainable aux (its gradient terms need P, dP and the first pass's read indices together) nor
  * with the emitter's tile-add form (the split has no grads_add). */
-/* FA4_SM90_BWD_SPLIT_ADD 1 (session 25, opt-in: compile-checked, not yet run on a GPU): mods with the
- * tile-add form but no trainable read (rel_bias or t5_bias with a fixed table) take the split too,
+/* FA4_SM90_BWD_SPLIT_ADD 1 or 2 (session 25, opt-in: compile-checked, not yet run on a GPU): mods with
+ * the tile-add form but no trainable read (rel_bias or t5_bias with a fixed table) take the split too,
  * their tile steps through grads_split_add (P from score * scale + c0 in the first pass, dS in the
  * second), the band's steps through the split's relative form (probs_rel). 0: such mods keep the
  * one-pass stage (grads_add, grads_rel). */
 #ifndef FA4_SM90_BWD_SPLIT_ADD
 #define FA4_SM90_BWD_SPLIT_ADD 0
 #endif
-#if FA4_HAS_SCORE_MOD && !(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0) && \
+/* FA4_SM90_BWD_SPLIT_ADD 2: the trainable table too (rel_bias, t5_bias with a trainable table):
+ * its tile steps through grads_split_add with the tile's gradient sum taken in the second pass,
+ * every other step one-pass after both wgmmas (grads_add, grads_rel with the per-position terms),
+ * inside the split's issue order (FA4_SM90_BWD_SPLIT_TRAIN). */
+#if FA4_SM90_BWD_SPLIT_ADD >= 2 && FA4_HAS_SCORE_MOD && FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0 && \
+    FA4_SCORE_MOD_TILE_ADD && defined(FA4_SCORE_MOD_TILE_GRAD) && FA4_SCORE_MOD_TILE_GRAD && FA4_SCORE_MOD_REL && \
+    defined(FA4_SCORE_MOD_REL_SITES) && FA4_SCORE_MOD_REL_SITES && FA4_SM90_BWD_BM == 64
+#define FA4_SM90_BWD_SPLIT_TRAIN 1
+#else
+#define FA4_SM90_BWD_SPLIT_TRAIN 0
+#endif
+#if FA4_HAS_SCORE_MOD && (!(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0) || FA4_SM90_BWD_SPLIT_TRAIN) && \
     (!FA4_SCORE_MOD_TILE_ADD || FA4_SM90_BWD_SPLIT_ADD)
 #define FA4_SM90_BWD_MOD_SPLIT 1
 #else
@@ -75,8 +86,8 @@
 #define FA4_SM90_BWD_SPLIT 0
 #endif
 #endif
-#if FA4_SM90_BWD_SPLIT && FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
-#error "FA4_SM90_BWD_SPLIT: not with trainable aux"
+#if FA4_SM90_BWD_SPLIT && FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0 && !FA4_SM90_BWD_SPLIT_TRAIN
+#error "FA4_SM90_BWD_SPLIT: not with trainable aux (but FA4_SM90_BWD_SPLIT_TRAIN)"
 #endif
 /* With FA4_SM90_BWD_SPLIT 1: 1 issues dV += P^T dO right after the second pass, ahead of the
  * dS store and the consumers' barrier (which it then overlaps), dK and dQ after the barrier;
@@ -190,7 +201,8 @@
  * (A/B runs). FA4_SM90_BWD_RELP (after the affine form below): the same for the first pass of the
  * split stage (probs_rel), where the affine form does not take the fast tiles. */
 #ifndef FA4_SM90_BWD_REL
-#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_BWD_BM == 64 && !FA4_BWD_WALK80 && !FA4_SM90_BWD_SPLIT && \
+#if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_BWD_BM == 64 && !FA4_BWD_WALK80 && \
+    (!FA4_SM90_BWD_SPLIT || (FA4_SM90_BWD_SPLIT_TRAIN && FA4_SM90_BWD_SPLIT)) && \
     (!(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0) || (defined(FA4_SCORE_MOD_REL_SITES) && FA4_SCORE_MOD_REL_SITES))
 #define FA4_SM90_BWD_REL 1
 #else
@@ -851,6 +863,13 @@ struct fa4_bwd_consumer {
             pds[kk][hi + 1] = fa4_pack2(ds[2], ds[3]);
             asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+r"(pds[kk][hi]), "+r"(pds[kk][hi + 1])::"memory");
         }
+        commit_tile_grad(gsum, tl);
+    }
+
+    /* A trainable c0's gradient: the warp's sum of the tile's dS (lane partial sums in gsum), one
+     * commit by lane 0 (FA4_SCORE_MOD_TILE_GRAD; nothing without a trainable read) */
+    __device__ __forceinline__ void commit_tile_grad(float gsum, const fa4_score_tile &tl) const
+    {
 #if FA4_SCORE_MOD_TILE_GRAD
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1)
@@ -863,6 +882,7 @@ struct fa4_bwd_consumer {
         }
 #else
         (void)gsum;
+        (void)tl;
 #endif
     }
 #endif
@@ -1132,7 +1152,7 @@ struct fa4_bwd_consumer {
     template <bool kCheck>
     __device__ __forceinline__ void dsgrads(const float (&sc)[kBM / 8][4], const float (&dp)[kBM / 8][4],
                                             unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4], int s,
-                                            int m0) const
+                                            int m0, float *dsum = nullptr) const
     {
         const int t = lane & 3;
 #if FA4_SM90_BWD_BM != 64
@@ -1153,8 +1173,11 @@ struct fa4_bwd_consumer {
             }
             float ds[4];
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
+            for (int e = 0; e < 4; ++e) {
                 ds[e] = sc[c][e] * (dp[c][e] - dps[e & 1]);
+                if (dsum) /* (a constant after inlining) the tile's dS sum: a trainable c0's gradient */
+                    *dsum += ds[e];
+            }
             const int kk = c / 2, hi = (c & 1) * 2;
 #if !FA4_HAS_SCORE_MOD
             pp[kk][hi] = fa4_pack2(sc[c][0], sc[c][1]);
@@ -1229,7 +1252,13 @@ struct fa4_bwd_consumer {
         }
         fa4_wgmma_wait<0>();
         fa4_reg_fence(dp);
+#if FA4_SM90_BWD_SPLIT_TRAIN
+        float gsum = 0.f;
+        dsgrads<false>(sc, dp, pp, pds, s, m0, &gsum);
+        commit_tile_grad(gsum, tl);
+#else
         dsgrads<false>(sc, dp, pp, pds, s, m0);
+#endif
     }
 #endif
 #if FA4_SM90_BWD_AFFINE
@@ -1681,10 +1710,12 @@ struct fa4_bwd_consumer {
             const bool inside = m0 + kBM <= len_q && n0 + kBN <= len_k && (!FA4_HAS_MASK_MOD || full);
 #endif
 #if FA4_SM90_BWD_SPLIT
+#if !FA4_SM90_BWD_SPLIT_TRAIN /* (its one-pass steps take the mask themselves) */
             unsigned mbits = ~0u;
 #if FA4_SM90_BWD_MASK_EARLY
             if (!(FA4_SM90_BWD_FAST_TILES && inside))
                 mbits = mask_bits(h, m0, full); /* while S^T and dP^T are on the tensor cores */
+#endif
 #endif
             fa4_wgmma_wait<1>();
             fa4_reg_fence(sc);
@@ -1698,6 +1729,18 @@ struct fa4_bwd_consumer {
                 grads_split_add(sc, dp, pp, pds, s, m0, tl);
             else
 #endif
+#if FA4_SM90_BWD_SPLIT_TRAIN
+            { /* the trainable table's other steps: one pass after both wgmmas, with the gradient terms */
+                fa4_wgmma_wait<0>();
+                fa4_reg_fence(dp);
+                if (add)
+                    grads_add<true>(sc, dp, pp, pds, s, h, m0, full, tl);
+                else if (FA4_SM90_BWD_FAST_TILES && inside)
+                    grads_rel<false>(sc, dp, pp, pds, s, h, m0, full);
+                else
+                    grads_rel<true>(sc, dp, pp, pds, s, h, m0, full);
+            }
+#else
             if (FA4_SM90_BWD_FAST_TILES && inside)
                 grads_split<false>(sc, dp, pp, pds, s, h, m0, full, mbits);
             else {
@@ -1713,6 +1756,7 @@ struct fa4_bwd_consumer {
 #endif
 #endif
             }
+#endif
 #if FA4_SM90_BWD_DV_EARLY
             /* after the branch: a wgmma in flight across its join made ptxas serialize them */
             fa4_reg_fence(dv);
