@@ -12,8 +12,8 @@ def mod_paths(names):
     return [os.path.join(root, "mods", n + ".mod") for n in names]
 
 
-def fwd_check_args(argv, doc, names):
-    """(fa4jit command, the mods' paths, the environment without CUDA's cache) for a check whose
+def cli_check_args(argv, doc, names):
+    """(fa4jit command, the mods' paths, the environment without CUDA's cache) for a build check whose
     one argument is the fa4jit command; None (doc printed) for any other argv."""
     if len(argv) != 2:
         print(doc)

@@ -10,13 +10,13 @@ import os
 import sys
 import tempfile
 
-from cli_resources import check_programs, compile_sm90, fwd_check_args
+from cli_resources import check_programs, compile_sm90, cli_check_args
 
 MODS = ["causal", "document", "longformer", "dilated_window", "block_diagonal", "prefix_lm"]
 
 
 def main():
-    args = fwd_check_args(sys.argv, __doc__, MODS)
+    args = cli_check_args(sys.argv, __doc__, MODS)
     if args is None:
         return 2
     fa4jit, mods, base = args

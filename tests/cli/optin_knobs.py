@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 
-from cli_resources import check_programs, compile_sm90, fwd_check_args
+from cli_resources import check_programs, compile_sm90, cli_check_args
 
 # (file under sm90/, knob, default, on)
 KNOBS = [("softmax.cuh", "FA4_SM90_FWD_TILE_RUN", "0", "8"), ("softmax.cuh", "FA4_SM90_RELT_FOLD", "0", "1"),
@@ -32,7 +32,7 @@ def kernels_dir():
 
 
 def main():
-    args = fwd_check_args(sys.argv, __doc__, MODS)
+    args = cli_check_args(sys.argv, __doc__, MODS)
     if args is None:
         return 2
     fa4jit, mods, base = args

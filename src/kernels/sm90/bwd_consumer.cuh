@@ -202,7 +202,7 @@
  * split stage (probs_rel), where the affine form does not take the fast tiles. */
 #ifndef FA4_SM90_BWD_REL
 #if FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_BWD_BM == 64 && !FA4_BWD_WALK80 && \
-    (!FA4_SM90_BWD_SPLIT || (FA4_SM90_BWD_SPLIT_TRAIN && FA4_SM90_BWD_SPLIT)) && \
+    (!FA4_SM90_BWD_SPLIT || FA4_SM90_BWD_SPLIT_TRAIN) && \
     (!(FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0) || (defined(FA4_SCORE_MOD_REL_SITES) && FA4_SCORE_MOD_REL_SITES))
 #define FA4_SM90_BWD_REL 1
 #else
@@ -1069,11 +1069,7 @@ struct fa4_bwd_consumer {
 #endif
             }
 #if FA4_HAS_SCORE_MOD
-            const int kk = c / 2, hi = (c & 1) * 2;
-            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
-            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
-            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+f"(sc[c][0]), "+f"(sc[c][1]),
-                         "+f"(sc[c][2]), "+f"(sc[c][3])::"memory");
+            pack_pt(pp, sc, c, pr);
 #else
             (void)pr;
             asm volatile("" : "+f"(sc[c][0]), "+f"(sc[c][1]), "+f"(sc[c][2]), "+f"(sc[c][3])::"memory");
@@ -1137,11 +1133,7 @@ struct fa4_bwd_consumer {
             }
             gc[0] = gn[0];
             gc[1] = gn[1];
-            const int kk = c / 2, hi = (c & 1) * 2;
-            pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
-            pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
-            asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+f"(sc[c][0]), "+f"(sc[c][1]),
-                         "+f"(sc[c][2]), "+f"(sc[c][3])::"memory");
+            pack_pt(pp, sc, c, pr);
         }
     }
 #endif
@@ -1252,13 +1244,9 @@ struct fa4_bwd_consumer {
         }
         fa4_wgmma_wait<0>();
         fa4_reg_fence(dp);
-#if FA4_SM90_BWD_SPLIT_TRAIN
-        float gsum = 0.f;
+        float gsum = 0.f; /* a trainable c0's gradient (commit_tile_grad: nothing without one) */
         dsgrads<false>(sc, dp, pp, pds, s, m0, &gsum);
         commit_tile_grad(gsum, tl);
-#else
-        dsgrads<false>(sc, dp, pp, pds, s, m0);
-#endif
     }
 #endif
 #if FA4_SM90_BWD_AFFINE

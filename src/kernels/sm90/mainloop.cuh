@@ -328,14 +328,6 @@ struct fa4_sm90_consumer {
 #endif
     }
 
-#if FA4_SM90_RFOLD
-    __device__ __forceinline__ void fold_rel(fa4_sm90_affw<kN / 8> &aw, float c0) const
-    {
-        aw.kmul = p.scale; /* > 0: the fill's check */
-        aw.roff[0] = aw.roff[1] = c0;
-    }
-#endif
-
     /* Scores of tile j and the online softmax; sc becomes P. Returns whether O needs corr. */
     __device__ __forceinline__ bool softmax(float (&sc)[kN / 8][4], int j, const fa4_sm90_early &e,
                                             float (&m)[2], float (&l)[2], float (&corr)[2],
@@ -344,8 +336,8 @@ struct fa4_sm90_consumer {
 #if FA4_SM90_MASK_EARLY
         const int col0 = e.n0 + 2 * (lane & 3);
 #if FA4_SM90_RFOLD
-        if (e.rfold) /* the table is one value: score * scale + c0, folded (kmul, roff) */
-            fold_rel(aw, e.rc0);
+        if (e.rfold) /* the table is one value (scale > 0: the fill's check), folded */
+            fa4_sm90_fold_c0(aw, p.scale, e.rc0);
         else
 #endif
         fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, e.lim_k, e.full, aw, relt());
@@ -361,8 +353,8 @@ struct fa4_sm90_consumer {
         /* score_mod on the whole fragment, then the mask where needed: one inlined copy of score_mod
          * per call instead of one in each branch (half the code, and compile time, of a score_mod) */
 #if FA4_SM90_RFOLD
-        if (e.rfold) /* the table is one value: score * scale + c0, folded (kmul, roff) */
-            fold_rel(aw, e.rc0);
+        if (e.rfold) /* the table is one value (scale > 0: the fill's check), folded */
+            fa4_sm90_fold_c0(aw, p.scale, e.rc0);
         else
 #endif
         fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());

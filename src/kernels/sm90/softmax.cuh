@@ -182,6 +182,17 @@ __device__ __forceinline__ bool fa4_sm90_tile_box(int b, int h, long long q_lo, 
 }
 #endif
 
+#if FA4_SM90_TFOLD || FA4_SM90_RFOLD
+/* A tile whose score_mod is score * scale + c0 (the tile-add form, or a one-value relative table),
+ * folded: its scores stay q.k and the softmax takes kmul s + roff (scale > 0: the row max's rule) */
+template <int NT>
+__device__ __forceinline__ void fa4_sm90_fold_c0(fa4_sm90_affw<NT> &aw, float scale, float c0)
+{
+    aw.kmul = scale;
+    aw.roff[0] = aw.roff[1] = c0;
+}
+#endif
+
 #if FA4_SM90_TRUN
 /* Whether key tile n0 (kN8 keys) takes the tile form over the warp's rows [q_lo, q_lo + 15]
  * (offsets included): from the run that holds it, else a run test over the K tiles from n0 (while
@@ -272,7 +283,7 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
             asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tab + 4u * (unsigned)i), "f"(gs[k]) : "memory");
         }
     }
-#else
+#else /* (the entry loop as before: the k form above changes t5_bias's default SASS) */
 #pragma unroll
     for (int i = t; i < kRelEntries; i += 128) {
         const float g = fa4_score_mod_rel(b, h, (int)(q0 + max(63 - i, 0) + p.q_offset),
@@ -429,9 +440,8 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
 #if FA4_SM90_TRUN
         (void)q_hi;
         if (fa4_sm90_trun_test<NT>(aw, b, h, q_lo, col0 - 2 * (lane & 3), p.kv_offset, aux)) {
-            if (p.scale > 0.f) { /* folded: score * scale + c0 as kmul and roff (warp-uniform) */
-                aw.kmul = p.scale;
-                aw.roff[0] = aw.roff[1] = aw.rc0;
+            if (p.scale > 0.f) { /* folded (warp-uniform) */
+                fa4_sm90_fold_c0(aw, p.scale, aw.rc0);
                 return;
             }
 #pragma unroll
@@ -449,8 +459,7 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
             /* score * scale + c0 at every position: the softmax's kmul and roff (warp-uniform).
              * Only for scale > 0: the softmax takes the row max of the raw scores times kmul */
             if (p.scale > 0.f) {
-                aw.kmul = p.scale;
-                aw.roff[0] = aw.roff[1] = fa4_score_mod_tile_add(t);
+                fa4_sm90_fold_c0(aw, p.scale, fa4_score_mod_tile_add(t));
                 return;
             }
 #endif
