@@ -542,20 +542,16 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
             j->opts[j->num_opts++] = "-DFA4_IDIV_UNIFORM=0";
     }
 
-    /* Speculation: where the program's first build is likely to spill (desc->speculate, and a
-     * score_mod with transcendental math and no trainable aux: the sm90 backward then tries its
-     * two-pass score stage, which soft-cap's, head_scale's and t5_bias's builds spill and
-     * ALiBi's does not), its first fallback is compiled beside it instead of after it. The kept
-     * build is the one the sequential order keeps (the first unless it spills and the fallback
-     * spills less; the same cubins for every shipped mod); only the wall time differs. Where
-     * the first build would not spill the extra build only costs CPU time, and that slowed
-     * ALiBi's parallel compile by ~0.4 s here, hence the hint rather than every score_mod. */
+    /* Speculation: where the program's first build is likely to spill (its desc's speculate says
+     * so for this spec and mod), its first fallback is compiled beside it instead of after it.
+     * The kept build is the one the sequential order keeps (the first unless it spills and the
+     * fallback spills less); only the wall time differs. Where the first build would not spill,
+     * the extra build only costs CPU time, hence a predicate rather than every build. */
     int base[FA4_MAX_PROGRAMS], first[FA4_MAX_PROGRAMS], spec_of[FA4_MAX_PROGRAMS], ns = 0;
-    const int speculate = k->mod && fa4__mod_score_uses_math(k->mod) && r->spec.num_trainable_aux == 0;
     for (int i = 0; i < n; i++) {
         base[i] = jobs[i].num_opts; /* the options without any fallback's */
         first[i] = 0;
-        if (speculate && descs[i]->speculate && descs[i]->spill_fallback[0] &&
+        if (descs[i]->speculate && descs[i]->speculate(&r->spec, k->mod) && descs[i]->spill_fallback[0] &&
             jobs[i].num_opts < FA4__NVRTC_MAX_OPTS && n + ns < 2 * FA4_MAX_PROGRAMS) {
             fallback_job(&jobs[n + ns], &jobs[i], base[i], descs[i]->spill_fallback[0]);
             spec_of[ns++] = i;

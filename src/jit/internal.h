@@ -181,9 +181,10 @@ typedef struct fa4__program_desc {
      * wgmma (cheaper register schedules); the build with the fewest spill bytes is kept. NULL ends
      * the list */
     const char *spill_fallback[FA4__MAX_SPILL_FALLBACKS];
-    /* 1: with a score_mod (no trainable aux), compile spill_fallback[0] beside the first build
-     * rather than after it spilled (compile.c; the kept build is the same) */
-    int speculate;
+    /* NULL, or where it returns non-zero (the first build is likely to spill): spill_fallback[0]
+     * is compiled beside the first build rather than after it spilled (compile.c; the kept build
+     * is the same, only the wall time differs) */
+    int (*speculate)(const fa4_kernel_spec *spec, const fa4__mod *mod);
     /* NULL: compiled for every spec that asks for `needs`; else only where it returns non-zero (a
      * variant program that applies to some specs only, e.g. sm90's bwd_main90m80) */
     int (*wanted)(const fa4_kernel_spec *spec, const fa4__mod *mod);

@@ -27,13 +27,13 @@ enum {
 };
 
 static const fa4__program_desc programs[] = {
-    {"fwd", "sm80/fwd.cu", FA4_COMPILE_FWD, "fa4_sm80_fwd", {NULL}, 0, NULL, 0},
-    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0, NULL, 0},
-    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, NULL, 0},
+    {"fwd", "sm80/fwd.cu", FA4_COMPILE_FWD, "fa4_sm80_fwd", {NULL}, NULL, NULL, 0},
+    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, NULL, NULL, 0},
+    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, NULL, NULL, 0},
     /* deterministic mode's main where the mod has trainable aux (launch.c's fixed-point aux gradients) */
-    {"bwd_main_fx", "sm80/bwd_main_fx.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, fa4__aux_fx_wanted, 0},
-    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0, NULL, 0},
-    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0, NULL, 0},
+    {"bwd_main_fx", "sm80/bwd_main_fx.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, NULL, fa4__aux_fx_wanted, 0},
+    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, NULL, NULL, 0},
+    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, NULL, NULL, 0},
 };
 
 static int head_dim_v(const fa4_kernel_spec *spec)

@@ -32,6 +32,19 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
 static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
 static int bwd80s_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
 
+static int head_dim_v(const fa4_kernel_spec *spec);
+
+/* The forward's first build at padded Dv > 192 with a score_mod is likely to spill: O (128
+ * registers a thread at Dv 256), S (32) and P (16) leave the overlapped loop about 56 of the
+ * consumers' 232, and alibi's, softcap's, softcap_causal's and rel_bias's D 256 first builds spilled
+ * 24-32 bytes (NVRTC 13, bf16; head_scale's and t5_bias's did not). Their level 1 is compiled
+ * beside it (compile.c): alibi's and softcap's cold forward at D 256 went from two builds in
+ * series to two at once. */
+static int fwd_speculate(const fa4_kernel_spec *spec, const fa4__mod *mod)
+{
+    return fa4__mod_has_score(mod) && head_dim_v(spec) > 192;
+}
+
 static const fa4__program_desc programs[] = {
     /* spill fallback levels: FA4_SM90_FWD_FALLBACK 1, the overlapped forward without the newest
      * register-hungry choice (a mask_mod: the checked tile's split, softmax.cuh; else the
@@ -41,12 +54,12 @@ static const fa4__program_desc programs[] = {
      * ones at the last level since session 23's changes (36 spilled bytes; level 1 takes them
      * back to the overlapped forward). */
     {"fwd", "sm90/fwd.cu", FA4_COMPILE_FWD, "fa4_sm90_fwd",
-     {"-DFA4_SM90_FWD_FALLBACK=1", "-DFA4_SM90_FWD_FALLBACK=2", "-DFA4_SM90_OVERLAP=0"}, 0, NULL, 0},
-    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, 0, NULL, 0},
-    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, NULL, 0},
+     {"-DFA4_SM90_FWD_FALLBACK=1", "-DFA4_SM90_FWD_FALLBACK=2", "-DFA4_SM90_OVERLAP=0"}, fwd_speculate, NULL, 0},
+    {"bwd_pre", "sm80/bwd_pre.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_pre", {NULL}, NULL, NULL, 0},
+    {"bwd_main", "sm80/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, NULL, NULL, 0},
     /* deterministic mode's mains where the mod has trainable aux (launch.c's fixed-point aux
      * gradients): the sm80 one for what the sm90 main does not run, and the sm90 one below */
-    {"bwd_main_fx", "sm80/bwd_main_fx.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, 0, fa4__aux_fx_wanted, 0},
+    {"bwd_main_fx", "sm80/bwd_main_fx.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_main", {NULL}, NULL, fa4__aux_fx_wanted, 0},
     /* spill fallback levels: bwd_consumer.cuh. Level 0 is kept up to a 192-byte stack frame (no
      * speculative level 1 either): with the ptxas report read right (compiler.c, 720dcc3) some
      * score_mods' level-0 consumers spill (bytes stored / loaded, frame; NVRTC 13, bf16): alibi
@@ -59,19 +72,19 @@ static const fa4__program_desc programs[] = {
      * 329.0 / 343.1, t5_bias 207.3 (level 2) / 251.5, t5_bias D 256 253.0 (level 1) / 271.3.
      * Main a7e2cbe, whose parser read these builds as clean, kept level 0 too: 493.9 / 342.8. */
     {"bwd_main90", "sm90/bwd_main.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main",
-     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 0, NULL, 192},
+     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, NULL, NULL, 192},
     {"bwd_main90fx", "sm90/bwd_main_fx.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main",
-     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, 0, fa4__aux_fx_wanted, 192},
+     {"-DFA4_SM90_BWD_FALLBACK=1", "-DFA4_SM90_BWD_FALLBACK=2"}, NULL, fa4__aux_fx_wanted, 192},
     /* the same main with 80-query steps (bwd_main80.cu), only where bwd80_wanted; where it spills,
      * the fallback is a stub (bwd80_built: the launcher runs bwd_main90 instead) */
-    {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
+    {"bwd_main90m80", "sm90/bwd_main80.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, NULL,
      bwd80_wanted, 0},
     /* the 80-query main for GQA split by query head (bwd_main80s.cu, bwd_split_asked), where the 80 main
      * is compiled and the spec asks for FA4_COMPILE_GQA; a stub where it spills (bwd80_built) */
-    {"bwd_main90m80s", "sm90/bwd_main80s.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, 0,
+    {"bwd_main90m80s", "sm90/bwd_main80s.cu", FA4_COMPILE_BWD, "fa4_sm90_bwd_main", {"-DFA4_SM90_BWD80_OFF=1"}, NULL,
      bwd80s_wanted, 0},
-    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, 0, NULL, 0},
-    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, 0, NULL, 0},
+    {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, NULL, NULL, 0},
+    {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, NULL, NULL, 0},
 };
 
 static int head_dim_v(const fa4_kernel_spec *spec)

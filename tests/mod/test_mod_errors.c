@@ -416,32 +416,6 @@ static void bad_arguments(void **state)
     assert_int_equal(fa4__mod_num_aux(NULL), 0);
 }
 
-/* fa4__mod_score_uses_math: transcendental builtins reachable from score_mod, through helpers,
- * but not from mask_mod alone and not fabs / min / clamp */
-static void score_math_hint(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *src;
-        int want;
-    } hints[] = {
-        {"float score_mod(float s, int b, int h, int q, int kv, float cap) { return cap * tanhf(s / cap); }", 1},
-        {"float f(float x) { return expf(x); }\n"
-         "float score_mod(float s, int b, int h, int q, int kv) { return s + f(0.5f); }", 1},
-        {"float score_mod(float s, int b, int h, int q, int kv) { return s + fabsf((float)(kv - q)) * 0.1f; }", 0},
-        {"float score_mod(float s, int b, int h, int q, int kv) { return clamp(s, -1.0f, 1.0f); }", 0},
-        {"bool mask_mod(int b, int h, int q, int kv) { return sqrtf((float)q) > 1.0f; }", 0},
-    };
-    for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++) {
-        fa4__mod *m = NULL;
-        fa4__diag d;
-        assert_int_equal(fa4__mod_parse(hints[i].src, strlen(hints[i].src), NULL, &m, &d), FA4_OK);
-        assert_int_equal(fa4__mod_score_uses_math(m), hints[i].want);
-        fa4__mod_free(m);
-    }
-    assert_int_equal(fa4__mod_score_uses_math(NULL), 0);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,7 +424,6 @@ int main(void)
         cmocka_unit_test(limits),
         cmocka_unit_test(trainable_rules),
         cmocka_unit_test(bad_arguments),
-        cmocka_unit_test(score_math_hint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

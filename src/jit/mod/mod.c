@@ -147,14 +147,6 @@ int fa4__mod_has_score(const fa4__mod *m)
     return m && m->score;
 }
 
-int fa4__mod_score_uses_math(const fa4__mod *m)
-{
-    const uint32_t math = 1u << BI_EXP | 1u << BI_EXP2 | 1u << BI_LOG | 1u << BI_LOG2 | 1u << BI_LOG1P |
-                          1u << BI_EXPM1 | 1u << BI_SQRT | 1u << BI_RSQRT | 1u << BI_TANH | 1u << BI_SIN |
-                          1u << BI_COS | 1u << BI_POW | 1u << BI_FMOD | 1u << BI_ERF;
-    return m && m->score && (m->builtins_used & math) != 0;
-}
-
 int fa4__mod_has_mask(const fa4__mod *m)
 {
     return m && m->mask;

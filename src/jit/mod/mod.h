@@ -127,10 +127,6 @@ fa4_status fa4__mod_parse(const char *src, size_t len, const char *name, fa4__mo
 void fa4__mod_free(fa4__mod *m);
 
 int fa4__mod_has_score(const fa4__mod *m);
-/* 1 where score_mod (or a helper it calls) uses a transcendental or other multi-instruction math
- * builtin (expf, logf, tanhf, sqrtf, powf, ...): a hint of its register pressure, for compile.c's
- * speculative fallback builds; never a correctness matter. */
-int fa4__mod_score_uses_math(const fa4__mod *m);
 int fa4__mod_has_mask(const fa4__mod *m);
 int fa4__mod_num_aux(const fa4__mod *m);
 const fa4__aux_decl *fa4__mod_aux(const fa4__mod *m, int i);
