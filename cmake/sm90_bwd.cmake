@@ -31,10 +31,10 @@
 #   sm90_fwd64_consumers3  the FA4JIT_SM90_FWD64_CONSUMERS=3 forward at D 64 (tests/cli/fwd64_consumers3.py).
 #   sm90_fwd_mask_roll  the FA4JIT_SM90_FWD_MASK_ROLL=4 forward of six mask mods: clean and smaller
 #                      than the default (tests/cli/fwd_mask_roll.py).
-#   sm90_optin_knobs   rel_bias's and t5_bias's forwards with FA4_SM90_FWD_TILE_RUN 8 and
-#                      FA4_SM90_RELT_FOLD 1 and backward mains with FA4_SM90_BWD_SPLIT_ADD 1 (opt-in,
-#                      session 25): clean, one build, and not the default cubins
-#                      (tests/cli/optin_knobs.py).
+#   sm90_optin_knobs   rel_bias's and t5_bias's forwards with FA4_SM90_FWD_TILE_RUN 0 (default 8)
+#                      and FA4_SM90_RELT_FOLD 1 (opt-in) and backward mains with
+#                      FA4_SM90_BWD_SPLIT_ADD 0 (default 2): clean, one build, and not the default
+#                      cubins (tests/cli/optin_knobs.py).
 # Included from CMakeLists.txt with include(... OPTIONAL).
 if(FA4JIT_BUILD_TESTS)
   add_executable(bwd_compile_check ${CMAKE_SOURCE_DIR}/tests/gpu/sm90/bwd_compile_check.c)

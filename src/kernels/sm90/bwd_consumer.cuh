@@ -36,13 +36,16 @@
  * FA4_SM90_BWD_MOD_SPLIT: a score_mod kernel tries the two-pass score stage first; not with
  * trainable aux (its gradient terms need P, dP and the first pass's read indices together) nor
  * with the emitter's tile-add form (the split has no grads_add). */
-/* FA4_SM90_BWD_SPLIT_ADD 1 or 2 (session 25, opt-in: compile-checked, not yet run on a GPU): mods with
+/* FA4_SM90_BWD_SPLIT_ADD 1 or 2 (session 25; default 2 since session 26: H100 2026-12-06, B8 H16
+ * S4096 D128 bf16, one round, fwd + bwd TFLOP/s, rel. bias trainable 440.0 -> 463.5, fixed 500.1 ->
+ * 537.3, ALiBi and plain unchanged 528.9 / 532.9, 590.5 / 591.4; the suite's relbias and t5 cases
+ * pass with it): mods with
  * the tile-add form but no trainable read (rel_bias or t5_bias with a fixed table) take the split too,
  * their tile steps through grads_split_add (P from score * scale + c0 in the first pass, dS in the
  * second), the band's steps through the split's relative form (probs_rel). 0: such mods keep the
  * one-pass stage (grads_add, grads_rel). */
 #ifndef FA4_SM90_BWD_SPLIT_ADD
-#define FA4_SM90_BWD_SPLIT_ADD 0
+#define FA4_SM90_BWD_SPLIT_ADD 2
 #endif
 /* FA4_SM90_BWD_SPLIT_ADD 2: the trainable table too (rel_bias, t5_bias with a trainable table):
  * its tile steps through grads_split_add with the tile's gradient sum taken in the second pass,

@@ -232,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #if FA4_HAS_SCORE_MOD
         const float k2 = FA4_LOG2E;
 #else
-        const float k2 = p.scale * FA4_LOG2E;
+        const float k2 = fabsf(p.scale) * FA4_LOG2E; /* a negative scale: mainloop.cuh's softmax */
 #endif
         fa4_sm90_pingpong pp = {cw, nc, false};
 #if FA4_SM90_STASH

@@ -333,6 +333,19 @@ struct fa4_sm90_consumer {
                                             float (&m)[2], float (&l)[2], float (&corr)[2],
                                             fa4_sm90_affw<kN / 8> &aw) const
     {
+#if !FA4_HAS_SCORE_MOD
+        /* without a score_mod the scores stay q.k and k2 = |scale| LOG2E (fwd.cu): the row max
+         * of scale q.k is |scale| times that of -q.k for a negative scale, so those scores are
+         * negated here, before any mask writes -inf (a warp-uniform branch, never taken for the
+         * default scale) */
+        if (p.scale < 0.f) {
+#pragma unroll
+            for (int ni = 0; ni < kN / 8; ++ni)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    sc[ni][e] = -sc[ni][e];
+        }
+#endif
 #if FA4_SM90_MASK_EARLY
         const int col0 = e.n0 + 2 * (lane & 3);
 #if FA4_SM90_RFOLD

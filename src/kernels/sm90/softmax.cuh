@@ -4,7 +4,7 @@
  * 8c+2t+1 of each thread, g = lane/4, t = lane%4).
  *
  * Units: scores are kept as x = score_mod(scale * q.k) when there is a score_mod, else as the raw
- * q.k, and k2 (LOG2E, or scale * LOG2E) turns them into log2 units, so a mod-free kernel never
+ * q.k, and k2 (LOG2E, or |scale| * LOG2E: a negative scale negates q.k, mainloop.cuh) turns them into log2 units, so a mod-free kernel never
  * multiplies by the scale separately. Row maxima m are kept in log2 units.
  *
  * Knobs (JIT defines): FA4_RESCALE_THRESHOLD > 0 keeps the old row max (and skips the O rescale)
@@ -66,7 +66,9 @@
 #else
 #define FA4_SM90_TFOLD 0
 #endif
-/* FA4_SM90_RELT_FOLD 1 (session 25, opt-in: built and compile-checked, not yet run on a GPU): where the relative form's table serves (FA4_SM90_RELT:
+/* FA4_SM90_RELT_FOLD 1 (session 25, opt-in; H100 2026-12-06, B8 H16 S4096 D128 bf16, with the two
+ * knobs below, two rounds: trainable T5's forward 545.0 -> 539.0 TFLOP/s, so it stays off; suite's t5
+ * cases pass with it): where the relative form's table serves (FA4_SM90_RELT:
  * t5_bias), a key tile whose table entries are all one value c0 (g constant over the tile's kv - q
  * offsets: t5's saturated buckets away from the diagonal) hands c0 and the scale to the softmax as
  * the folded tile form does, instead of a table read and an add a score. The check rides on the
@@ -82,13 +84,14 @@
 #endif
 /* a fragment's values in the softmax are kmul s + roff[row] (fa4_sm90_affw) */
 #define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD || FA4_SM90_RFOLD)
-/* FA4_SM90_FWD_TILE_RUN K (session 25, opt-in: built and compile-checked, not yet run on a GPU;
+/* FA4_SM90_FWD_TILE_RUN K (session 25; default 8 since session 26: H100 2026-12-06, B8 H16 S4096
+ * D128 bf16, two rounds, trainable rel. bias forward 577.9 -> 605.0 TFLOP/s, plain 686.2 / 686.1;
  * 0: off): the folded tile form's test per warp (no relative
  * table: rel_bias) asked over the box of the next K key tiles where it can, so that the tiles of
  * such a run take the form without asking again (fa4_sm90_trun_test): one test per run instead
  * of one a tile away from the diagonal. */
 #ifndef FA4_SM90_FWD_TILE_RUN
-#define FA4_SM90_FWD_TILE_RUN 0
+#define FA4_SM90_FWD_TILE_RUN 8
 #endif
 #if FA4_SM90_TFOLD && !FA4_SM90_RELT && FA4_SM90_FWD_TILE_RUN > 0
 #define FA4_SM90_TRUN 1
