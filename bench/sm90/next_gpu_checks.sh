@@ -1,5 +1,5 @@
 #!/bin/bash
-# next_gpu_checks.sh - device checks, in parts of one call each (PART=1, 2, 3; END_S, default 560
+# next_gpu_checks.sh - device checks, in parts of one call each (PART=1, 2, 3, 4; END_S, default 560
 # s of command time each). PARTS 1 and 2 ran in session 25 (bench/results/2026-12-06-h100-s25-*);
 # **PART 3 is what is pending** (session 25's last commits: group T of the suite, the opt-in
 # FA4_SM90_FWD_TILE_RUN and FA4_SM90_RELT_FOLD, the trainable table's cost in the backward,
@@ -81,6 +81,22 @@ elif [ "$PART" = 3 ]; then
     if [ "$(left)" -gt 60 ]; then
         timeout $(( $(left) - 5 )) python3 "$D/fa4_ab.py" --cases "headdim:D=256,plain_seqlen:S=4096" \
             --variants "default" --rounds 4 --reps 20 2>&1 | tee "$O/ab_d256.log" | grep -E "^AB|^  |rror"
+    fi
+elif [ "$PART" = 4 ]; then
+    # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
+    # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
+    # 13d477c's kernels (git archive 13d477c src/kernels)
+    echo "== 8. full suite on HEAD ($(left) s left)"
+    FA4JIT_CACHE_DIR=/tmp/nx-def timeout 240 "$D/test_gpu_sm80" --no-bench >"$O/suite.log" 2>&1
+    echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite.log")"
+    grep FAIL "$O/suite.log" | head -8
+    echo "== 9. the fix's cost on mod-free forwards ($(left) s left)"
+    timeout 150 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:sliding_window_1024" \
+        --variants "default,$D/k_prev" --rounds 2 --reps 20 2>&1 | tee "$O/ab_neg.log" | grep -E "^AB|^  |rror"
+    echo "== 10. T5's backward with SPLIT_ADD 2 ($(left) s left)"
+    if [ "$(left)" -gt 60 ]; then
+        timeout $(( $(left) - 5 )) python3 "$D/fa4_ab.py" --cases "mods:T5_bias_(trainable)" \
+            --variants "default,$D/k_prev" --rounds 2 --reps 20 --bwd 2>&1 | tee "$O/ab_t5bwd.log" | grep -E "^AB|^  |rror"
     fi
 else
     echo "== 4. FA4_SM90_TILE_FOLD ($(left) s left)"
