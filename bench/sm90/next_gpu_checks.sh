@@ -85,18 +85,22 @@ elif [ "$PART" = 3 ]; then
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
-    # 13d477c's kernels (git archive 13d477c src/kernels)
+    # 13d477c's kernels (git archive 13d477c src/kernels); then bench/run.py in what is left
     echo "== 8. full suite on HEAD ($(left) s left)"
-    FA4JIT_CACHE_DIR=/tmp/nx-def timeout 240 "$D/test_gpu_sm80" --no-bench >"$O/suite.log" 2>&1
+    FA4JIT_CACHE_DIR=/tmp/nx-def timeout 200 "$D/test_gpu_sm80" --no-bench >"$O/suite.log" 2>&1
     echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite.log")"
     grep FAIL "$O/suite.log" | head -8
-    echo "== 9. the fix's cost on mod-free forwards ($(left) s left)"
-    timeout 150 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:sliding_window_1024" \
+    echo "== 9. the fix's cost on mod-free forwards, T5's backward with SPLIT_ADD 2 ($(left) s left)"
+    timeout 100 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
         --variants "default,$D/k_prev" --rounds 2 --reps 20 2>&1 | tee "$O/ab_neg.log" | grep -E "^AB|^  |rror"
-    echo "== 10. T5's backward with SPLIT_ADD 2 ($(left) s left)"
-    if [ "$(left)" -gt 60 ]; then
-        timeout $(( $(left) - 5 )) python3 "$D/fa4_ab.py" --cases "mods:T5_bias_(trainable)" \
-            --variants "default,$D/k_prev" --rounds 2 --reps 20 --bwd 2>&1 | tee "$O/ab_t5bwd.log" | grep -E "^AB|^  |rror"
+    timeout 60 python3 "$D/fa4_ab.py" --cases "mods:T5_bias_(trainable)" \
+        --variants "default,$D/k_prev" --rounds 1 --reps 20 --bwd 2>&1 | tee "$O/ab_t5bwd.log" | grep -E "^AB|^  |rror"
+    echo "== 10. bench/run.py ($(left) s left)"
+    if [ "$(left)" -gt 150 ]; then
+        timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --budget-s $(( $(left) - 40 )) --grace-s 25 \
+            --out "$O/run" >"$O/run.log" 2>&1
+        echo "run.py rc=$? t=$SECONDS"
+        grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
     fi
 else
     echo "== 4. FA4_SM90_TILE_FOLD ($(left) s left)"
