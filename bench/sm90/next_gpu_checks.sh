@@ -19,11 +19,24 @@ D=$(cd "$(dirname "$0")" && pwd)
 END_DEFAULT=560
 . "$D/device_env.sh"
 PART=${PART:-1}
-if [ "$PART" = 1 ]; then
-    echo "== 1. full suite ($(left) s left)"
-    FA4JIT_CACHE_DIR=/tmp/nx-def timeout 220 "$D/test_gpu_sm80" --no-bench >"$O/suite.log" 2>&1
+# the full sm90 suite on the carried build (timeout $1 s), its total and first failures
+full_suite() {
+    FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$1" "$D/test_gpu_sm80" --no-bench >"$O/suite.log" 2>&1
     echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite.log")"
     grep FAIL "$O/suite.log" | head -8
+}
+# bench/run.py (full, FlexAttention included) in what is left of END, if over 150 s
+run_bench() {
+    if [ "$(left)" -gt 150 ]; then
+        timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --budget-s $(( $(left) - 40 )) --grace-s 25 \
+            --out "$O/run" >"$O/run.log" 2>&1
+        echo "run.py rc=$? t=$SECONDS"
+        grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
+    fi
+}
+if [ "$PART" = 1 ]; then
+    echo "== 1. full suite ($(left) s left)"
+    full_suite 220
     echo "== 2. memcheck ($(left) s left)"
     for f in "alibi" "head" "window" "varlen"; do
         [ "$(left)" -gt 200 ] || break
@@ -87,21 +100,14 @@ elif [ "$PART" = 4 ]; then
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
     # 13d477c's kernels (git archive 13d477c src/kernels); then bench/run.py in what is left
     echo "== 8. full suite on HEAD ($(left) s left)"
-    FA4JIT_CACHE_DIR=/tmp/nx-def timeout 200 "$D/test_gpu_sm80" --no-bench >"$O/suite.log" 2>&1
-    echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite.log")"
-    grep FAIL "$O/suite.log" | head -8
+    full_suite 200
     echo "== 9. the fix's cost on mod-free forwards, T5's backward with SPLIT_ADD 2 ($(left) s left)"
     timeout 100 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
         --variants "default,$D/k_prev" --rounds 2 --reps 20 2>&1 | tee "$O/ab_neg.log" | grep -E "^AB|^  |rror"
     timeout 60 python3 "$D/fa4_ab.py" --cases "mods:T5_bias_(trainable)" \
         --variants "default,$D/k_prev" --rounds 1 --reps 20 --bwd 2>&1 | tee "$O/ab_t5bwd.log" | grep -E "^AB|^  |rror"
     echo "== 10. bench/run.py ($(left) s left)"
-    if [ "$(left)" -gt 150 ]; then
-        timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --budget-s $(( $(left) - 40 )) --grace-s 25 \
-            --out "$O/run" >"$O/run.log" 2>&1
-        echo "run.py rc=$? t=$SECONDS"
-        grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
-    fi
+    run_bench
 else
     echo "== 4. FA4_SM90_TILE_FOLD ($(left) s left)"
     FA4JIT_KERNEL_DIR=$D/k_tf1 FA4JIT_CACHE_DIR=/tmp/nx-tf1 timeout 90 "$D/test_gpu_sm80" --no-bench --filter "relbias" \
@@ -111,11 +117,6 @@ else
     timeout 120 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable)" \
         --variants "default,$D/k_tf1" --rounds 2 --reps 20 2>&1 | tee "$O/ab_tf1.log" | grep -E "^AB|^  |rror"
     echo "== 5. bench/run.py ($(left) s left)"
-    if [ "$(left)" -gt 150 ]; then
-        timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --budget-s $(( $(left) - 40 )) --grace-s 25 \
-            --out "$O/run" >"$O/run.log" 2>&1
-        echo "run.py rc=$? t=$SECONDS"
-        grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
-    fi
+    run_bench
 fi
 echo "done at $SECONDS s"
