@@ -108,6 +108,15 @@ elif [ "$PART" = 4 ]; then
         --variants "default,$D/k_prev" --rounds 1 --reps 20 --bwd 2>&1 | tee "$O/ab_t5bwd.log" | grep -E "^AB|^  |rror"
     echo "== 10. bench/run.py ($(left) s left)"
     run_bench
+elif [ "$PART" = 5 ]; then
+    # PART 4 cut to what a short call holds (END_S about 230): the suite, then the fix's cost
+    echo "== 8. full suite on HEAD ($(left) s left)"
+    full_suite 130
+    echo "== 9. the fix's cost on mod-free forwards ($(left) s left)"
+    if [ "$(left)" -gt 40 ]; then
+        timeout $(( $(left) - 3 )) python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
+            --variants "default,$D/k_prev" --rounds 2 --reps 20 2>&1 | tee "$O/ab_neg.log" | grep -E "^AB|^  |rror"
+    fi
 else
     echo "== 4. FA4_SM90_TILE_FOLD ($(left) s left)"
     FA4JIT_KERNEL_DIR=$D/k_tf1 FA4JIT_CACHE_DIR=/tmp/nx-tf1 timeout 90 "$D/test_gpu_sm80" --no-bench --filter "relbias" \
