@@ -388,11 +388,14 @@ static void make_cases(int quick)
      * the raw scores and multiplied by the scale, and its folded tile form (FA4_SM90_TILE_FOLD) is
      * only taken for a positive scale) and large, for plain attention, a mask_mod, ALiBi (the folded
      * affine form: not taken for a factor <= 0), the trainable relative bias (its tile form away
-     * from the diagonal: rows and keys past its max_dist) and T5, forward and backward */
+     * from the diagonal: rows and keys past its max_dist) and T5, forward and backward; then a
+     * mask_mod at a negative scale and plain attention at a large one (session 26: the mod-free
+     * forward gave NaN for a negative scale; cases 6 and 7 come after the first six so that those
+     * keep their shapes) */
     {
         rng rt = {4242}; /* its own generator: the groups after it keep their cases */
-        static const int tmods[6] = {M_NONE, M_CAUSAL, M_ALIBI, M_RELBIAS, M_T5, M_RELBIAS};
-        for (int k = 0; k < (quick ? 3 : 6); k++) {
+        static const int tmods[8] = {M_NONE, M_CAUSAL, M_ALIBI, M_RELBIAS, M_T5, M_RELBIAS, M_CAUSAL, M_NONE};
+        for (int k = 0; k < (quick ? 3 : 8); k++) {
             const int d = k % 3 == 1 ? 64 : 128;
             tcase c = random_case(&rt, tmods[quick ? 2 * k + 1 : k], k % 2 ? FA4_DTYPE_FP16 : FA4_DTYPE_BF16, d, d);
             c.sq = rng_int(&rt, 300, 700);
