@@ -32,7 +32,10 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
 static int bwd80_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
 static int bwd80s_wanted(const fa4_kernel_spec *spec, const fa4__mod *mod);
 
-static int head_dim_v(const fa4_kernel_spec *spec);
+static int head_dim_v(const fa4_kernel_spec *spec)
+{
+    return spec->head_dim_v > 0 ? spec->head_dim_v : spec->head_dim;
+}
 
 /* The forward's first build at padded Dv > 192 with a score_mod is likely to spill: O (128
  * registers a thread at Dv 256), S (32) and P (16) leave the overlapped loop about 56 of the
@@ -86,11 +89,6 @@ static const fa4__program_desc programs[] = {
     {"bwd_post", "sm80/bwd_post.cu", FA4_COMPILE_BWD, "fa4_sm80_bwd_post", {NULL}, NULL, NULL, 0},
     {"block_mask", "sm80/block_mask.cu", FA4_COMPILE_BLOCK_MASK, "fa4_sm80_block_mask_eval", {NULL}, NULL, NULL, 0},
 };
-
-static int head_dim_v(const fa4_kernel_spec *spec)
-{
-    return spec->head_dim_v > 0 ? spec->head_dim_v : spec->head_dim;
-}
 
 static int pad64(int d)
 {
