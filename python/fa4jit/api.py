@@ -300,6 +300,21 @@ def shape_result(out, lse, return_lse, return_aux):
     return (out, lse) if return_lse else out
 
 
+# the smallest normal float32
+_FLT_MIN = 1.1754943508222875e-38
+
+
+def _kernel_scale(scale, head_dim):
+    """The softmax scale as the C library takes it. None is 1/sqrt(D), as in PyTorch. The library
+    reads 0 as that default too, so PyTorch's literal 0 (every score 0: uniform weights) goes as
+    FLT_MIN: q.k times it is far below float32's resolution next to 1, so the weights come out
+    uniform as well, and the gradients of q and k are of the order of 1e-38 instead of 0."""
+    if scale is None:
+        return 1.0 / math.sqrt(head_dim)
+    s = float(scale)
+    return _FLT_MIN if s == 0.0 else s
+
+
 @_dynamo_disable
 def _prepare_call(query, key, value, score_mod, block_mask, scale, enable_gqa, kernel_options,
                   aux):
@@ -335,7 +350,7 @@ def _prepare_call(query, key, value, score_mod, block_mask, scale, enable_gqa, k
     from ._wire import encode_numbers, encode_options
     prepared = prepare(score_mod, _mask_mod_of(block_mask), aux)
     bm_tensors, bm_meta = _block_mask_args(block_mask, Sq, Skv)
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = _kernel_scale(scale, D)
     aux_tensors, aux_scalars, aux_spec = _aux_lists(prepared)
     any_trainable = any(a.trainable for a in prepared.aux)
     return (aux_tensors, encode_numbers(aux_scalars), bm_tensors, encode_numbers(bm_meta),
@@ -414,7 +429,7 @@ def _prepare_varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     from ._wire import encode_numbers, encode_options
     prepared = prepare(score_mod, mask_mod, aux)
     aux_tensors, aux_scalars, aux_spec = _aux_lists(prepared)
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = _kernel_scale(scale, D)
     meta = encode_numbers([cu_seqlens_q.numel() - 1, int(max_seqlen_q), int(max_seqlen_k)])
     as4 = [t.unsqueeze(0).transpose(1, 2) for t in (query, key, value)]  # [1, H, T, D] views
     return (*as4, cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(), aux_tensors,

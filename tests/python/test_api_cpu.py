@@ -59,6 +59,18 @@ def test_kernel_options_are_validated_and_torch_keys_ignored():
         api._options({"path": "sm70"})
 
 
+def test_softmax_scale_as_the_library_takes_it():
+    # None: PyTorch's 1/sqrt(D); a literal 0 (PyTorch: uniform weights) must not reach the library,
+    # which reads 0 as the default, so it goes as the smallest normal float; others unchanged
+    assert api._kernel_scale(None, 64) == 0.125
+    assert api._kernel_scale(0.0, 64) == api._FLT_MIN > 0.0
+    assert api._kernel_scale(-0.0, 128) == api._FLT_MIN
+    assert api._kernel_scale(torch.tensor(0.0), 128) == api._FLT_MIN
+    assert api._kernel_scale(-0.3, 128) == -0.3 and api._kernel_scale(2, 128) == 2.0
+    # float32(FLT_MIN) is that normal number, not a subnormal and not 0
+    assert torch.tensor(api._FLT_MIN, dtype=torch.float32).item() == torch.finfo(torch.float32).tiny
+
+
 def test_mod_forms(lib):
     src = ("float score_mod(float score, int b, int h, int q_idx, int kv_idx, float cap) "
            "{ return cap * tanhf(score / cap); }")

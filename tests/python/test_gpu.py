@@ -91,6 +91,24 @@ def test_plain():
     _check("plain", *_inputs())
 
 
+@pytest.mark.parametrize("scale", [0.0, -0.1, 0.3])
+def test_softmax_scale_zero_negative_large(scale):
+    # PyTorch's scale is used as given: 0 means uniform weights (the C library reads 0 as its
+    # default, api._kernel_scale maps it), a negative one flips the order of the scores (the sm90
+    # forward without a score_mod gave NaN there before session 26); odd lengths for the masks
+    q, k, v = _inputs(Sq=200, Skv=333, D=64)
+    out, lse = fa4jit.flex_attention(q, k, v, scale=scale, return_lse=True)
+    dout = torch.randn_like(out)
+    got = _grads(out, [q, k, v], dout)
+    ref_out, ref_lse = reference_attention(q, k, v, scale=scale)
+    ref = _grads(ref_out, [q, k, v], dout.double())
+    pt_out, pt_lse, pt = _torch_flex(q, k, v, [q, k, v], dout, scale=scale)
+    assert_close(f"scale {scale} out", out, ref_out, pt_out, q.dtype)
+    assert_close(f"scale {scale} lse", lse, ref_lse, pt_lse, q.dtype)
+    for label, g, p, r in zip(["dq", "dk", "dv"], got, pt, ref):
+        assert_close(f"scale {scale} {label}", g, r, p, q.dtype)
+
+
 def test_odd_lengths_and_bshd_layout():
     _check("odd", *_inputs(Sq=200, Skv=333, bshd=True))
 
