@@ -25,6 +25,12 @@ full_suite() {
     echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite.log")"
     grep FAIL "$O/suite.log" | head -8
 }
+# the PyTorch package's GPU tests named by -k "$1" (timeout $2 s)
+py_tests() {
+    FA4JIT_LIBRARY=$D/libfa4jit.so.0 FA4JIT_CACHE_DIR=/tmp/nx-py timeout "$2" python3 -m pytest -q tests/python/test_gpu.py \
+        -k "$1" >"$O/pytest.log" 2>&1
+    echo "pytest -k '$1' rc=$? t=$SECONDS $(tail -1 "$O/pytest.log")"
+}
 # bench/run.py (full, FlexAttention included) in what is left of END, if over 150 s
 run_bench() {
     if [ "$(left)" -gt 150 ]; then
@@ -101,6 +107,7 @@ elif [ "$PART" = 4 ]; then
     # 13d477c's kernels (git archive 13d477c src/kernels); then bench/run.py in what is left
     echo "== 8. full suite on HEAD ($(left) s left)"
     full_suite 200
+    py_tests "scale or plain or softcap" 60
     echo "== 9. the fix's cost on mod-free forwards, T5's backward with SPLIT_ADD 2 ($(left) s left)"
     timeout 100 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
         --variants "default,$D/k_prev" --rounds 2 --reps 20 2>&1 | tee "$O/ab_neg.log" | grep -E "^AB|^  |rror"
@@ -112,6 +119,7 @@ elif [ "$PART" = 5 ]; then
     # PART 4 cut to what a short call holds (END_S about 230): the suite, then the fix's cost
     echo "== 8. full suite on HEAD ($(left) s left)"
     full_suite 130
+    py_tests scale 40
     echo "== 9. the fix's cost on mod-free forwards ($(left) s left)"
     if [ "$(left)" -gt 40 ]; then
         timeout $(( $(left) - 3 )) python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
