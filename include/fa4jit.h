@@ -355,7 +355,8 @@ typedef struct fa4_fwd_args {
     fa4_tensor v;        /* [B, Hkv, Skv, Dv] */
     fa4_tensor o;        /* [B, Hq, Sq, Dv] output */
     fa4_tensor lse;      /* [B, Hq, Sq] fp32, natural log; data NULL = not wanted */
-    float scale;         /* 0 = 1/sqrt(D) */
+    float scale;         /* 0 = 1/sqrt(D); any other finite value, negative too (for a literal
+                            zero, uniform weights, pass FLT_MIN: q.k times it vanishes next to 1) */
     const fa4_aux_value *aux;
     int32_t num_aux;
     const fa4_block_mask *block_mask; /* NULL = dense (mask_mod, if any, on every block) */
@@ -384,7 +385,7 @@ typedef struct fa4_bwd_args {
                             [1, Hq, total_q]), for losses that use the LSE (combining partial
                             attention results, z-loss); data NULL: no LSE term */
     fa4_tensor dq, dk, dv; /* outputs, same shapes as q, k, v */
-    float scale;
+    float scale;         /* the forward's */
     const fa4_aux_value *aux;
     int32_t num_aux;
     const fa4_block_mask *block_mask;
