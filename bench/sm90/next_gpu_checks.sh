@@ -104,27 +104,24 @@ elif [ "$PART" = 3 ]; then
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
-    # 13d477c's kernels (git archive 13d477c src/kernels); then bench/run.py in what is left
+    # 13d477c's kernels (git archive 13d477c src/kernels); then bench/run.py in what is left.
+    # A short call (END_S about 230) gets the suite, the scale tests and the fix's A/B only.
+    cap() { local t=$(( $(left) - $2 )); t=$(( t < $1 ? t : $1 )); echo $(( t > 1 ? t : 1 )); } # min($1, left - $2), >= 1
     echo "== 8. full suite on HEAD ($(left) s left)"
-    full_suite 200
-    py_tests "scale or plain or softcap" 60
-    echo "== 9. the fix's cost on mod-free forwards, T5's backward with SPLIT_ADD 2 ($(left) s left)"
-    timeout 100 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
-        --variants "default,$D/k_prev" --rounds 2 --reps 20 2>&1 | tee "$O/ab_neg.log" | grep -E "^AB|^  |rror"
-    timeout 60 python3 "$D/fa4_ab.py" --cases "mods:T5_bias_(trainable)" \
-        --variants "default,$D/k_prev" --rounds 1 --reps 20 --bwd 2>&1 | tee "$O/ab_t5bwd.log" | grep -E "^AB|^  |rror"
-    echo "== 10. bench/run.py ($(left) s left)"
-    run_bench
-elif [ "$PART" = 5 ]; then
-    # PART 4 cut to what a short call holds (END_S about 230): the suite, then the fix's cost
-    echo "== 8. full suite on HEAD ($(left) s left)"
-    full_suite 130
-    py_tests scale 40
+    full_suite "$(cap 200 100)"
+    py_tests "scale or plain or softcap" "$(cap 60 60)"
     echo "== 9. the fix's cost on mod-free forwards ($(left) s left)"
     if [ "$(left)" -gt 40 ]; then
-        timeout $(( $(left) - 3 )) python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
+        timeout "$(cap 100 3)" python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
             --variants "default,$D/k_prev" --rounds 2 --reps 20 2>&1 | tee "$O/ab_neg.log" | grep -E "^AB|^  |rror"
     fi
+    echo "== 10. T5's backward with SPLIT_ADD 2 ($(left) s left)"
+    if [ "$(left)" -gt 60 ]; then
+        timeout 60 python3 "$D/fa4_ab.py" --cases "mods:T5_bias_(trainable)" \
+            --variants "default,$D/k_prev" --rounds 1 --reps 20 --bwd 2>&1 | tee "$O/ab_t5bwd.log" | grep -E "^AB|^  |rror"
+    fi
+    echo "== 11. bench/run.py ($(left) s left)"
+    run_bench
 else
     echo "== 4. FA4_SM90_TILE_FOLD ($(left) s left)"
     FA4JIT_KERNEL_DIR=$D/k_tf1 FA4JIT_CACHE_DIR=/tmp/nx-tf1 timeout 90 "$D/test_gpu_sm80" --no-bench --filter "relbias" \
