@@ -31,6 +31,13 @@ py_tests() {
         -k "$1" >"$O/pytest.log" 2>&1
     echo "pytest -k '$1' rc=$? t=$SECONDS $(tail -1 "$O/pytest.log")"
 }
+# fa4_ab.py with the given arguments (20 repetitions), timeout $2 s; its lines in $O/$1.log, the
+# A/B lines and the summary printed
+ab() {
+    local log=$1 t=$2
+    shift 2
+    timeout "$t" python3 "$D/fa4_ab.py" "$@" --reps 20 2>&1 | tee "$O/$log.log" | grep -E "^AB|^  |rror"
+}
 # bench/run.py (full, FlexAttention included) in what is left of END, if over 150 s
 run_bench() {
     if [ "$(left)" -gt 150 ]; then
@@ -52,9 +59,9 @@ if [ "$PART" = 1 ]; then
     done
     echo "== 3. key-only full copy A/B ($(left) s left)"
     if [ "$(left)" -gt 60 ]; then
-        timeout $(( $(left) - 5 )) python3 "$D/fa4_ab.py" \
+        ab ab_split "$(( $(left) - 5 ))" \
             --cases "causal_seqlen:S=4096,mods:sliding_window_1024,mods:bidir._window_1024,mods:prefix-LM" \
-            --variants "default,$D/k_prev" --rounds 2 --reps 20 2>&1 | tee "$O/ab_split.log" | grep -E "^AB|^  |rror"
+            --variants "default,$D/k_prev" --rounds 2
     fi
 elif [ "$PART" = 3 ]; then
     # session 25's last commits, which no GPU has run (the device budget ran out):
@@ -79,27 +86,26 @@ elif [ "$PART" = 3 ]; then
     echo "k_on kernels rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite3_on.log")"
     grep FAIL "$O/suite3_on.log" | head -8
     echo "== 6b. the opt-in knobs A/B ($(left) s left)"
-    timeout 120 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
-        --variants "default,$D/k_on" --rounds 2 --reps 20 2>&1 | tee "$O/ab_on.log" | grep -E "^AB|^  |rror"
+    ab ab_on 120 --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
+        --variants "default,$D/k_on" --rounds 2
     echo "== 6c. what the trainable table costs the backward ($(left) s left)"
     if [ "$(left)" -gt 90 ]; then
         # k_on's FA4_SM90_BWD_SPLIT_ADD 2 changes both rel. bias backwards (fixed and trainable)
-        timeout 150 python3 "$D/fa4_ab.py" --cases "mods:rel._bias_(trainable),mods:rel._bias_(fixed),mods:ALiBi,plain_seqlen:S=4096" \
-            --variants "default,$D/k_on" --rounds 1 --reps 20 --bwd 2>&1 | tee "$O/ab_relbwd.log" | grep -E "^AB|^  |rror"
+        ab ab_relbwd 150 --cases "mods:rel._bias_(trainable),mods:rel._bias_(fixed),mods:ALiBi,plain_seqlen:S=4096" \
+            --variants "default,$D/k_on" --rounds 1 --bwd
     fi
     echo "== 6d. soft-cap with software exp2 on part of the elements ($(left) s left)"
     # the MUFU unit does tanh and exp2 for soft-cap: with fast math (tanh.approx) it may be
     # MUFU-bound, where FA4's software exp2 (FA4_SW_EXP2_PERCENT, spec.sw_exp2_percent) helps;
     # session 10 measured it only with the accurate tanhf (issue-bound, slower)
     if [ "$(left)" -gt 100 ]; then
-        timeout 120 python3 "$D/fa4_ab.py" --cases "mods:softcap_fast-math,mods:softcap_tanh" \
-            --variants "default,default+sw_exp2_percent=25,default+sw_exp2_percent=50" --rounds 2 --reps 20 2>&1 |
-            tee "$O/ab_sw.log" | grep -E "^AB|^  |rror"
+        ab ab_sw 120 --cases "mods:softcap_fast-math,mods:softcap_tanh" \
+            --variants "default,default+sw_exp2_percent=25,default+sw_exp2_percent=50" --rounds 2
     fi
     echo "== 7. D 256 forward spread ($(left) s left)"
     if [ "$(left)" -gt 60 ]; then
-        timeout $(( $(left) - 5 )) python3 "$D/fa4_ab.py" --cases "headdim:D=256,plain_seqlen:S=4096" \
-            --variants "default" --rounds 4 --reps 20 2>&1 | tee "$O/ab_d256.log" | grep -E "^AB|^  |rror"
+        ab ab_d256 "$(( $(left) - 5 ))" --cases "headdim:D=256,plain_seqlen:S=4096" \
+            --variants "default" --rounds 4
     fi
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
@@ -112,13 +118,13 @@ elif [ "$PART" = 4 ]; then
     py_tests "scale or plain or softcap" "$(cap 60 60)"
     echo "== 9. the fix's cost on mod-free forwards ($(left) s left)"
     if [ "$(left)" -gt 40 ]; then
-        timeout "$(cap 100 3)" python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
-            --variants "default,$D/k_prev" --rounds 2 --reps 20 2>&1 | tee "$O/ab_neg.log" | grep -E "^AB|^  |rror"
+        ab ab_neg "$(cap 100 3)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
+            --variants "default,$D/k_prev" --rounds 2
     fi
     echo "== 10. T5's backward with SPLIT_ADD 2 ($(left) s left)"
     if [ "$(left)" -gt 60 ]; then
-        timeout 60 python3 "$D/fa4_ab.py" --cases "mods:T5_bias_(trainable)" \
-            --variants "default,$D/k_prev" --rounds 1 --reps 20 --bwd 2>&1 | tee "$O/ab_t5bwd.log" | grep -E "^AB|^  |rror"
+        ab ab_t5bwd 60 --cases "mods:T5_bias_(trainable)" \
+            --variants "default,$D/k_prev" --rounds 1 --bwd
     fi
     echo "== 11. bench/run.py ($(left) s left)"
     run_bench
@@ -128,8 +134,8 @@ else
         >"$O/suite_tf1.log" 2>&1
     echo "relbias cases with TILE_FOLD 1: rc=$? $(grep -E '^TOTAL' "$O/suite_tf1.log")"
     grep FAIL "$O/suite_tf1.log" | head -5
-    timeout 120 python3 "$D/fa4_ab.py" --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable)" \
-        --variants "default,$D/k_tf1" --rounds 2 --reps 20 2>&1 | tee "$O/ab_tf1.log" | grep -E "^AB|^  |rror"
+    ab ab_tf1 120 --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable)" \
+        --variants "default,$D/k_tf1" --rounds 2
     echo "== 5. bench/run.py ($(left) s left)"
     run_bench
 fi
