@@ -199,6 +199,8 @@ struct fa4_sm90_early {
     unsigned bits[kMaskWords];
     bool rfold; /* FA4_SM90_RFOLD: the tile's relative table is one value, rc0 */
     float rc0;
+    int rn0;      /* FA4_SM90_RREUSE: the key tile whose relative table is in shared memory */
+    float rcarry; /* and its entry kN + t (threads t < 63), the next tile's entry t */
 };
 
 #if FA4_SM90_STASH
@@ -312,7 +314,7 @@ struct fa4_sm90_consumer {
         {
             bool full;
             const int n0 = tiles.start(j, &full);
-            e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), n0, &e.rc0);
+            e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), n0, &e.rc0, e.rn0, e.rcarry);
         }
 #endif
 #if FA4_SM90_MASK_EARLY
@@ -323,7 +325,7 @@ struct fa4_sm90_consumer {
             fa4_sm90_mask_bits<kN / 8>(e.bits, p, aux, b, h, row0, e.n0 + 2 * (lane & 3), len_q, e.lim_k,
                                        e.full);
 #if FA4_SM90_RELT
-        e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), e.n0, &e.rc0);
+        e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), e.n0, &e.rc0, e.rn0, e.rcarry);
 #endif
 #endif
     }
@@ -445,6 +447,10 @@ struct fa4_sm90_consumer {
         unsigned pa[kN / 16][4];
         float corr[2];
         fa4_sm90_early e;
+#if FA4_SM90_RREUSE
+        e.rn0 = kRelNone;
+        e.rcarry = 0.f;
+#endif
         fa4_sm90_affw<kN / 8> aw;
         fa4_sm90_affw_init<kN / 8>(aw, p, aux, b, h, row0, len_k);
         /* the row sums' accumulator (FA4_SM90_ROWSUM_MMA): column 2t of rows row0, row0 + 8 */

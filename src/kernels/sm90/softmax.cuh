@@ -77,10 +77,26 @@
 #ifndef FA4_SM90_RELT_FOLD
 #define FA4_SM90_RELT_FOLD 0
 #endif
+/* FA4_SM90_RELT_REUSE 1 (session 27): where the relative form's table serves (t5_bias), the fill
+ * of key tile n0 + kN after that of n0 copies the 63 entries the two tables share (the offsets
+ * kv - q of the last table's keys past kN - 63) instead of evaluating them again, so each of the
+ * warpgroup's 128 threads evaluates g once per tile instead of twice for the threads below 63
+ * (whom the fill's barrier waited for: t5_bias's g is about 80 instructions with a logf and a
+ * global read). Two registers carried across the loop (the last table's n0, one entry). 0: every
+ * entry evaluated at every tile. Not with FA4_SM90_RELT_FOLD (its check reads the evaluated
+ * entries). */
+#ifndef FA4_SM90_RELT_REUSE
+#define FA4_SM90_RELT_REUSE 0
+#endif
 #if FA4_SM90_RELT_FOLD && FA4_SM90_RELT && !FA4_SM90_AFFW && !FA4_SM90_TFOLD && FA4_HAS_SCORE_MOD
 #define FA4_SM90_RFOLD 1
 #else
 #define FA4_SM90_RFOLD 0
+#endif
+#if FA4_SM90_RELT_REUSE && FA4_SM90_RELT && !FA4_SM90_RFOLD
+#define FA4_SM90_RREUSE 1
+#else
+#define FA4_SM90_RREUSE 0
 #endif
 /* a fragment's values in the softmax are kmul s + roff[row] (fa4_sm90_affw) */
 #define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD || FA4_SM90_RFOLD)
@@ -244,6 +260,7 @@ __device__ __forceinline__ bool fa4_sm90_trun_test(fa4_sm90_affw<NT> &aw, int b,
  * ping-pong's barrier before its next S issue, and the fill follows that issue (without the
  * ping-pong, a second barrier before the fill). */
 constexpr int kRelEntries = kN + 63;
+#define kRelNone (-(1 << 30)) /* fa4_sm90_early's rn0 before any table (a macro: see config.cuh's stash) */
 __device__ __forceinline__ float fa4_sm90_rel_get(unsigned a)
 {
     float g;
@@ -253,17 +270,21 @@ __device__ __forceinline__ float fa4_sm90_rel_get(unsigned a)
 /* Returns, with FA4_SM90_RFOLD, whether every entry of the table is one value (then in *c0), the
  * same answer in every thread of the warpgroup; else false. */
 __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa4_params &p, const fa4_aux &aux,
-                                                  int b, int h, int q0, int n0, float *c0)
+                                                  int b, int h, int q0, int n0, float *c0, int &rn0, float &rcarry)
 {
-    (void)c0;
+    (void)c0, (void)rn0, (void)rcarry;
 #if FA4_SM90_FWD_TILE
     /* FA4_SM90_RELT_TILE: no table where the tile form holds over the warpgroup's box (the score
      * stage asks the same box; the answer is the same for all 128 threads, barrier included) */
     {
         fa4_score_tile tt;
         if (fa4_sm90_tile_box(b, h, q0 + p.q_offset, q0 + p.q_offset + 63, n0 + p.kv_offset,
-                              n0 + p.kv_offset + kN - 1, aux, tt))
+                              n0 + p.kv_offset + kN - 1, aux, tt)) {
+#if FA4_SM90_RREUSE
+            rn0 = kRelNone; /* the table in shared memory is not n0's */
+#endif
             return false;
+        }
     }
 #endif
 #if defined(FA4_SM90_PINGPONG) && !FA4_SM90_PINGPONG
@@ -287,6 +308,18 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
         }
     }
 #else /* (the entry loop as before: the k form above changes t5_bias's default SASS) */
+#if FA4_SM90_RREUSE
+    if (n0 == rn0 + kN) {
+        /* the next key tile of the walk: entries [0, 63) are the last table's [kN, kN + 63), which
+         * the threads below 63 took into rcarry after its barrier; each thread evaluates one new
+         * entry, 63 + t (q = q0, kv = n0 + t), where the full fill had threads below 63 evaluate
+         * two while the barrier waited for them */
+        if (t < kRelEntries - kN)
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tab + 4u * (unsigned)t), "f"(rcarry) : "memory");
+        const float g = fa4_score_mod_rel(b, h, (int)(q0 + p.q_offset), (int)(n0 + t + p.kv_offset), aux, su);
+        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tab + 4u * (unsigned)(t + kRelEntries - kN)), "f"(g) : "memory");
+    } else
+#endif
 #pragma unroll
     for (int i = t; i < kRelEntries; i += 128) {
         const float g = fa4_score_mod_rel(b, h, (int)(q0 + max(63 - i, 0) + p.q_offset),
@@ -295,6 +328,13 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
     }
 #endif
     asm volatile("bar.sync %0, 128;\n" ::"r"(4 + cw) : "memory");
+#if FA4_SM90_RREUSE
+    /* the entries the next key tile's table starts with (read before any thread can write it: the
+     * next fill follows every warp's reads of this table, mainloop.cuh) */
+    rn0 = n0;
+    if (t < kRelEntries - kN)
+        rcarry = fa4_sm90_rel_get(tab + 4u * (unsigned)(t + kN));
+#endif
 #if FA4_SM90_RFOLD
     /* one value over the table: this thread's entries against entry 0 (a NaN is never equal, so
      * such a tile keeps the table), then the warpgroup's and; scale > 0 only (the fold's row max) */
