@@ -5,7 +5,9 @@ bf16, so that the A/B switch stays buildable: in the forward (softmax.cuh) FA4_S
 (rel_bias's tile test once per run of key tiles; default since session 26) and FA4_SM90_RELT_FOLD 0 ->
 1 (t5_bias's one-value relative tables folded into the softmax; opt-in), in the backward
 (bwd_consumer.cuh) FA4_SM90_BWD_SPLIT_ADD 2 -> 0 (the split score stage for tile-add mods, fixed or
-trainable table; default since session 26). Fails unless rel_bias's and t5_bias's forwards (D 64 and
+trainable table; default since session 26); in a second pass FA4_SM90_RELT_REUSE 0 -> 1 alone (t5_bias's
+relative table refilled from the last one's shared entries; opt-in, and off where RELT_FOLD is on), t5_bias's
+forward at D 64, 128 and 256. Fails unless rel_bias's and t5_bias's forwards (D 64 and
 128) and backward mains (D 128, fixed and trainable table) build with 168 registers and no spill,
 serialized wgmma or spill fallback (a backward main may keep a stack frame within path_sm90.c's
 frame tolerance, 192 bytes, as the library does), into cubins that differ from the default build's
@@ -27,11 +29,78 @@ BWD_FRAME_TOLERANCE = 192  # path_sm90.c's bwd_main90 frame_tolerance
 BUILDS = [(64, "fwd", ["fwd"], ()), (128, "fwd,bwd", ["fwd", "bwd_main90"], ()),
           (128, "bwd", ["bwd_main90"], ("--trainable", "bias"))]
 MODS = ["rel_bias", "t5_bias"]
+# the passes: (knobs switched together, builds, mods)
+PASSES = [(KNOBS, BUILDS, MODS),
+          ([("softmax.cuh", "FA4_SM90_RELT_REUSE", "0", "1")],
+           [(64, "fwd", ["fwd"], ()), (128, "fwd", ["fwd"], ()), (256, "fwd", ["fwd"], ())], ["t5_bias"])]
 
 
 def kernels_dir():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return os.path.join(root, "src", "kernels")
+
+
+def run_pass(fa4jit, base, tmp, knobs, builds, mods, tag):
+    """Returns the problems found (0: as expected), or (None, rc) where a command failed"""
+    bad = 0
+    kd = os.path.join(tmp, f"kernels{tag}")
+    shutil.copytree(kernels_dir(), kd)
+    for fname, knob, off, on in knobs:
+        path = os.path.join(kd, "sm90", fname)
+        with open(path) as f:
+            text = f.read()
+        pat = rf"^#define {knob} {off}$"
+        if len(re.findall(pat, text, flags=re.M)) != 1:
+            print(f"FAIL {fname}: no single '#define {knob} {off}' (the default moved? update this test)")
+            return bad + 1, 0
+        with open(path, "w") as f:
+            f.write(re.sub(pat, f"#define {knob} {on}", text, flags=re.M))
+    names = " ".join(k[1] for k in knobs)
+    for n, (d, kernels, files, more) in enumerate(builds):
+        d0, d1 = os.path.join(tmp, f"def{tag}_{n}"), os.path.join(tmp, f"on{tag}_{n}")
+        os.makedirs(d0)
+        os.makedirs(d1)
+        opts = ("--head-dim", str(d)) + more
+        ref, rc = compile_sm90(fa4jit, mods, base, d0, opts, kernels)
+        if ref is None:
+            return None, rc
+        on, rc = compile_sm90(fa4jit, mods, dict(base, FA4JIT_KERNEL_DIR=kd), d1, opts, kernels)
+        if on is None:
+            return None, rc
+        label = f"{names} switched, D {d}{' ' + ' '.join(more) if more else ''}"
+        # the programs of ours (not the sm80-style ones the backward also builds); a backward main
+        # may keep a stack frame within the library's tolerance, as the library does
+        mine = []
+        for m in on:
+            progs = []
+            for p in m.get("programs", []):
+                if not ("90" in p["name"] or p["name"] == "fwd"):
+                    continue
+                if p["name"].startswith("bwd_main90") and 0 < p["stack_frame"] <= BWD_FRAME_TOLERANCE:
+                    print(f"note {label} {m['mod'].rsplit('/', 1)[-1]} {p['name']}: stack {p['stack_frame']} "
+                          f"(spills {p['spill_stores']}/{p['spill_loads']}), within the tolerance")
+                    p = dict(p, spill_stores=0, spill_loads=0, stack_frame=0)
+                progs.append(p)
+            mine.append(dict(m, programs=progs))
+        bad += check_programs(mine, label, 168)
+        for m in on:
+            if m.get("fallbacks"):
+                print(f"FAIL {label} {m['mod'].rsplit('/', 1)[-1]}: kept spill fallbacks {m['fallbacks']}")
+                bad += 1
+        for name in [m.rsplit("/", 1)[-1].removesuffix(".mod") for m in mods]:
+            for prog in files:
+                a = os.path.join(d0, f"{name}.{prog}.sm_90a.cubin")
+                b = os.path.join(d1, f"{name}.{prog}.sm_90a.cubin")
+                if not (os.path.exists(a) and os.path.exists(b)):
+                    print(f"FAIL {label} {name} {prog}: cubin missing ({a}, {b})")
+                    bad += 1
+                    continue
+                with open(a, "rb") as fa, open(b, "rb") as fb:
+                    same = fa.read() == fb.read()
+                print(f"{'FAIL' if same else 'ok  '} {label} {name} {prog}: the knobs' cubin "
+                      f"{'is the default one' if same else 'differs from the default one'}")
+                bad += same
+    return bad, 0
 
 
 def main():
@@ -41,63 +110,12 @@ def main():
     fa4jit, mods, base = args
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
-        kd = os.path.join(tmp, "kernels")
-        shutil.copytree(kernels_dir(), kd)
-        for fname, knob, off, on in KNOBS:
-            path = os.path.join(kd, "sm90", fname)
-            with open(path) as f:
-                text = f.read()
-            pat = rf"^#define {knob} {off}$"
-            if len(re.findall(pat, text, flags=re.M)) != 1:
-                print(f"FAIL {fname}: no single '#define {knob} {off}' (the default moved? update this test)")
-                return 1
-            with open(path, "w") as f:
-                f.write(re.sub(pat, f"#define {knob} {on}", text, flags=re.M))
-        for n, (d, kernels, files, more) in enumerate(BUILDS):
-            d0, d1 = os.path.join(tmp, f"def{n}"), os.path.join(tmp, f"on{n}")
-            os.makedirs(d0)
-            os.makedirs(d1)
-            opts = ("--head-dim", str(d)) + more
-            ref, rc = compile_sm90(fa4jit, mods, base, d0, opts, kernels)
-            if ref is None:
+        for tag, (knobs, builds, names) in enumerate(PASSES):
+            these = [m for m in mods if m.rsplit("/", 1)[-1].removesuffix(".mod") in names]
+            got, rc = run_pass(fa4jit, base, tmp, knobs, builds, these, tag)
+            if got is None:
                 return rc
-            on, rc = compile_sm90(fa4jit, mods, dict(base, FA4JIT_KERNEL_DIR=kd), d1, opts, kernels)
-            if on is None:
-                return rc
-            # every program at 168 registers but the sm80-style kernels the backward also builds
-            label = f"knobs switched D {d}{' ' + ' '.join(more) if more else ''}"
-            # the programs of ours (not the sm80-style ones the backward also builds); a backward main
-            # may keep a stack frame within the library's tolerance, as the library does
-            mine = []
-            for m in on:
-                progs = []
-                for p in m.get("programs", []):
-                    if not ("90" in p["name"] or p["name"] == "fwd"):
-                        continue
-                    if p["name"].startswith("bwd_main90") and 0 < p["stack_frame"] <= BWD_FRAME_TOLERANCE:
-                        print(f"note {label} {m['mod'].rsplit('/', 1)[-1]} {p['name']}: stack {p['stack_frame']} "
-                              f"(spills {p['spill_stores']}/{p['spill_loads']}), within the tolerance")
-                        p = dict(p, spill_stores=0, spill_loads=0, stack_frame=0)
-                    progs.append(p)
-                mine.append(dict(m, programs=progs))
-            bad += check_programs(mine, label, 168)
-            for m in on:
-                if m.get("fallbacks"):
-                    print(f"FAIL {label} {m['mod'].rsplit('/', 1)[-1]}: kept spill fallbacks {m['fallbacks']}")
-                    bad += 1
-            for name in MODS:
-                for prog in files:
-                    a = os.path.join(d0, f"{name}.{prog}.sm_90a.cubin")
-                    b = os.path.join(d1, f"{name}.{prog}.sm_90a.cubin")
-                    if not (os.path.exists(a) and os.path.exists(b)):
-                        print(f"FAIL {label} {name} {prog}: cubin missing ({a}, {b})")
-                        bad += 1
-                        continue
-                    with open(a, "rb") as fa, open(b, "rb") as fb:
-                        same = fa.read() == fb.read()
-                    print(f"{'FAIL' if same else 'ok  '} {label} {name} {prog}: the knobs' cubin "
-                          f"{'is the default one' if same else 'differs from the default one'}")
-                    bad += same
+            bad += got
     print(f"switched knobs: {bad} problem(s)")
     return 1 if bad else 0
 
