@@ -114,19 +114,19 @@ elif [ "$PART" = 4 ]; then
     # A short call (END_S about 230) gets the suite, the scale tests and the fix's A/B only.
     cap() { local t=$(( $(left) - $2 )); t=$(( t < $1 ? t : $1 )); echo $(( t > 1 ? t : 1 )); } # min($1, left - $2), >= 1
     echo "== 8. full suite on HEAD ($(left) s left)"
-    full_suite "$(cap 200 100)"
-    py_tests "scale or plain or softcap" "$(cap 60 60)"
+    full_suite "$(cap 200 120)"
     if [ -d "$D/k_reuse" ]; then
         # session 27: FA4_SM90_RELT_REUSE 1 (t5_bias's table fill copies the 63 entries two key
         # tiles share), k_reuse = HEAD's kernels with the knob on
         echo "== 8b. RELT_REUSE: the suite's t5 cases and T5's forward A/B ($(left) s left)"
-        FA4JIT_KERNEL_DIR=$D/k_reuse FA4JIT_CACHE_DIR=/tmp/nx-reuse timeout "$(cap 60 60)" "$D/test_gpu_sm80" --no-bench \
+        FA4JIT_KERNEL_DIR=$D/k_reuse FA4JIT_CACHE_DIR=/tmp/nx-reuse timeout "$(cap 50 80)" "$D/test_gpu_sm80" --no-bench \
             --filter "t5" >"$O/suite_reuse.log" 2>&1
         echo "t5 cases with RELT_REUSE 1: rc=$? $(grep -E '^TOTAL' "$O/suite_reuse.log")"
         grep FAIL "$O/suite_reuse.log" | head -5
-        ab ab_reuse "$(cap 90 40)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" \
+        ab ab_reuse "$(cap 80 20)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" \
             --variants "default,$D/k_reuse" --rounds 2
     fi
+    py_tests "scale or plain or softcap" "$(cap 60 40)"
     echo "== 9. the fix's cost on mod-free forwards ($(left) s left)"
     if [ "$(left)" -gt 40 ]; then
         ab ab_neg "$(cap 100 3)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
