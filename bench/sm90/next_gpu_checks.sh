@@ -107,6 +107,24 @@ elif [ "$PART" = 3 ]; then
         ab ab_d256 "$(( $(left) - 5 ))" --cases "headdim:D=256,plain_seqlen:S=4096" \
             --variants "default" --rounds 4
     fi
+elif [ "$PART" = 5 ]; then
+    # session 27, a short call (END_S about 230): the suite's scale group (the negative-scale fix
+    # of 4eaec8f and its two new cases), RELT_REUSE's t5 cases and A/B, then the full suite in
+    # what is left
+    cap() { local t=$(( $(left) - $2 )); t=$(( t < $1 ? t : $1 )); echo $(( t > 1 ? t : 1 )); } # min($1, left - $2), >= 1
+    echo "== 12. the suite's scale cases on HEAD ($(left) s left)"
+    FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 50 150)" "$D/test_gpu_sm80" --no-bench --filter "scale" >"$O/suite_scale.log" 2>&1
+    echo "scale cases: rc=$? $(grep -E '^TOTAL' "$O/suite_scale.log")"
+    grep FAIL "$O/suite_scale.log" | head -5
+    echo "== 13. RELT_REUSE: the suite's t5 cases and T5's forward A/B ($(left) s left)"
+    FA4JIT_KERNEL_DIR=$D/k_reuse FA4JIT_CACHE_DIR=/tmp/nx-reuse timeout "$(cap 50 90)" "$D/test_gpu_sm80" --no-bench \
+        --filter "t5" >"$O/suite_reuse.log" 2>&1
+    echo "t5 cases with RELT_REUSE 1: rc=$? $(grep -E '^TOTAL' "$O/suite_reuse.log")"
+    grep FAIL "$O/suite_reuse.log" | head -5
+    ab ab_reuse "$(cap 80 10)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" \
+        --variants "default,$D/k_reuse" --rounds 2
+    echo "== 14. full suite on HEAD ($(left) s left)"
+    [ "$(left)" -gt 20 ] && full_suite "$(cap 300 3)"
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
