@@ -47,6 +47,16 @@ run_bench() {
         grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
     fi
 }
+# session 27: FA4_SM90_RELT_REUSE 1 (t5_bias's table fill copies the 63 entries two key tiles share;
+# k_reuse = the kernels with the knob on): the suite's t5 cases (timeout $1 s) and the A/B of T5's
+# forward against plain's (timeout $2 s)
+reuse_checks() {
+    FA4JIT_KERNEL_DIR=$D/k_reuse FA4JIT_CACHE_DIR=/tmp/nx-reuse timeout "$1" "$D/test_gpu_sm80" --no-bench \
+        --filter "t5" >"$O/suite_reuse.log" 2>&1
+    echo "t5 cases with RELT_REUSE 1: rc=$? $(grep -E '^TOTAL' "$O/suite_reuse.log")"
+    grep FAIL "$O/suite_reuse.log" | head -5
+    ab ab_reuse "$2" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" --variants "default,$D/k_reuse" --rounds 2
+}
 if [ "$PART" = 1 ]; then
     echo "== 1. full suite ($(left) s left)"
     full_suite 220
@@ -117,12 +127,7 @@ elif [ "$PART" = 5 ]; then
     echo "scale cases: rc=$? $(grep -E '^TOTAL' "$O/suite_scale.log")"
     grep FAIL "$O/suite_scale.log" | head -5
     echo "== 13. RELT_REUSE: the suite's t5 cases and T5's forward A/B ($(left) s left)"
-    FA4JIT_KERNEL_DIR=$D/k_reuse FA4JIT_CACHE_DIR=/tmp/nx-reuse timeout "$(cap 50 90)" "$D/test_gpu_sm80" --no-bench \
-        --filter "t5" >"$O/suite_reuse.log" 2>&1
-    echo "t5 cases with RELT_REUSE 1: rc=$? $(grep -E '^TOTAL' "$O/suite_reuse.log")"
-    grep FAIL "$O/suite_reuse.log" | head -5
-    ab ab_reuse "$(cap 80 10)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" \
-        --variants "default,$D/k_reuse" --rounds 2
+    reuse_checks "$(cap 50 90)" "$(cap 80 10)"
     echo "== 14. full suite on HEAD ($(left) s left)"
     [ "$(left)" -gt 20 ] && full_suite "$(cap 300 3)"
 elif [ "$PART" = 4 ]; then
@@ -134,15 +139,8 @@ elif [ "$PART" = 4 ]; then
     echo "== 8. full suite on HEAD ($(left) s left)"
     full_suite "$(cap 200 120)"
     if [ -d "$D/k_reuse" ]; then
-        # session 27: FA4_SM90_RELT_REUSE 1 (t5_bias's table fill copies the 63 entries two key
-        # tiles share), k_reuse = HEAD's kernels with the knob on
         echo "== 8b. RELT_REUSE: the suite's t5 cases and T5's forward A/B ($(left) s left)"
-        FA4JIT_KERNEL_DIR=$D/k_reuse FA4JIT_CACHE_DIR=/tmp/nx-reuse timeout "$(cap 50 80)" "$D/test_gpu_sm80" --no-bench \
-            --filter "t5" >"$O/suite_reuse.log" 2>&1
-        echo "t5 cases with RELT_REUSE 1: rc=$? $(grep -E '^TOTAL' "$O/suite_reuse.log")"
-        grep FAIL "$O/suite_reuse.log" | head -5
-        ab ab_reuse "$(cap 80 20)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" \
-            --variants "default,$D/k_reuse" --rounds 2
+        reuse_checks "$(cap 50 80)" "$(cap 80 20)"
     fi
     py_tests "scale or plain or softcap" "$(cap 60 40)"
     echo "== 9. the fix's cost on mod-free forwards ($(left) s left)"
