@@ -123,11 +123,11 @@ elif [ "$PART" = 5 ]; then
     # what is left
     cap() { local t=$(( $(left) - $2 )); t=$(( t < $1 ? t : $1 )); echo $(( t > 1 ? t : 1 )); } # min($1, left - $2), >= 1
     echo "== 12. the suite's scale cases on HEAD ($(left) s left)"
-    FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 50 150)" "$D/test_gpu_sm80" --no-bench --filter "scale" >"$O/suite_scale.log" 2>&1
+    FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 45 100)" "$D/test_gpu_sm80" --no-bench --filter "scale" >"$O/suite_scale.log" 2>&1
     echo "scale cases: rc=$? $(grep -E '^TOTAL' "$O/suite_scale.log")"
     grep FAIL "$O/suite_scale.log" | head -5
     echo "== 13. RELT_REUSE: the suite's t5 cases and T5's forward A/B ($(left) s left)"
-    reuse_checks "$(cap 50 90)" "$(cap 80 10)"
+    reuse_checks "$(cap 45 55)" "$(cap 80 5)"
     echo "== 14. full suite on HEAD ($(left) s left)"
     [ "$(left)" -gt 20 ] && full_suite "$(cap 300 3)"
 elif [ "$PART" = 4 ]; then
