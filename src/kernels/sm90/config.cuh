@@ -53,6 +53,10 @@ constexpr int kD = FA4_HEAD_DIM;
 constexpr int kDv = FA4_HEAD_DIM_V;
 constexpr int kDp = (kD + 63) / 64 * 64;   /* padded to whole panels */
 constexpr int kDvp = (kDv + 63) / 64 * 64;
+/* padded Dv 256: O takes 128 of a consumer's registers, and the forward's first build keeps only
+ * the score_mod forms that fit beside it (softmax.cuh: no FA4_SM90_FWD_TILE_RUN, no 34-position
+ * relative form). A macro, for #if. */
+#define FA4_SM90_WIDE_O (FA4_HEAD_DIM_V > 192)
 /* FA4_SM90_FWD64_CONSUMERS=3 (the host's FA4JIT_SM90_FWD64_CONSUMERS=3, an A/B switch): three
  * consumers with the intra-warpgroup overlap (mainloop.cuh's stash) for the forward at padded
  * D = Dv = 64, unchecked builds. Not under the spill fallbacks (path_sm90.c: their first level,

@@ -109,7 +109,10 @@
 #ifndef FA4_SM90_FWD_TILE_RUN
 #define FA4_SM90_FWD_TILE_RUN 8
 #endif
-#if FA4_SM90_TFOLD && !FA4_SM90_RELT && FA4_SM90_FWD_TILE_RUN > 0
+/* (not at padded Dv 256, FA4_SM90_WIDE_O: the run's registers and the relative form's (below)
+ * made rel_bias's D 256 forward spill 60 bytes at level 0 and 52 at levels 1 and 2, so it ran
+ * the non-overlapped level 3; without both its level 0 is clean, NVRTC 13, bf16) */
+#if FA4_SM90_TFOLD && !FA4_SM90_RELT && FA4_SM90_FWD_TILE_RUN > 0 && !FA4_SM90_WIDE_O
 #define FA4_SM90_TRUN 1
 #else
 #define FA4_SM90_TRUN 0
@@ -542,7 +545,7 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
         }
         return;
     }
-#elif FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_REL && FA4_SM90_CONSUMERS != 3
+#elif FA4_HAS_SCORE_MOD && FA4_SCORE_MOD_REL && FA4_SM90_REL && FA4_SM90_CONSUMERS != 3 && !FA4_SM90_WIDE_O
     /* score_mod = score + g(kv_idx - q_idx) (emit_rel.c: rel_bias, t5_bias): the second row (q + 8)
      * at key k has the first row's g at key k - 8, i.e. the previous chunk's, so g runs at 34 of the
      * 64 positions. The score is formed as the mod forms it (scaled score + g), bit for bit. */
