@@ -177,7 +177,11 @@ def build_cases(quick: bool, optional: bool = False) -> List[Case]:
            Case("mods", "rel. bias (fixed)", B0, HEADS, HEADS, BASE_S, 128,
                 score_mod="rel_bias", peers=mod_peers, extra={"max_dist": REL_MAX_DIST},
                 notes=f"the trainable case's table H x {2 * REL_MAX_DIST + 1} without its "
-                      "gradient: what the backward's trainability costs")] if optional else []
+                      "gradient: what the backward's trainability costs"),
+           Case("mods", "rel. bias D=256", B0, HEADS, HEADS, BASE_S, 256, score_mod="rel_bias",
+                peers=mod_peers, extra={"max_dist": REL_MAX_DIST},
+                notes=f"table H x {2 * REL_MAX_DIST + 1}, fp32, fixed; head dim 256, where the "
+                      "sm90 forward's register budget is tightest")] if optional else []
     # quick mode: Flex (a compile per shape, seconds each) only where it is the only peer or at
     # the headline shapes; the SDPA backends cover the rest
     flex_all = not quick

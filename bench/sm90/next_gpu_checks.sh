@@ -118,9 +118,9 @@ elif [ "$PART" = 3 ]; then
             --variants "default" --rounds 4
     fi
 elif [ "$PART" = 5 ]; then
-    # session 27, a short call (END_S about 230): the suite's scale group (the negative-scale fix
-    # of 4eaec8f and its two new cases), RELT_REUSE's t5 cases and A/B, then the full suite in
-    # what is left
+    # session 27, a short call (END_S about 230; 330 for every step): the suite's scale group (the
+    # negative-scale fix of 4eaec8f and its two new cases), RELT_REUSE's t5 cases and A/B, rel_bias's
+    # D 256 forward (3fe357b) against k_prev, then the full suite in what is left
     cap() { local t=$(( $(left) - $2 )); t=$(( t < $1 ? t : $1 )); echo $(( t > 1 ? t : 1 )); } # min($1, left - $2), >= 1
     echo "== 12. the suite's scale cases on HEAD ($(left) s left)"
     FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 45 100)" "$D/test_gpu_sm80" --no-bench --filter "scale" >"$O/suite_scale.log" 2>&1
@@ -128,6 +128,16 @@ elif [ "$PART" = 5 ]; then
     grep FAIL "$O/suite_scale.log" | head -5
     echo "== 13. RELT_REUSE: the suite's t5 cases and T5's forward A/B ($(left) s left)"
     reuse_checks "$(cap 45 55)" "$(cap 80 5)"
+    if [ -d "$D/k_prev" ]; then
+        # 3fe357b: rel_bias's D 256 forward at level 0 (overlapped) instead of level 3; k_prev =
+        # any kernels before it (13d477c's)
+        echo "== 13b. rel_bias at D 256: its suite cases and the A/B against k_prev ($(left) s left)"
+        FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 40 40)" "$D/test_gpu_sm80" --no-bench --filter "relbias" \
+            >"$O/suite_relbias.log" 2>&1
+        echo "relbias cases: rc=$? $(grep -E '^TOTAL' "$O/suite_relbias.log")"
+        grep FAIL "$O/suite_relbias.log" | head -5
+        ab ab_wide "$(cap 60 5)" --cases "mods:rel._bias_D=256,headdim:D=256" --variants "default,$D/k_prev" --rounds 2
+    fi
     echo "== 14. full suite on HEAD ($(left) s left)"
     [ "$(left)" -gt 20 ] && full_suite "$(cap 300 3)"
 elif [ "$PART" = 4 ]; then
