@@ -15,6 +15,15 @@
 #      (session 25: the split's key-only full copy against a08a058's kernels).
 #   PART 2: 4. a knob's suite cases and A/B (session 25: FA4_SM90_TILE_FOLD 1, k_tf1); 5. bench/run.py
 #      full, with FlexAttention.
+# **Pending since session 27 (no device call ran in it): PART 5** (about 330 s; 150 s gets the scale
+# cases and RELT_REUSE's), set up with
+#   bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ &&
+#   rm -rf /tmp/kp .devcarry/k_prev .devcarry/k_reuse && mkdir -p /tmp/kp &&
+#   git archive 13d477c src/kernels | tar -x -C /tmp/kp && cp -r /tmp/kp/src/kernels .devcarry/k_prev &&
+#   cp -r src/kernels .devcarry/k_reuse &&
+#   sed -i 's/^#define FA4_SM90_RELT_REUSE 0/#define FA4_SM90_RELT_REUSE 1/' .devcarry/k_reuse/sm90/softmax.cuh
+# then `PART=5 END_S=330 bash .devcarry/next_gpu_checks.sh`; PART 4 (the same set-up, about 520 s)
+# adds the package's scale tests, the negative-scale fix's A/B, T5's backward and bench/run.py.
 D=$(cd "$(dirname "$0")" && pwd)
 END_DEFAULT=560
 . "$D/device_env.sh"
