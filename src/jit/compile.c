@@ -543,19 +543,24 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
     }
 
     /* Speculation: where the program's first build is likely to spill (its desc's speculate says
-     * so for this spec and mod), its first fallback is compiled beside it instead of after it.
-     * The kept build is the one the sequential order keeps (the first unless it spills and the
-     * fallback spills less); only the wall time differs. Where the first build would not spill,
-     * the extra build only costs CPU time, hence a predicate rather than every build. */
-    int base[FA4_MAX_PROGRAMS], first[FA4_MAX_PROGRAMS], spec_of[FA4_MAX_PROGRAMS], ns = 0;
+     * so for this spec and mod, with how many fallback levels), those levels are compiled beside it
+     * instead of after it. The kept build is the one the sequential order keeps (the first unless it
+     * spills and a level in order spills less; a level runs only while the kept build spills); only
+     * the wall time differs. Where the first build would not spill, the extra builds only cost CPU
+     * time, hence a predicate rather than every build. */
+    int base[FA4_MAX_PROGRAMS], first[FA4_MAX_PROGRAMS], spec_of[2 * FA4_MAX_PROGRAMS],
+        spec_level[2 * FA4_MAX_PROGRAMS], ns = 0;
     for (int i = 0; i < n; i++) {
         base[i] = jobs[i].num_opts; /* the options without any fallback's */
         first[i] = 0;
-        if (descs[i]->speculate && descs[i]->speculate(&r->spec, k->mod) && descs[i]->spill_fallback[0] &&
-            jobs[i].num_opts < FA4__NVRTC_MAX_OPTS && n + ns < 2 * FA4_MAX_PROGRAMS) {
-            fallback_job(&jobs[n + ns], &jobs[i], base[i], descs[i]->spill_fallback[0]);
-            spec_of[ns++] = i;
-            first[i] = 1;
+        const int want = descs[i]->speculate ? descs[i]->speculate(&r->spec, k->mod) : 0;
+        for (int lv = 0; lv < want && lv < FA4__MAX_SPILL_FALLBACKS && descs[i]->spill_fallback[lv] &&
+                         jobs[i].num_opts < FA4__NVRTC_MAX_OPTS && n + ns < 2 * FA4_MAX_PROGRAMS;
+             lv++) {
+            fallback_job(&jobs[n + ns], &jobs[i], base[i], descs[i]->spill_fallback[lv]);
+            spec_of[ns] = i;
+            spec_level[ns++] = lv;
+            first[i] = lv + 1;
         }
     }
     double t0 = fa4__now_ms();
@@ -563,10 +568,12 @@ static fa4_status compile_programs(fa4_ctx *ctx, const resolved *r, fa4_kernel *
     st = FA4_OK; /* a speculative build's failure is not the kernel's */
     for (int i = 0; i < n && st == FA4_OK; i++)
         st = jobs[i].status;
+    /* in level order per program (they were queued so): each kept only where the build kept so far
+     * still spills, as spill_fallbacks would */
     for (int a = 0; a < ns; a++) {
         fa4__nvrtc_job *j = &jobs[spec_of[a]];
         if (st == FA4_OK && fallback_cost(j) > descs[spec_of[a]]->frame_tolerance)
-            keep_cleaner(j, &jobs[n + a], descs[spec_of[a]]->spill_fallback[0]);
+            keep_cleaner(j, &jobs[n + a], descs[spec_of[a]]->spill_fallback[spec_level[a]]);
         else
             fa4__nvrtc_job_release(&jobs[n + a]);
     }

@@ -181,9 +181,9 @@ typedef struct fa4__program_desc {
      * wgmma (cheaper register schedules); the build with the fewest spill bytes is kept. NULL ends
      * the list */
     const char *spill_fallback[FA4__MAX_SPILL_FALLBACKS];
-    /* NULL, or where it returns non-zero (the first build is likely to spill): spill_fallback[0]
-     * is compiled beside the first build rather than after it spilled (compile.c; the kept build
-     * is the same, only the wall time differs) */
+    /* NULL, or where it returns N > 0 (the first build is likely to spill, and so are the levels
+     * before the N-th): spill_fallback[0 .. N - 1] are compiled beside the first build rather than
+     * after it spilled (compile.c; the kept build is the same, only the wall time differs) */
     int (*speculate)(const fa4_kernel_spec *spec, const fa4__mod *mod);
     /* NULL: compiled for every spec that asks for `needs`; else only where it returns non-zero (a
      * variant program that applies to some specs only, e.g. sm90's bwd_main90m80) */

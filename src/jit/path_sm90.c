@@ -42,10 +42,15 @@ static int head_dim_v(const fa4_kernel_spec *spec)
  * consumers' 232, and alibi's, softcap's, softcap_causal's and rel_bias's D 256 first builds spilled
  * 24-32 bytes (NVRTC 13, bf16; head_scale's and t5_bias's did not). Their level 1 is compiled
  * beside it (compile.c): alibi's and softcap's cold forward at D 256 went from two builds in
- * series to two at once. */
+ * series to two at once; with a mask_mod too, level 2 as well (softcap_causal: three builds at
+ * once instead of two rounds). rel_bias's first build is clean there since session 27. */
 static int fwd_speculate(const fa4_kernel_spec *spec, const fa4__mod *mod)
 {
-    return fa4__mod_has_score(mod) && head_dim_v(spec) > 192;
+    if (!fa4__mod_has_score(mod) || head_dim_v(spec) <= 192)
+        return 0;
+    /* with a mask_mod too, level 1 (the checked tile's split off) spilled as well, and
+     * softcap_causal's D 256 forward compiled level 2 after levels 0 and 1: both beside the first */
+    return fa4__mod_has_mask(mod) ? 2 : 1;
 }
 
 static const fa4__program_desc programs[] = {
