@@ -28,12 +28,25 @@ D=$(cd "$(dirname "$0")" && pwd)
 END_DEFAULT=560
 . "$D/device_env.sh"
 PART=${PART:-1}
-# the full sm90 suite on the carried build (timeout $1 s), its total and first failures
-full_suite() {
-    FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$1" "$D/test_gpu_sm80" --no-bench >"$O/suite.log" 2>&1
-    echo "full suite rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite.log")"
-    grep FAIL "$O/suite.log" | head -8
+# min($1, left - $2), at least 1: a step's timeout that leaves $2 s for the steps after it
+cap() { local t=$(( $(left) - $2 )); t=$(( t < $1 ? t : $1 )); echo $(( t > 1 ? t : 1 )); }
+# the sm90 suite (test_gpu_sm80 --no-bench and the arguments after the third) on the kernels $3
+# ("default": the carried build's own, else a kernel dir under $D), timeout $2 s; log $O/$1.log,
+# its total and first failures printed
+suite() {
+    local log=$1 t=$2 kd=$3
+    shift 3
+    if [ "$kd" = default ]; then
+        FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$t" "$D/test_gpu_sm80" --no-bench "$@" >"$O/$log.log" 2>&1
+    else
+        FA4JIT_KERNEL_DIR=$D/$kd FA4JIT_CACHE_DIR=/tmp/nx-$kd timeout "$t" "$D/test_gpu_sm80" --no-bench "$@" \
+            >"$O/$log.log" 2>&1
+    fi
+    echo "$log ($kd kernels $*) rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/$log.log")"
+    grep FAIL "$O/$log.log" | head -8
 }
+# the full sm90 suite on the carried build (timeout $1 s)
+full_suite() { suite suite "$1" default; }
 # the PyTorch package's GPU tests named by -k "$1" (timeout $2 s)
 py_tests() {
     FA4JIT_LIBRARY=$D/libfa4jit.so.0 FA4JIT_CACHE_DIR=/tmp/nx-py timeout "$2" python3 -m pytest -q tests/python/test_gpu.py \
@@ -60,10 +73,7 @@ run_bench() {
 # k_reuse = the kernels with the knob on): the suite's t5 cases (timeout $1 s) and the A/B of T5's
 # forward against plain's (timeout $2 s)
 reuse_checks() {
-    FA4JIT_KERNEL_DIR=$D/k_reuse FA4JIT_CACHE_DIR=/tmp/nx-reuse timeout "$1" "$D/test_gpu_sm80" --no-bench \
-        --filter "t5" >"$O/suite_reuse.log" 2>&1
-    echo "t5 cases with RELT_REUSE 1: rc=$? $(grep -E '^TOTAL' "$O/suite_reuse.log")"
-    grep FAIL "$O/suite_reuse.log" | head -5
+    suite suite_reuse "$1" k_reuse --filter "t5"
     ab ab_reuse "$2" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" --variants "default,$D/k_reuse" --rounds 2
 }
 if [ "$PART" = 1 ]; then
@@ -97,13 +107,8 @@ elif [ "$PART" = 3 ]; then
     #   what the trainable table costs rel_bias's backward; soft-cap (fast math and not) with software
     #   exp2 on 25% / 50% of the elements; the D 256 forward's spread.
     echo "== 6. suite: group T, relbias, t5 ($(left) s left)"
-    FA4JIT_CACHE_DIR=/tmp/nx-def timeout 150 "$D/test_gpu_sm80" --no-bench --filter "scale|relbias|t5" >"$O/suite3.log" 2>&1
-    echo "default kernels rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite3.log")"
-    grep FAIL "$O/suite3.log" | head -8
-    FA4JIT_KERNEL_DIR=$D/k_on FA4JIT_CACHE_DIR=/tmp/nx-on timeout 150 "$D/test_gpu_sm80" --no-bench --filter "scale|relbias|t5" \
-        >"$O/suite3_on.log" 2>&1
-    echo "k_on kernels rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/suite3_on.log")"
-    grep FAIL "$O/suite3_on.log" | head -8
+    suite suite3 150 default --filter "scale|relbias|t5"
+    suite suite3_on 150 k_on --filter "scale|relbias|t5"
     echo "== 6b. the opt-in knobs A/B ($(left) s left)"
     ab ab_on 120 --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
         --variants "default,$D/k_on" --rounds 2
@@ -130,21 +135,15 @@ elif [ "$PART" = 5 ]; then
     # session 27, a short call (END_S about 230; 330 for every step): the suite's scale group (the
     # negative-scale fix of 4eaec8f and its two new cases), RELT_REUSE's t5 cases and A/B, rel_bias's
     # D 256 forward (3fe357b) against k_prev, then the full suite in what is left
-    cap() { local t=$(( $(left) - $2 )); t=$(( t < $1 ? t : $1 )); echo $(( t > 1 ? t : 1 )); } # min($1, left - $2), >= 1
     echo "== 12. the suite's scale cases on HEAD ($(left) s left)"
-    FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 45 100)" "$D/test_gpu_sm80" --no-bench --filter "scale" >"$O/suite_scale.log" 2>&1
-    echo "scale cases: rc=$? $(grep -E '^TOTAL' "$O/suite_scale.log")"
-    grep FAIL "$O/suite_scale.log" | head -5
+    suite suite_scale "$(cap 45 100)" default --filter "scale"
     echo "== 13. RELT_REUSE: the suite's t5 cases and T5's forward A/B ($(left) s left)"
     reuse_checks "$(cap 45 55)" "$(cap 80 5)"
     if [ -d "$D/k_prev" ]; then
         # 3fe357b: rel_bias's D 256 forward at level 0 (overlapped) instead of level 3; k_prev =
         # any kernels before it (13d477c's)
         echo "== 13b. rel_bias at D 256: its suite cases and the A/B against k_prev ($(left) s left)"
-        FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 40 40)" "$D/test_gpu_sm80" --no-bench --filter "relbias" \
-            >"$O/suite_relbias.log" 2>&1
-        echo "relbias cases: rc=$? $(grep -E '^TOTAL' "$O/suite_relbias.log")"
-        grep FAIL "$O/suite_relbias.log" | head -5
+        suite suite_relbias "$(cap 40 40)" default --filter "relbias"
         ab ab_wide "$(cap 60 5)" --cases "mods:rel._bias_D=256,headdim:D=256" --variants "default,$D/k_prev" --rounds 2
     fi
     echo "== 14. full suite on HEAD ($(left) s left)"
@@ -154,7 +153,6 @@ elif [ "$PART" = 4 ]; then
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
     # 13d477c's kernels (git archive 13d477c src/kernels); then bench/run.py in what is left.
     # A short call (END_S about 230) gets the suite, the scale tests and the fix's A/B only.
-    cap() { local t=$(( $(left) - $2 )); t=$(( t < $1 ? t : $1 )); echo $(( t > 1 ? t : 1 )); } # min($1, left - $2), >= 1
     echo "== 8. full suite on HEAD ($(left) s left)"
     full_suite "$(cap 200 120)"
     if [ -d "$D/k_reuse" ]; then
@@ -176,10 +174,7 @@ elif [ "$PART" = 4 ]; then
     run_bench
 else
     echo "== 4. FA4_SM90_TILE_FOLD ($(left) s left)"
-    FA4JIT_KERNEL_DIR=$D/k_tf1 FA4JIT_CACHE_DIR=/tmp/nx-tf1 timeout 90 "$D/test_gpu_sm80" --no-bench --filter "relbias" \
-        >"$O/suite_tf1.log" 2>&1
-    echo "relbias cases with TILE_FOLD 1: rc=$? $(grep -E '^TOTAL' "$O/suite_tf1.log")"
-    grep FAIL "$O/suite_tf1.log" | head -5
+    suite suite_tf1 90 k_tf1 --filter "relbias"
     ab ab_tf1 120 --cases "plain_seqlen:S=4096,mods:rel._bias_(trainable)" \
         --variants "default,$D/k_tf1" --rounds 2
     echo "== 5. bench/run.py ($(left) s left)"
