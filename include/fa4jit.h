@@ -414,7 +414,9 @@ FA4_API fa4_status fa4_launch_fwd(fa4_kernel *kernel, const fa4_fwd_args *args);
 /* Bytes of device workspace that fa4_launch_fwd can use for these arguments (workspace fields
  * ignored): with it the sm90 forward hands out its tiles from a counter in the workspace (each CTA
  * takes the next tile when it is free, heaviest first within groups of heads) instead of dealing
- * them out in a fixed order; the outputs are bitwise the same either way. 0 where the kernel path
+ * them out in a fixed order (and, in builds with FA4_SM90_RELT_BOUNDS, keeps per batch entry and
+ * head the offsets kv - q beyond which a score_mod of the form score + g(kv - q) adds one value);
+ * the outputs are bitwise the same either way. 0 where the kernel path
  * has no use for one (sm80): a workspace given there is ignored. */
 FA4_API fa4_status fa4_fwd_workspace_size(fa4_kernel *kernel, const fa4_fwd_args *args,
                                           size_t *bytes);

@@ -550,10 +550,49 @@ static size_t fwd_perm_bytes(const fa4__problem *p)
     return (n + 255) / 256 * 256;
 }
 
+/* ... then the relative form's bounds (softmax.cuh FA4_SM90_RELT_BOUNDS, fwd.cu fa4_sm90_rel_bounds):
+ * int32 [batch][hq][4], reserved for every call (16 bytes a head and batch entry) so that the size
+ * does not depend on which build runs. */
+static size_t fwd_bounds_bytes(const fa4__problem *p)
+{
+    const size_t n = (size_t)p->batch * (size_t)p->hq * 4 * sizeof(int32_t);
+    return (n + 255) / 256 * 256;
+}
+
 static fa4_status sm90_fwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
 {
     (void)k;
-    *bytes = SCHED_CTR_BYTES + fwd_perm_bytes(p);
+    *bytes = SCHED_CTR_BYTES + fwd_perm_bytes(p) + fwd_bounds_bytes(p);
+    return FA4_OK;
+}
+
+/* With a workspace and a build that has fa4_sm90_rel_bounds (FA4_SM90_RELT_BOUNDS), after the
+ * schedule's preparation on the same stream: the bounds' words set to INT_MIN, then the kernel
+ * (grid: batch x hq CTAs by chunks of 1024 offsets, 256 threads; an ordinary launch, so that the
+ * order kernel has ended before it, and the forward's wait covers both). *rb: the bounds, or NULL
+ * where nothing ran. */
+static fa4_status bounds_prepare(fa4_kernel *k, const fa4__problem *p, fa4_params *pr, int **rb)
+{
+    fa4_ctx *ctx = k->ctx;
+    const fa4__cu *cu = ctx->cu;
+    *rb = NULL;
+    CUfunction f = fa4__kernel_function(k, "fwd", "fa4_sm90_rel_bounds");
+    if (!f)
+        return FA4_OK;
+    const int64_t hb = (int64_t)p->batch * p->hq;
+    const int64_t offsets = (int64_t)p->seqlen_q + p->seqlen_k - 1, chunks = (offsets + 1023) / 1024;
+    if (hb <= 0 || offsets <= 0 || hb > INT32_MAX)
+        return FA4_OK;
+    int *b = (int *)((uint8_t *)p->workspace + SCHED_CTR_BYTES + fwd_perm_bytes(p));
+    CUresult r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)b, 0x80000000u, (size_t)hb * 4, p->stream);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(relative bounds)");
+    void *args[3] = {pr, (void *)(p->aux_block ? p->aux_block : zero_aux), &b};
+    r = fa4__cu_launch(cu, f, (unsigned)hb, (unsigned)(chunks < 65535 ? chunks : 65535), 1, 256, 0, p->stream,
+                       args, 0);
+    if (r != CUDA_SUCCESS)
+        return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fa4_sm90_rel_bounds");
+    *rb = b;
     return FA4_OK;
 }
 
@@ -592,8 +631,9 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
     CUtensorMap mq, mk, mv;
     CUfunction f;
     CUresult r;
-    void *args[6];
+    void *args[7];
     unsigned *ctr = NULL;
+    int *rb = NULL;
     const int varlen_q = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
     const int n = fwd_n(p->head_dim, p->head_dim_v);
     int smem = fwd_smem(p->head_dim, p->head_dim_v), q_box = FWD_M, threads = FWD_THREADS;
@@ -649,14 +689,17 @@ fa4_status fa4__sm90_launch_fwd_ctas(fa4_kernel *k, const fa4__problem *p, int m
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuFuncSetAttribute(max dynamic smem)");
     if (p->workspace && (st = sched_prepare(k, p, &pr, &ctr)) != FA4_OK)
         return st;
+    if (p->workspace && (st = bounds_prepare(k, p, &pr, &rb)) != FA4_OK)
+        return st;
     args[0] = &pr;
     args[1] = (void *)(p->aux_block ? p->aux_block : zero_aux);
     args[2] = &mq;
     args[3] = &mk;
     args[4] = &mv;
     args[5] = &ctr;
+    args[6] = &rb; /* a build without the bounds has six parameters and reads no seventh */
     r = fa4__cu_launch(cu, f, (unsigned)ctas, 1, 1, (unsigned)threads, (unsigned)smem, p->stream, args,
-                       p->workspace && p->has_block_mask);
+                       p->workspace && (p->has_block_mask || rb));
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "fwd");
     return FA4_OK;

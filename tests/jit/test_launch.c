@@ -293,9 +293,11 @@ static void test_fwd_workspace(void **state)
     fa4_kernel *k80 = f->k;
     f->k = k90;
     valid_args(f);
-    /* dense: the counter's 256 bytes */
+    /* dense: the counter's 256 bytes, then the relative form's bounds (B x HQ x 4 int32, rounded up
+     * to 256 bytes; reserved for every call) */
+    const size_t bounds = (B * HQ * 16 + 255) / 256 * 256;
     assert_int_equal(fa4_fwd_workspace_size(k90, &f->a, &n), FA4_OK);
-    assert_int_equal(n, 256);
+    assert_int_equal(n, 256 + bounds);
     /* block mask: plus the ranking of each mask row's query tiles (B x HQ rows, 3 tiles of 128 of
      * SQ 300, int32, rounded up to 256 bytes) */
     fa4_block_mask bm;
@@ -307,26 +309,26 @@ static void test_fwd_workspace(void **state)
     bm.kv_indices = FAKE(10);
     f->a.block_mask = &bm;
     assert_int_equal(fa4_fwd_workspace_size(k90, &f->a, &n), FA4_OK);
-    assert_int_equal(n, 256 + (B * HQ * 3 * 4 + 255) / 256 * 256);
+    assert_int_equal(n, 256 + (B * HQ * 3 * 4 + 255) / 256 * 256 + bounds);
     bm.batch = 1, bm.heads = 1;
     assert_int_equal(fa4_fwd_workspace_size(k90, &f->a, &n), FA4_OK);
-    assert_int_equal(n, 512);
+    assert_int_equal(n, 512 + bounds);
     /* the size query checks the arguments like the launch */
     f->a.q.data = NULL;
     assert_int_equal(fa4_fwd_workspace_size(k90, &f->a, &n), FA4_ERR_INVALID_ARGUMENT);
     valid_args(f);
     f->a.workspace = FAKE(12);
-    f->a.workspace_size = 255;
-    expect(f, FA4_ERR_WORKSPACE, "must hold 256 bytes");
+    f->a.workspace_size = 255 + bounds;
+    expect(f, FA4_ERR_WORKSPACE, bounds == 256 ? "must hold 512 bytes" : "must hold");
     f->a.block_mask = &bm;
     f->a.workspace = FAKE(12);
-    f->a.workspace_size = 511;
-    expect(f, FA4_ERR_WORKSPACE, "must hold 512 bytes");
+    f->a.workspace_size = 511 + bounds;
+    expect(f, FA4_ERR_WORKSPACE, bounds == 256 ? "must hold 768 bytes" : "must hold");
     f->a.workspace = (char *)FAKE(12) + 128;
     f->a.workspace_size = 4096;
     expect(f, FA4_ERR_ALIGNMENT, "256-byte aligned");
     f->a.workspace = FAKE(12);
-    f->a.workspace_size = 256;
+    f->a.workspace_size = 256 + bounds;
     expect(f, FA4_ERR_NO_DEVICE, "not loaded on a device");
     f->a.workspace = NULL; /* the static schedule: the size is not looked at */
     f->a.workspace_size = 1;

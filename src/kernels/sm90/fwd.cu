@@ -87,7 +87,11 @@ struct fa4_sm90_next {
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     fa4_sm90_fwd(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
                  const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
-                 unsigned *sched)
+                 unsigned *sched
+#if FA4_SM90_RBOUND
+                 , const int *rel_bounds /* fa4_sm90_rel_bounds's, or NULL (the host passes it to every build) */
+#endif
+                 )
 {
     extern __shared__ __attribute__((aligned(1024))) unsigned char fa4_smem[];
     /* 128-byte swizzled tiles want 1024-byte aligned atoms. */
@@ -300,6 +304,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #if FA4_SM90_STASH
                                              , stash
 #endif
+#if FA4_SM90_RBOUND
+                                             , rel_bounds
+#endif
                 };
                 fa4_mbar_wait(bars.q(), (unsigned)nq & 1u);
                 ++nq;
@@ -396,3 +403,78 @@ extern "C" __global__ void __launch_bounds__(1024) fa4_sm90_fwd_order(const fa4_
     if (threadIdx.x == 0)
         sched[1] = (unsigned)s_hoist;
 }
+
+#if FA4_SM90_RBOUND
+/* FA4_SM90_RELT_BOUNDS (softmax.cuh's fa4_sm90_rel_bound): before the forward, on its stream, per
+ * (batch, head) hb = blockIdx.y, the offsets kv - q (the mod's indices, offsets added) of the
+ * sequence's real pairs, [omin, omax], at which g differs from g(omin) and from g(omax):
+ *   out[4 hb]     = max over them of -o where g(o) != g(omin) (-(the first such offset));
+ *   out[4 hb + 1] = max of o where g(o) != g(omax) (the last such offset);
+ *   out[4 hb + 2], out[4 hb + 3] = the bits of g(omin) and g(omax).
+ * The host sets every word to INT_MIN first (one memset): no such offset leaves it there (one g
+ * over the whole range). A g at an end that is not finite, or offsets or lengths past 2^29 (where
+ * the forward's int32 indices of padded rows could wrap), put INT_MAX in that region's word: no
+ * region. g at offset o is taken at a real pair (q = 0 or kv = 0), so it reads what the forward's
+ * own evaluation of that offset reads. blockIdx.x = hb; each CTA takes chunks of kRbChunk offsets
+ * (blockIdx.y, then every gridDim.y-th), 4 a thread. */
+constexpr int kRbChunk = 1024;
+__device__ __forceinline__ unsigned fa4_sm90_rel_g(const fa4_params &p, const fa4_aux &aux, int b, int h, long long kq,
+                                                   long long o, const fa4_score_uniform &su)
+{
+    const long long d = o - kq; /* kv - q as sequence positions */
+    const long long q = d >= 0 ? 0 : -d, k = d >= 0 ? d : 0;
+    return __float_as_uint(fa4_score_mod_rel(b, h, (int)(q + p.q_offset), (int)(k + p.kv_offset), aux, su));
+}
+
+extern "C" __global__ void __launch_bounds__(256) fa4_sm90_rel_bounds(const fa4_params p, const fa4_aux aux, int *out)
+{
+    fa4_pdl_launch(); /* the forward (a dependent launch) may start; its wait covers this grid */
+    const int hb = blockIdx.x, b = hb / p.hq, h = hb - b * p.hq;
+    const fa4_seq seq = fa4_seq_info(p, b);
+    const long long kq = p.kv_offset - p.q_offset;
+    const long long omin = kq - (seq.len_q - 1), omax = kq + (seq.len_k - 1);
+    if (seq.len_q <= 0 || seq.len_k <= 0 || omin + (long long)blockIdx.y * kRbChunk > omax)
+        return;
+    int *w = out + 4 * hb;
+    const long long lim = 1LL << 29;
+    if (p.q_offset < -lim || p.q_offset > lim || p.kv_offset < -lim || p.kv_offset > lim || p.seqlen_q > lim ||
+        p.seqlen_k > lim) {
+        if (blockIdx.y == 0 && threadIdx.x == 0) {
+            atomicMax(w, 2147483647);
+            atomicMax(w + 1, 2147483647);
+        }
+        return;
+    }
+    const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
+    const unsigned glo = fa4_sm90_rel_g(p, aux, b, h, kq, omin, su), ghi = fa4_sm90_rel_g(p, aux, b, h, kq, omax, su);
+    int nf = -2147483647 - 1, lne = -2147483647 - 1;
+    /* chunks blockIdx.y, + gridDim.y, ... (the host caps gridDim.y at 65535) */
+#pragma unroll 1
+    for (long long o0 = omin + (long long)blockIdx.y * kRbChunk; o0 <= omax; o0 += (long long)gridDim.y * kRbChunk) {
+#pragma unroll 1
+        for (long long o = o0 + threadIdx.x; o <= omax && o < o0 + kRbChunk; o += blockDim.x) {
+            const unsigned v = fa4_sm90_rel_g(p, aux, b, h, kq, o, su);
+            if (v != glo)
+                nf = max(nf, (int)-o);
+            if (v != ghi)
+                lne = max(lne, (int)o);
+        }
+    }
+    nf = __reduce_max_sync(0xffffffffu, nf);
+    lne = __reduce_max_sync(0xffffffffu, lne);
+    if ((threadIdx.x & 31) == 0) {
+        if (nf != -2147483647 - 1)
+            atomicMax(w, nf);
+        if (lne != -2147483647 - 1)
+            atomicMax(w + 1, lne);
+    }
+    if (blockIdx.y == 0 && threadIdx.x == 0) {
+        w[2] = (int)glo;
+        w[3] = (int)ghi;
+        if ((glo & 0x7f800000u) == 0x7f800000u)
+            atomicMax(w, 2147483647);
+        if ((ghi & 0x7f800000u) == 0x7f800000u)
+            atomicMax(w + 1, 2147483647);
+    }
+}
+#endif

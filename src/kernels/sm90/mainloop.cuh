@@ -197,7 +197,8 @@ struct fa4_sm90_early {
     int n0, lim_k;
     bool full, check;
     unsigned bits[kMaskWords];
-    bool rfold; /* FA4_SM90_RFOLD: the tile's relative table is one value, rc0 */
+    bool rfold; /* FA4_SM90_RFOLD: the tile's relative table is one value, rc0; FA4_SM90_RBOUND: the
+                 * tile lies in a region of one g, rc0 (and has no table) */
     float rc0;
     int rn0;      /* FA4_SM90_RREUSE: the key tile whose relative table is in shared memory */
     float rcarry; /* and its entry kN + t (threads t < 63), the next tile's entry t */
@@ -262,6 +263,12 @@ struct fa4_sm90_consumer {
 #if FA4_SM90_STASH
     unsigned stash; /* this warp's (fwd.cu), with q_base at word 5 */
 #endif
+#if FA4_SM90_RBOUND
+    const int *rel_bounds; /* fa4_sm90_rel_bounds's output, NULL without it (softmax.cuh) */
+#define FA4_SM90_RB_ARG rel_bounds
+#else
+#define FA4_SM90_RB_ARG nullptr
+#endif
 
     __device__ __forceinline__ void issue_qk(float (&sc)[kN / 8][4], int s) const
     {
@@ -314,7 +321,7 @@ struct fa4_sm90_consumer {
         {
             bool full;
             const int n0 = tiles.start(j, &full);
-            e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), n0, &e.rc0, e.rn0, e.rcarry);
+            e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), n0, &e.rc0, e.rn0, e.rcarry, FA4_SM90_RB_ARG);
         }
 #endif
 #if FA4_SM90_MASK_EARLY
@@ -325,7 +332,7 @@ struct fa4_sm90_consumer {
             fa4_sm90_mask_bits<kN / 8>(e.bits, p, aux, b, h, row0, e.n0 + 2 * (lane & 3), len_q, e.lim_k,
                                        e.full);
 #if FA4_SM90_RELT
-        e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), e.n0, &e.rc0, e.rn0, e.rcarry);
+        e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), e.n0, &e.rc0, e.rn0, e.rcarry, FA4_SM90_RB_ARG);
 #endif
 #endif
     }
@@ -354,6 +361,10 @@ struct fa4_sm90_consumer {
         if (e.rfold) /* the table is one value (scale > 0: the fill's check), folded */
             fa4_sm90_fold_c0(aw, p.scale, e.rc0);
         else
+#elif FA4_SM90_RBOUND
+        if (e.rfold) /* one g over the tile (the bounds): the table path's expression without the table */
+            fa4_sm90_add_c0<kN / 8>(sc, p.scale, e.rc0);
+        else
 #endif
         fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, e.lim_k, e.full, aw, relt());
         if (e.check)
@@ -370,6 +381,10 @@ struct fa4_sm90_consumer {
 #if FA4_SM90_RFOLD
         if (e.rfold) /* the table is one value (scale > 0: the fill's check), folded */
             fa4_sm90_fold_c0(aw, p.scale, e.rc0);
+        else
+#elif FA4_SM90_RBOUND
+        if (e.rfold) /* one g over the tile (the bounds): the table path's expression without the table */
+            fa4_sm90_add_c0<kN / 8>(sc, p.scale, e.rc0);
         else
 #endif
         fa4_sm90_scores<kN / 8, true, false>(sc, p, aux, b, h, row0, col0, len_q, lim_k, full, aw, relt());

@@ -98,6 +98,30 @@
 #else
 #define FA4_SM90_RREUSE 0
 #endif
+/* FA4_SM90_RELT_BOUNDS 1 (session 28, opt-in until measured): where the relative form's table
+ * serves (t5_bias), the offsets kv - q beyond which g is one value are found once per call and
+ * (batch, head) by fa4_sm90_rel_bounds (fwd.cu, launched by the host before the forward where
+ * there is a workspace): below the first offset whose g differs from g at the smallest offset of
+ * the sequence, g is that value (c_lo), and above the last offset whose g differs from g at the
+ * largest, c_hi, bit for bit (g reads the positions only as their difference, emit_rel.c). A key
+ * tile whose offsets over the warpgroup's 64 rows all lie in one of the two regions takes that
+ * value at every score (score * scale + c, the table path's own expression, so the same bits) with
+ * no fill, no barrier and no table reads: two compares and one 16-byte L1 read a tile, where the
+ * fill evaluates g once or twice per thread (about 80 instructions each) and waits at the
+ * warpgroup's barrier. Not folded into the softmax as FA4_SM90_RELT_FOLD's tiles are: the static
+ * schedule (no workspace, so no bounds) must give the same bits as the dynamic one (tests/gpu's
+ * case.c compares them). T5 at max distance 128 saturates beyond about 91 positions: at S 4096
+ * 3 of a row block's 32 key tiles keep the table. 0: the table at every tile. Not with
+ * FA4_SM90_RELT_FOLD. */
+#ifndef FA4_SM90_RELT_BOUNDS
+#define FA4_SM90_RELT_BOUNDS 0
+#endif
+#if FA4_SM90_RELT_BOUNDS && FA4_SM90_RELT && !FA4_SM90_AFFW && !FA4_SM90_TFOLD && !FA4_SM90_RFOLD && \
+    FA4_HAS_SCORE_MOD
+#define FA4_SM90_RBOUND 1
+#else
+#define FA4_SM90_RBOUND 0
+#endif
 /* a fragment's values in the softmax are kmul s + roff[row] (fa4_sm90_affw) */
 #define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD || FA4_SM90_RFOLD)
 /* FA4_SM90_FWD_TILE_RUN K (session 25; default 8 since session 26: H100 2026-12-06, B8 H16 S4096
@@ -270,12 +294,62 @@ __device__ __forceinline__ float fa4_sm90_rel_get(unsigned a)
     asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(g) : "r"(a) : "memory");
     return g;
 }
-/* Returns, with FA4_SM90_RFOLD, whether every entry of the table is one value (then in *c0), the
- * same answer in every thread of the warpgroup; else false. */
-__device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa4_params &p, const fa4_aux &aux,
-                                                  int b, int h, int q0, int n0, float *c0, int &rn0, float &rcarry)
+#if FA4_SM90_RBOUND
+/* FA4_SM90_RELT_BOUNDS: whether the offsets kv - q of rows [q0, q0 + 63] and keys [n0, n0 + kN - 1]
+ * (the mod's indices: the offsets added) all lie in one of (b, h)'s regions of one g (rb, written
+ * by fa4_sm90_rel_bounds: -(the first offset whose g differs from c_lo), the last offset whose g
+ * differs from c_hi, then c_lo and c_hi), and that value in *c0. The same answer in every thread
+ * of the warpgroup. */
+__device__ __forceinline__ bool fa4_sm90_rel_bound(const int *rb, const fa4_params &p, int b, int h, int q0, int n0,
+                                                   float *c0)
 {
-    (void)c0, (void)rn0, (void)rcarry;
+    int nf, lne, clo, chi;
+    asm volatile("ld.global.nc.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(nf), "=r"(lne), "=r"(clo), "=r"(chi)
+                 : "l"(rb + 4 * ((long long)b * p.hq + h)));
+    const long long d = (long long)n0 + p.kv_offset - ((long long)q0 + p.q_offset);
+    if (d + (kN - 1) < -(long long)nf) {
+        *c0 = __int_as_float(clo);
+        return true;
+    }
+    if (d - 63 > (long long)lne) {
+        *c0 = __int_as_float(chi);
+        return true;
+    }
+    return false;
+}
+
+/* A tile of one g (fa4_sm90_rel_bound): score_mod at every score as fa4_sm90_scores's table path
+ * forms it (the scaled score plus g, NVRTC contracts the two the same way), with c0 for g */
+template <int NT>
+__device__ __forceinline__ void fa4_sm90_add_c0(float (&s)[NT][4], float scale, float c0)
+{
+#pragma unroll
+    for (int ni = 0; ni < NT; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const float x = s[ni][e] * scale;
+            s[ni][e] = x + c0;
+        }
+}
+#endif
+
+/* Returns, with FA4_SM90_RFOLD, whether every entry of the table is one value (then in *c0), and
+ * with FA4_SM90_RBOUND whether the tile lies in a region of one g (rb: fa4_sm90_rel_bound; no
+ * table filled then), the same answer in every thread of the warpgroup; else false. */
+__device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa4_params &p, const fa4_aux &aux,
+                                                  int b, int h, int q0, int n0, float *c0, int &rn0, float &rcarry,
+                                                  const int *rb)
+{
+    (void)c0, (void)rn0, (void)rcarry, (void)rb;
+#if FA4_SM90_RBOUND
+    if (rb && fa4_sm90_rel_bound(rb, p, b, h, q0, n0, c0)) {
+#if FA4_SM90_RREUSE
+        rn0 = kRelNone; /* the table in shared memory is not the one before n0's */
+#endif
+        return true;
+    }
+#endif
 #if FA4_SM90_FWD_TILE
     /* FA4_SM90_RELT_TILE: no table where the tile form holds over the warpgroup's box (the score
      * stage asks the same box; the answer is the same for all 128 threads, barrier included) */
