@@ -148,6 +148,24 @@ elif [ "$PART" = 5 ]; then
     fi
     echo "== 14. full suite on HEAD ($(left) s left)"
     [ "$(left)" -gt 20 ] && full_suite "$(cap 300 3)"
+elif [ "$PART" = 6 ]; then
+    # session 28 (about 560 s): PART 5's checks plus FA4_SM90_RELT_BOUNDS (k_bounds = the kernels
+    # with RELT_REUSE and RELT_BOUNDS on): t5_bias's tiles in a region of one g skip the table
+    echo "== 12. the suite's scale cases on HEAD ($(left) s left)"
+    suite suite_scale "$(cap 45 400)" default --filter "scale"
+    echo "== 13. RELT_REUSE / RELT_BOUNDS: the suite's t5 cases ($(left) s left)"
+    suite suite_reuse "$(cap 45 350)" k_reuse --filter "t5"
+    suite suite_bounds "$(cap 45 300)" k_bounds --filter "t5"
+    echo "== 13a. T5's forward A/B: default, k_reuse, k_bounds ($(left) s left)"
+    ab ab_bounds "$(cap 110 190)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" \
+        --variants "default,$D/k_reuse,$D/k_bounds" --rounds 2
+    if [ -d "$D/k_prev" ]; then
+        echo "== 13b. rel_bias at D 256: its suite cases and the A/B against k_prev ($(left) s left)"
+        suite suite_relbias "$(cap 40 150)" default --filter "relbias"
+        ab ab_wide "$(cap 60 90)" --cases "mods:rel._bias_D=256,headdim:D=256" --variants "default,$D/k_prev" --rounds 2
+    fi
+    echo "== 14. full suite on HEAD ($(left) s left)"
+    [ "$(left)" -gt 20 ] && full_suite "$(cap 300 3)"
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
