@@ -15,7 +15,9 @@
 #      (session 25: the split's key-only full copy against a08a058's kernels).
 #   PART 2: 4. a knob's suite cases and A/B (session 25: FA4_SM90_TILE_FOLD 1, k_tf1); 5. bench/run.py
 #      full, with FlexAttention.
-# **Pending since session 27 (no device call ran in it): PART 5** (about 330 s; 150 s gets the scale
+# **Session 28: PART 6 (PART 5 plus RELT_BOUNDS, about 560 s; k_bounds = k_reuse with
+# FA4_SM90_RELT_BOUNDS 1) then PART 7 (about 450 s; k_roll = src/kernels with "#define
+# FA4_SM90_MASK_ROLL 4" at the top of sm90/softmax.cuh).** Before: PART 5 (about 330 s; 150 s gets the scale
 # cases and RELT_REUSE's), set up with
 #   bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ &&
 #   rm -rf /tmp/kp .devcarry/k_prev .devcarry/k_reuse && mkdir -p /tmp/kp &&
@@ -166,6 +168,23 @@ elif [ "$PART" = 6 ]; then
     fi
     echo "== 14. full suite on HEAD ($(left) s left)"
     [ "$(left)" -gt 20 ] && full_suite "$(cap 300 3)"
+elif [ "$PART" = 7 ]; then
+    # session 28, the second call (about 450 s): the package's scale and t5 tests, the negative-scale
+    # fix's cost (k_prev = 13d477c's kernels), FA4_SM90_MASK_ROLL 4 (k_roll: the mask of a partial
+    # tile in a loop rolled 4 times; never run), T5's backward against k_prev, then bench/run.py
+    py_tests "scale or plain or softcap or t5" "$(cap 70 380)"
+    echo "== 9. the fix's cost on mod-free forwards ($(left) s left)"
+    ab ab_neg "$(cap 90 290)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" --variants "default,$D/k_prev" --rounds 2
+    if [ -d "$D/k_roll" ]; then
+        echo "== 9b. FA4_SM90_MASK_ROLL 4: suite cases and A/B ($(left) s left)"
+        suite suite_roll "$(cap 50 240)" k_roll --filter "document|window|prefix"
+        ab ab_roll "$(cap 90 150)" --cases "mods:document,mods:sliding_window_1024,causal_seqlen:S=4096" \
+            --variants "default,$D/k_roll" --rounds 2
+    fi
+    echo "== 10. T5's backward against k_prev ($(left) s left)"
+    [ "$(left)" -gt 80 ] && ab ab_t5bwd "$(cap 60 20)" --cases "mods:T5_bias_(trainable)" --variants "default,$D/k_prev" --rounds 1 --bwd
+    echo "== 11. bench/run.py ($(left) s left)"
+    run_bench
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
