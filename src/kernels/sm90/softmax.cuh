@@ -77,7 +77,9 @@
 #ifndef FA4_SM90_RELT_FOLD
 #define FA4_SM90_RELT_FOLD 0
 #endif
-/* FA4_SM90_RELT_REUSE 1 (session 27): where the relative form's table serves (t5_bias), the fill
+/* FA4_SM90_RELT_REUSE 1 (session 27; opt-in: H100 2026-12-07, trainable T5 fwd alone 539.7 -> 513.0
+ * TFLOP/s, -5%; beside RELT_BOUNDS, which leaves the table to 3 of 32 key tiles, 575.4 -> 579.0,
+ * within the rounds' spread): where the relative form's table serves (t5_bias), the fill
  * of key tile n0 + kN after that of n0 copies the 63 entries the two tables share (the offsets
  * kv - q of the last table's keys past kN - 63) instead of evaluating them again, so each of the
  * warpgroup's 128 threads evaluates g once per tile instead of twice for the threads below 63
@@ -98,7 +100,10 @@
 #else
 #define FA4_SM90_RREUSE 0
 #endif
-/* FA4_SM90_RELT_BOUNDS 1 (session 28, opt-in until measured): where the relative form's table
+/* FA4_SM90_RELT_BOUNDS 1 (session 28, default; H100 2026-12-07, B8 H16 S4096 D128 bf16 fwd TFLOP/s,
+ * medians of 5 rounds over two calls: trainable T5 539.7 -> 575.4 (+6.6%), with RELT_REUSE too
+ * 579.0, plain 690.3 / 688.8; the suite's t5 cases 19 / 19 either way, with the static / dynamic
+ * schedules bit-equal; bench/results/2026-12-07-h100-s28-t5bounds.md): where the relative form's table
  * serves (t5_bias), the offsets kv - q beyond which g is one value are found once per call and
  * (batch, head) by fa4_sm90_rel_bounds (fwd.cu, launched by the host before the forward where
  * there is a workspace): below the first offset whose g differs from g at the smallest offset of
@@ -114,7 +119,7 @@
  * 3 of a row block's 32 key tiles keep the table. 0: the table at every tile. Not with
  * FA4_SM90_RELT_FOLD. */
 #ifndef FA4_SM90_RELT_BOUNDS
-#define FA4_SM90_RELT_BOUNDS 0
+#define FA4_SM90_RELT_BOUNDS 1
 #endif
 #if FA4_SM90_RELT_BOUNDS && FA4_SM90_RELT && !FA4_SM90_AFFW && !FA4_SM90_TFOLD && !FA4_SM90_RFOLD && \
     FA4_HAS_SCORE_MOD
