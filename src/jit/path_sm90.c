@@ -457,7 +457,8 @@ static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts
     /* FA4JIT_SM90_FWD_MASK_ROLL=N (1-8; softmax.cuh's FA4_SM90_MASK_ROLL, which is on where defined
      * at all): a mask_mod evaluated in a loop unrolled N times instead of at all 64 positions of a
      * fragment (forward code and cold compile a third smaller for document, longformer,
-     * dilated_window; run time on partial tiles not measured); 0 or unset: the default build. */
+     * dilated_window; but slower at run time: N 4 on the H100, 2026-12-07, document's forward
+     * 322 -> 267 TFLOP/s, sliding window 489 -> 435); 0 or unset: the default build. */
     const int roll = fwd_switch("FA4JIT_SM90_FWD_MASK_ROLL", '8');
     if (roll > 0 && n < max && (spec->flags & FA4_COMPILE_FWD))
         snprintf(opts[n++], 64, "-DFA4_SM90_MASK_ROLL=%d", roll);

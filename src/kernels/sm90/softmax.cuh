@@ -440,7 +440,10 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
 }
 #endif
 
-/* FA4_SM90_MASK_ROLL N (unchecked builds with a mask_mod; not defined by default): the mask of a
+/* FA4_SM90_MASK_ROLL N (unchecked builds with a mask_mod; not defined by default: slower, H100
+ * 2026-12-07, N 4, B8 H16 S4096 D128 bf16 fwd TFLOP/s, two rounds: document 322.2 -> 266.5, sliding
+ * window 1024 488.6 -> 435.4, causal 617.2 -> 599.1; its cases pass, 78 / 78;
+ * bench/results/2026-12-07-h100-s28-maskroll.md): the mask of a
  * fragment is evaluated as bits (bit 4 * (ni % 8) + e of word ni / 8) in a loop over its positions
  * unrolled N times instead of fully, so mask_mod is inlined N times per call instead of 4 NT = 64:
  * N = 4 takes the sm_90a forward of causal from 3344 SASS instructions to 2712 (plain: 2616),
