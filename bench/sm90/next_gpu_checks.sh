@@ -15,9 +15,12 @@
 #      (session 25: the split's key-only full copy against a08a058's kernels).
 #   PART 2: 4. a knob's suite cases and A/B (session 25: FA4_SM90_TILE_FOLD 1, k_tf1); 5. bench/run.py
 #      full, with FlexAttention.
-# **Session 28: PART 6 (PART 5 plus RELT_BOUNDS, about 560 s; k_bounds = k_reuse with
-# FA4_SM90_RELT_BOUNDS 1) then PART 7 (about 450 s; k_roll = src/kernels with "#define
-# FA4_SM90_MASK_ROLL 4" at the top of sm90/softmax.cuh).** Before: PART 5 (about 330 s; 150 s gets the scale
+# Session 28 ran PART 6 and most of PART 7 (bench/results/2026-12-07-h100-s28-*). **Pending: PART 8**
+# (about 560 s): `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,
+# fa4_ab.py,ncu_sass_ops.py} .devcarry/`, then `PART=8 bash .devcarry/next_gpu_checks.sh` (the full
+# suite with RELT_BOUNDS as the default, ncu of the T5 and ALiBi forwards, bench/run.py).
+# PART 6: PART 5 plus RELT_BOUNDS (k_bounds = k_reuse with FA4_SM90_RELT_BOUNDS 1); PART 7: k_roll =
+# src/kernels with "#define FA4_SM90_MASK_ROLL 4" at the top of sm90/softmax.cuh. Before: PART 5 (about 330 s; 150 s gets the scale
 # cases and RELT_REUSE's), set up with
 #   bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ &&
 #   rm -rf /tmp/kp .devcarry/k_prev .devcarry/k_reuse && mkdir -p /tmp/kp &&
@@ -184,6 +187,28 @@ elif [ "$PART" = 7 ]; then
     echo "== 10. T5's backward against k_prev ($(left) s left)"
     [ "$(left)" -gt 80 ] && ab ab_t5bwd "$(cap 60 20)" --cases "mods:T5_bias_(trainable)" --variants "default,$D/k_prev" --rounds 1 --bwd
     echo "== 11. bench/run.py ($(left) s left)"
+    run_bench
+elif [ "$PART" = 8 ]; then
+    # session 28's pending call (about 560 s): the full suite with RELT_BOUNDS as the default
+    # (b1b9fce), then where a T5 region tile's time goes: ncu source counters (SASS, per
+    # instruction) of the T5 forward (bounds on) and of ALiBi's (0.95 of plain with the same one
+    # FFMA a score), summarised by ncu_sass_ops.py; then bench/run.py in what is left
+    echo "== 15. full suite on HEAD ($(left) s left)"
+    full_suite "$(cap 320 230)"
+    for c in "t5fwd:T5 bias (score_mod)" "alibifwd:ALiBi (score_mod)"; do
+        n=${c%%:*}
+        echo "== 16. ncu source counters, $n ($(left) s left)"
+        [ "$(left)" -gt 90 ] || break
+        FA4JIT_CACHE_DIR=/tmp/nx-ncu timeout 60 ncu --clock-control none --section SourceCounters --section InstructionStats \
+            -k "regex:fa4_sm90_fwd$" --launch-skip 2 --launch-count 1 -o "$O/$n" -f \
+            "$D/test_gpu_sm80" --bench-only --filter "${c#*:}" >"$O/$n.ncu.log" 2>&1
+        echo "ncu $n rc=$? t=$SECONDS"
+        timeout 30 ncu -i "$O/$n.ncu-rep" --page source --csv --print-source sass >"$O/${n}_sass.csv" 2>/dev/null
+        python3 "$D/ncu_sass_ops.py" "$O/${n}_sass.csv" 25 | tee "$O/${n}_ops.txt" | head -30
+        gzip -f "$O/${n}_sass.csv"
+        rm -f "$O/$n.ncu-rep"
+    done
+    echo "== 17. bench/run.py ($(left) s left)"
     run_bench
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
