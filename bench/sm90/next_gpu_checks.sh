@@ -17,8 +17,10 @@
 #      full, with FlexAttention.
 # Session 28 ran PART 6 and most of PART 7 (bench/results/2026-12-07-h100-s28-*). **Pending: PART 8**
 # (about 560 s): `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,
-# fa4_ab.py,ncu_sass_ops.py} .devcarry/`, then `PART=8 bash .devcarry/next_gpu_checks.sh` (the full
-# suite with RELT_BOUNDS as the default, ncu of the T5 and ALiBi forwards, bench/run.py).
+# fa4_ab.py,ncu_sass_ops.py} .devcarry/ && cp -r src/kernels .devcarry/k_bfold && sed -i
+# 's/^#define FA4_SM90_RELT_BFOLD 0/#define FA4_SM90_RELT_BFOLD 1/' .devcarry/k_bfold/sm90/softmax.cuh`,
+# then `PART=8 bash .devcarry/next_gpu_checks.sh` (the full suite with RELT_BOUNDS as the default,
+# RELT_BFOLD's t5 cases and A/B, ncu of the T5 and ALiBi forwards, bench/run.py if time is left).
 # PART 6: PART 5 plus RELT_BOUNDS (k_bounds = k_reuse with FA4_SM90_RELT_BOUNDS 1); PART 7: k_roll =
 # src/kernels with "#define FA4_SM90_MASK_ROLL 4" at the top of sm90/softmax.cuh. Before: PART 5 (about 330 s; 150 s gets the scale
 # cases and RELT_REUSE's), set up with
@@ -190,11 +192,18 @@ elif [ "$PART" = 7 ]; then
     run_bench
 elif [ "$PART" = 8 ]; then
     # session 28's pending call (about 560 s): the full suite with RELT_BOUNDS as the default
-    # (b1b9fce), then where a T5 region tile's time goes: ncu source counters (SASS, per
+    # (b1b9fce), RELT_BFOLD's t5 cases and A/B (k_bfold), then where a T5 region tile's time goes:
+    # ncu source counters (SASS, per
     # instruction) of the T5 forward (bounds on) and of ALiBi's (0.95 of plain with the same one
     # FFMA a score), summarised by ncu_sass_ops.py; then bench/run.py in what is left
     echo "== 15. full suite on HEAD ($(left) s left)"
-    full_suite "$(cap 320 230)"
+    full_suite "$(cap 300 250)"
+    if [ -d "$D/k_bfold" ]; then
+        # FA4_SM90_RELT_BFOLD 1: the region tiles folded, RELT_FOLD's check on the others
+        echo "== 15b. RELT_BFOLD: the suite's t5 cases and T5's forward A/B ($(left) s left)"
+        suite suite_bfold "$(cap 45 200)" k_bfold --filter "t5"
+        ab ab_bfold "$(cap 70 135)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" --variants "default,$D/k_bfold" --rounds 2
+    fi
     for c in "t5fwd:T5 bias (score_mod)" "alibifwd:ALiBi (score_mod)"; do
         n=${c%%:*}
         echo "== 16. ncu source counters, $n ($(left) s left)"

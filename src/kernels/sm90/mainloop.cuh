@@ -321,7 +321,7 @@ struct fa4_sm90_consumer {
         {
             bool full;
             const int n0 = tiles.start(j, &full);
-            e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), n0, &e.rc0, e.rn0, e.rcarry, FA4_SM90_RB_ARG);
+            e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), n0, &e.rc0, e.rn0, e.rcarry, FA4_SM90_RB_ARG, len_q, len_k);
         }
 #endif
 #if FA4_SM90_MASK_EARLY
@@ -332,7 +332,7 @@ struct fa4_sm90_consumer {
             fa4_sm90_mask_bits<kN / 8>(e.bits, p, aux, b, h, row0, e.n0 + 2 * (lane & 3), len_q, e.lim_k,
                                        e.full);
 #if FA4_SM90_RELT
-        e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), e.n0, &e.rc0, e.rn0, e.rcarry, FA4_SM90_RB_ARG);
+        e.rfold = fa4_sm90_rel_fill(relt(), cw, p, aux, b, h, row0 - (lane >> 2) - 16 * ((threadIdx.x >> 5) & 3), e.n0, &e.rc0, e.rn0, e.rcarry, FA4_SM90_RB_ARG, len_q, len_k);
 #endif
 #endif
     }

@@ -90,7 +90,19 @@
 #ifndef FA4_SM90_RELT_REUSE
 #define FA4_SM90_RELT_REUSE 0
 #endif
-#if FA4_SM90_RELT_FOLD && FA4_SM90_RELT && !FA4_SM90_AFFW && !FA4_SM90_TFOLD && FA4_HAS_SCORE_MOD
+/* FA4_SM90_RELT_BFOLD 1 (session 28, opt-in, not GPU-run): RELT_BOUNDS's region tiles folded into
+ * the softmax (kmul, roff) instead of an FFMA a score, bit-equal across the two schedules because
+ * both take RELT_FOLD's check as well: the static schedule (no bounds) folds a tile whose table is
+ * one value; the dynamic one folds a region tile whose 64 rows and kN keys all lie inside the
+ * sequence (then every offset of its box is a real one, so its table would be that one value and
+ * the static schedule folds it with the same c) without filling, and fills and checks every other
+ * tile as the static schedule does. Scale > 0 only (no region test otherwise: the table path). The
+ * cost: RELT_FOLD's check (a second warpgroup barrier) on every filled tile. */
+#ifndef FA4_SM90_RELT_BFOLD
+#define FA4_SM90_RELT_BFOLD 0
+#endif
+#if (FA4_SM90_RELT_FOLD || (FA4_SM90_RELT_BFOLD && FA4_SM90_RELT_BOUNDS)) && FA4_SM90_RELT && !FA4_SM90_AFFW && \
+    !FA4_SM90_TFOLD && FA4_HAS_SCORE_MOD
 #define FA4_SM90_RFOLD 1
 #else
 #define FA4_SM90_RFOLD 0
@@ -117,16 +129,18 @@
  * schedule (no workspace, so no bounds) must give the same bits as the dynamic one (tests/gpu's
  * case.c compares them). T5 at max distance 128 saturates beyond about 91 positions: at S 4096
  * 3 of a row block's 32 key tiles keep the table. 0: the table at every tile. Not with
- * FA4_SM90_RELT_FOLD. */
+ * FA4_SM90_RELT_FOLD alone (FA4_SM90_RELT_BFOLD below combines the two). */
 #ifndef FA4_SM90_RELT_BOUNDS
 #define FA4_SM90_RELT_BOUNDS 1
 #endif
-#if FA4_SM90_RELT_BOUNDS && FA4_SM90_RELT && !FA4_SM90_AFFW && !FA4_SM90_TFOLD && !FA4_SM90_RFOLD && \
-    FA4_HAS_SCORE_MOD
+#if FA4_SM90_RELT_BOUNDS && FA4_SM90_RELT && !FA4_SM90_AFFW && !FA4_SM90_TFOLD && \
+    (!FA4_SM90_RFOLD || FA4_SM90_RELT_BFOLD) && FA4_HAS_SCORE_MOD
 #define FA4_SM90_RBOUND 1
 #else
 #define FA4_SM90_RBOUND 0
 #endif
+/* RELT_BFOLD: the bounds' region tiles folded (RFOLD's consumption), see above */
+#define FA4_SM90_RBFOLD (FA4_SM90_RBOUND && FA4_SM90_RFOLD)
 /* a fragment's values in the softmax are kmul s + roff[row] (fa4_sm90_affw) */
 #define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD || FA4_SM90_RFOLD)
 /* FA4_SM90_FWD_TILE_RUN K (session 25; default 8 since session 26: H100 2026-12-06, B8 H16 S4096
@@ -344,10 +358,14 @@ __device__ __forceinline__ void fa4_sm90_add_c0(float (&s)[NT][4], float scale, 
  * table filled then), the same answer in every thread of the warpgroup; else false. */
 __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa4_params &p, const fa4_aux &aux,
                                                   int b, int h, int q0, int n0, float *c0, int &rn0, float &rcarry,
-                                                  const int *rb)
+                                                  const int *rb, int len_q, int len_k)
 {
-    (void)c0, (void)rn0, (void)rcarry, (void)rb;
-#if FA4_SM90_RBOUND
+    (void)c0, (void)rn0, (void)rcarry, (void)rb, (void)len_q, (void)len_k;
+#if FA4_SM90_RBFOLD
+    /* folded (RFOLD's consumption): only boxes inside the sequence, and scale > 0, as the check's */
+    if (rb && p.scale > 0.f && q0 + 63 < len_q && n0 + kN <= len_k && fa4_sm90_rel_bound(rb, p, b, h, q0, n0, c0))
+        return true;
+#elif FA4_SM90_RBOUND
     if (rb && fa4_sm90_rel_bound(rb, p, b, h, q0, n0, c0)) {
 #if FA4_SM90_RREUSE
         rn0 = kRelNone; /* the table in shared memory is not the one before n0's */
