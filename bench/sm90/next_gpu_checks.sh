@@ -21,16 +21,10 @@
 # 's/^#define FA4_SM90_RELT_BFOLD 0/#define FA4_SM90_RELT_BFOLD 1/' .devcarry/k_bfold/sm90/softmax.cuh`,
 # then `PART=8 bash .devcarry/next_gpu_checks.sh` (the full suite with RELT_BOUNDS as the default,
 # RELT_BFOLD's t5 cases and A/B, ncu of the T5 and ALiBi forwards, bench/run.py if time is left).
-# PART 6: PART 5 plus RELT_BOUNDS (k_bounds = k_reuse with FA4_SM90_RELT_BOUNDS 1); PART 7: k_roll =
-# src/kernels with "#define FA4_SM90_MASK_ROLL 4" at the top of sm90/softmax.cuh. Before: PART 5 (about 330 s; 150 s gets the scale
-# cases and RELT_REUSE's), set up with
-#   bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ &&
-#   rm -rf /tmp/kp .devcarry/k_prev .devcarry/k_reuse && mkdir -p /tmp/kp &&
-#   git archive 13d477c src/kernels | tar -x -C /tmp/kp && cp -r /tmp/kp/src/kernels .devcarry/k_prev &&
-#   cp -r src/kernels .devcarry/k_reuse &&
-#   sed -i 's/^#define FA4_SM90_RELT_REUSE 0/#define FA4_SM90_RELT_REUSE 1/' .devcarry/k_reuse/sm90/softmax.cuh
-# then `PART=5 END_S=330 bash .devcarry/next_gpu_checks.sh`; PART 4 (the same set-up, about 520 s)
-# adds the package's scale tests, the negative-scale fix's A/B, T5's backward and bench/run.py.
+# PART 6 (session 28) was set up with k_prev (git archive 13d477c src/kernels), k_reuse (src/kernels
+# with FA4_SM90_RELT_REUSE 1) and k_bounds (k_reuse with FA4_SM90_RELT_BOUNDS 1), PART 7 with k_roll
+# (src/kernels with "#define FA4_SM90_MASK_ROLL 4" at the top of sm90/softmax.cuh); PART 4 (session
+# 26's plan, about 520 s) with k_prev and k_reuse.
 D=$(cd "$(dirname "$0")" && pwd)
 END_DEFAULT=560
 . "$D/device_env.sh"
@@ -138,26 +132,11 @@ elif [ "$PART" = 3 ]; then
         ab ab_d256 "$(( $(left) - 5 ))" --cases "headdim:D=256,plain_seqlen:S=4096" \
             --variants "default" --rounds 4
     fi
-elif [ "$PART" = 5 ]; then
-    # session 27, a short call (END_S about 230; 330 for every step): the suite's scale group (the
-    # negative-scale fix of 4eaec8f and its two new cases), RELT_REUSE's t5 cases and A/B, rel_bias's
-    # D 256 forward (3fe357b) against k_prev, then the full suite in what is left
-    echo "== 12. the suite's scale cases on HEAD ($(left) s left)"
-    suite suite_scale "$(cap 45 100)" default --filter "scale"
-    echo "== 13. RELT_REUSE: the suite's t5 cases and T5's forward A/B ($(left) s left)"
-    reuse_checks "$(cap 45 55)" "$(cap 80 5)"
-    if [ -d "$D/k_prev" ]; then
-        # 3fe357b: rel_bias's D 256 forward at level 0 (overlapped) instead of level 3; k_prev =
-        # any kernels before it (13d477c's)
-        echo "== 13b. rel_bias at D 256: its suite cases and the A/B against k_prev ($(left) s left)"
-        suite suite_relbias "$(cap 40 40)" default --filter "relbias"
-        ab ab_wide "$(cap 60 5)" --cases "mods:rel._bias_D=256,headdim:D=256" --variants "default,$D/k_prev" --rounds 2
-    fi
-    echo "== 14. full suite on HEAD ($(left) s left)"
-    [ "$(left)" -gt 20 ] && full_suite "$(cap 300 3)"
 elif [ "$PART" = 6 ]; then
-    # session 28 (about 560 s): PART 5's checks plus FA4_SM90_RELT_BOUNDS (k_bounds = the kernels
-    # with RELT_REUSE and RELT_BOUNDS on): t5_bias's tiles in a region of one g skip the table
+    # session 28 (about 560 s; it replaced session 27's PART 5, which never ran): the suite's scale
+    # group (4eaec8f's negative-scale fix and its two new cases), RELT_REUSE's and RELT_BOUNDS's t5
+    # cases and A/B (k_reuse, k_bounds = k_reuse with RELT_BOUNDS 1), rel_bias's D 256 forward
+    # (3fe357b) against k_prev (13d477c's kernels), then the full suite in what is left
     echo "== 12. the suite's scale cases on HEAD ($(left) s left)"
     suite suite_scale "$(cap 45 400)" default --filter "scale"
     echo "== 13. RELT_REUSE / RELT_BOUNDS: the suite's t5 cases ($(left) s left)"
