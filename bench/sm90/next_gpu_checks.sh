@@ -17,10 +17,11 @@
 #      full, with FlexAttention.
 # Session 28 ran PART 6 and most of PART 7 (bench/results/2026-12-07-h100-s28-*). **Pending: PART 8**
 # (about 560 s): `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,
-# fa4_ab.py,ncu_sass_ops.py} .devcarry/ && cp -r src/kernels .devcarry/k_bfold && sed -i
-# 's/^#define FA4_SM90_RELT_BFOLD 0/#define FA4_SM90_RELT_BFOLD 1/' .devcarry/k_bfold/sm90/softmax.cuh`,
-# then `PART=8 bash .devcarry/next_gpu_checks.sh` (the full suite with RELT_BOUNDS as the default,
-# RELT_BFOLD's t5 cases and A/B, ncu of the T5 and ALiBi forwards, bench/run.py if time is left).
+# fa4_ab.py,ncu_sass_ops.py} .devcarry/ && for k in BFOLD GARR; do l=$(echo $k | tr A-Z a-z);
+# cp -r src/kernels .devcarry/k_$l && sed -i "s/^#define FA4_SM90_RELT_$k 0/#define FA4_SM90_RELT_$k 1/"
+# .devcarry/k_$l/sm90/softmax.cuh; done`, then `PART=8 bash .devcarry/next_gpu_checks.sh` (RELT_BFOLD's
+# and RELT_GARR's t5 cases and A/B, the full suite with RELT_BOUNDS as the default, ncu of the T5 and
+# ALiBi forwards, bench/run.py if time is left).
 # PART 6 (session 28) was set up with k_prev (git archive 13d477c src/kernels), k_reuse (src/kernels
 # with FA4_SM90_RELT_REUSE 1) and k_bounds (k_reuse with FA4_SM90_RELT_BOUNDS 1), PART 7 with k_roll
 # (src/kernels with "#define FA4_SM90_MASK_ROLL 4" at the top of sm90/softmax.cuh); PART 4 (session
@@ -170,23 +171,23 @@ elif [ "$PART" = 7 ]; then
     echo "== 11. bench/run.py ($(left) s left)"
     run_bench
 elif [ "$PART" = 8 ]; then
-    # session 28's pending call (about 560 s): the full suite with RELT_BOUNDS as the default
-    # (b1b9fce), RELT_BFOLD's t5 cases and A/B (k_bfold), then where a T5 region tile's time goes:
-    # ncu source counters (SASS, per
-    # instruction) of the T5 forward (bounds on) and of ALiBi's (0.95 of plain with the same one
-    # FFMA a score), summarised by ncu_sass_ops.py; then bench/run.py in what is left
-    echo "== 15. full suite on HEAD ($(left) s left)"
-    full_suite "$(cap 300 250)"
-    if [ -d "$D/k_bfold" ]; then
-        # FA4_SM90_RELT_BFOLD 1: the region tiles folded, RELT_FOLD's check on the others
-        echo "== 15b. RELT_BFOLD: the suite's t5 cases and T5's forward A/B ($(left) s left)"
-        suite suite_bfold "$(cap 45 200)" k_bfold --filter "t5"
-        ab ab_bfold "$(cap 70 135)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" --variants "default,$D/k_bfold" --rounds 2
-    fi
+    # session 28's pending call (about 560 s): two opt-in T5 knobs (k_bfold: RELT_BFOLD 1, region
+    # tiles folded; k_garr: RELT_GARR 1, the band's table copied from the bounds kernel's array of g)
+    # with their t5 cases and one A/B, the full suite with RELT_BOUNDS as the default (b1b9fce),
+    # then where the T5 forward's time goes: ncu source counters (SASS, per instruction) of it and
+    # of ALiBi's (0.95 of plain with the same one FFMA a score), by ncu_sass_ops.py; run.py last
+    echo "== 15. RELT_BFOLD, RELT_GARR: the suite's t5 cases and T5's forward A/B ($(left) s left)"
+    for k in k_bfold k_garr; do
+        [ -d "$D/$k" ] && suite "suite_$k" "$(cap 45 420)" "$k" --filter "t5"
+    done
+    ab ab_t5knobs "$(cap 100 330)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" \
+        --variants "default,$D/k_bfold,$D/k_garr" --rounds 2
+    echo "== 16. full suite on HEAD ($(left) s left)"
+    full_suite "$(cap 300 90)"
     for c in "t5fwd:T5 bias (score_mod)" "alibifwd:ALiBi (score_mod)"; do
         n=${c%%:*}
-        echo "== 16. ncu source counters, $n ($(left) s left)"
-        [ "$(left)" -gt 90 ] || break
+        echo "== 17. ncu source counters, $n ($(left) s left)"
+        [ "$(left)" -gt 80 ] || break
         FA4JIT_CACHE_DIR=/tmp/nx-ncu timeout 60 ncu --clock-control none --section SourceCounters --section InstructionStats \
             -k "regex:fa4_sm90_fwd$" --launch-skip 2 --launch-count 1 -o "$O/$n" -f \
             "$D/test_gpu_sm80" --bench-only --filter "${c#*:}" >"$O/$n.ncu.log" 2>&1
@@ -196,7 +197,7 @@ elif [ "$PART" = 8 ]; then
         gzip -f "$O/${n}_sass.csv"
         rm -f "$O/$n.ncu-rep"
     done
-    echo "== 17. bench/run.py ($(left) s left)"
+    echo "== 18. bench/run.py ($(left) s left)"
     run_bench
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free

@@ -553,17 +553,34 @@ static size_t fwd_perm_bytes(const fa4__problem *p)
 
 /* ... then the relative form's bounds (softmax.cuh FA4_SM90_RELT_BOUNDS, fwd.cu fa4_sm90_rel_bounds):
  * int32 [batch][hq][4], reserved for every call (16 bytes a head and batch entry) so that the size
- * does not depend on which build runs. */
-static size_t fwd_bounds_bytes(const fa4__problem *p)
+ * does not depend on which build runs; except for a build with FA4_SM90_RELT_GARR (its bounds
+ * kernel is fa4_sm90_rel_bounds_g): records of 8 words, then per (batch, head) an array of g over
+ * seqlen_q + seqlen_k + 127 + kN - 1 offsets (floats). */
+static int fwd_garr(fa4_kernel *k)
 {
-    const size_t n = (size_t)p->batch * (size_t)p->hq * 4 * sizeof(int32_t);
-    return (n + 255) / 256 * 256;
+    fa4_ctx *ctx = k->ctx;
+    int pushed = ctx->cu_context && fa4__ctx_push(ctx) == FA4_OK;
+    const int has = fa4__kernel_function(k, "fwd", "fa4_sm90_rel_bounds_g") != NULL;
+    if (pushed)
+        fa4__ctx_pop(ctx);
+    return has;
+}
+
+static size_t fwd_garr_stride(const fa4__problem *p)
+{
+    return (size_t)p->seqlen_q + (size_t)p->seqlen_k + 127 + (size_t)fwd_n(p->head_dim, p->head_dim_v) - 1;
+}
+
+static size_t fwd_bounds_bytes(const fa4__problem *p, int garr)
+{
+    const size_t hb = (size_t)p->batch * (size_t)p->hq;
+    const size_t rec = (hb * (garr ? 8 : 4) * sizeof(int32_t) + 255) / 256 * 256;
+    return rec + (garr ? (hb * fwd_garr_stride(p) * sizeof(float) + 255) / 256 * 256 : 0);
 }
 
 static fa4_status sm90_fwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
 {
-    (void)k;
-    *bytes = SCHED_CTR_BYTES + fwd_perm_bytes(p) + fwd_bounds_bytes(p);
+    *bytes = SCHED_CTR_BYTES + fwd_perm_bytes(p) + fwd_bounds_bytes(p, fwd_garr(k));
     return FA4_OK;
 }
 
@@ -577,15 +594,19 @@ static fa4_status bounds_prepare(fa4_kernel *k, const fa4__problem *p, fa4_param
     fa4_ctx *ctx = k->ctx;
     const fa4__cu *cu = ctx->cu;
     *rb = NULL;
-    CUfunction f = fa4__kernel_function(k, "fwd", "fa4_sm90_rel_bounds");
+    CUfunction f = fa4__kernel_function(k, "fwd", "fa4_sm90_rel_bounds_g");
+    const int garr = f != NULL;
+    if (!f)
+        f = fa4__kernel_function(k, "fwd", "fa4_sm90_rel_bounds");
     if (!f)
         return FA4_OK;
     const int64_t hb = (int64_t)p->batch * p->hq;
-    const int64_t offsets = (int64_t)p->seqlen_q + p->seqlen_k - 1, chunks = (offsets + 1023) / 1024;
+    const int64_t offsets = (int64_t)p->seqlen_q + p->seqlen_k - 1 + (garr ? (int64_t)fwd_garr_stride(p) - p->seqlen_q - p->seqlen_k : 0);
+    const int64_t chunks = (offsets + 1023) / 1024;
     if (hb <= 0 || offsets <= 0 || hb > INT32_MAX)
         return FA4_OK;
     int *b = (int *)((uint8_t *)p->workspace + SCHED_CTR_BYTES + fwd_perm_bytes(p));
-    CUresult r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)b, 0x80000000u, (size_t)hb * 4, p->stream);
+    CUresult r = cu->memsetD32Async((CUdeviceptr)(uintptr_t)b, 0x80000000u, (size_t)hb * (garr ? 8 : 4), p->stream);
     if (r != CUDA_SUCCESS)
         return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(relative bounds)");
     void *args[3] = {pr, (void *)(p->aux_block ? p->aux_block : zero_aux), &b};

@@ -426,16 +426,30 @@ __device__ __forceinline__ unsigned fa4_sm90_rel_g(const fa4_params &p, const fa
     return __float_as_uint(fa4_score_mod_rel(b, h, (int)(q + p.q_offset), (int)(k + p.kv_offset), aux, su));
 }
 
-extern "C" __global__ void __launch_bounds__(256) fa4_sm90_rel_bounds(const fa4_params p, const fa4_aux aux, int *out)
+/* (FA4_SM90_RELT_GARR: named fa4_sm90_rel_bounds_g, records of 8 words, and g also written at every
+ * offset of [omin - RG_LO, omax + RG_HI] to the array after the records; softmax.cuh) */
+#if FA4_SM90_RGARR
+#define FA4_SM90_RB_KERNEL fa4_sm90_rel_bounds_g
+#else
+#define FA4_SM90_RB_KERNEL fa4_sm90_rel_bounds
+#endif
+extern "C" __global__ void __launch_bounds__(256) FA4_SM90_RB_KERNEL(const fa4_params p, const fa4_aux aux, int *out)
 {
     fa4_pdl_launch(); /* the forward (a dependent launch) may start; its wait covers this grid */
     const int hb = blockIdx.x, b = hb / p.hq, h = hb - b * p.hq;
     const fa4_seq seq = fa4_seq_info(p, b);
     const long long kq = p.kv_offset - p.q_offset;
     const long long omin = kq - (seq.len_q - 1), omax = kq + (seq.len_k - 1);
-    if (seq.len_q <= 0 || seq.len_k <= 0 || omin + (long long)blockIdx.y * kRbChunk > omax)
+#if FA4_SM90_RGARR
+    const long long olo = omin - FA4_SM90_RG_LO, ohi = omax + FA4_SM90_RG_HI;
+    const long long stride = (long long)p.seqlen_q + p.seqlen_k + FA4_SM90_RG_LO + FA4_SM90_RG_HI;
+    float *garr = (float *)(out + ((FA4_SM90_RB_WORDS * (long long)p.batch * p.hq + 63) & ~63LL)) + hb * stride;
+#else
+    const long long olo = omin, ohi = omax;
+#endif
+    if (seq.len_q <= 0 || seq.len_k <= 0 || olo + (long long)blockIdx.y * kRbChunk > ohi)
         return;
-    int *w = out + 4 * hb;
+    int *w = out + FA4_SM90_RB_WORDS * hb;
     const long long lim = 1LL << 29;
     if (p.q_offset < -lim || p.q_offset > lim || p.kv_offset < -lim || p.kv_offset > lim || p.seqlen_q > lim ||
         p.seqlen_k > lim) {
@@ -450,10 +464,15 @@ extern "C" __global__ void __launch_bounds__(256) fa4_sm90_rel_bounds(const fa4_
     int nf = -2147483647 - 1, lne = -2147483647 - 1;
     /* chunks blockIdx.y, + gridDim.y, ... (the host caps gridDim.y at 65535) */
 #pragma unroll 1
-    for (long long o0 = omin + (long long)blockIdx.y * kRbChunk; o0 <= omax; o0 += (long long)gridDim.y * kRbChunk) {
+    for (long long o0 = olo + (long long)blockIdx.y * kRbChunk; o0 <= ohi; o0 += (long long)gridDim.y * kRbChunk) {
 #pragma unroll 1
-        for (long long o = o0 + threadIdx.x; o <= omax && o < o0 + kRbChunk; o += blockDim.x) {
+        for (long long o = o0 + threadIdx.x; o <= ohi && o < o0 + kRbChunk; o += blockDim.x) {
             const unsigned v = fa4_sm90_rel_g(p, aux, b, h, kq, o, su);
+#if FA4_SM90_RGARR
+            garr[o - olo] = __uint_as_float(v);
+            if (o < omin || o > omax)
+                continue;
+#endif
             if (v != glo)
                 nf = max(nf, (int)-o);
             if (v != ghi)
@@ -471,6 +490,10 @@ extern "C" __global__ void __launch_bounds__(256) fa4_sm90_rel_bounds(const fa4_
     if (blockIdx.y == 0 && threadIdx.x == 0) {
         w[2] = (int)glo;
         w[3] = (int)ghi;
+#if FA4_SM90_RGARR
+        w[4] = 1; /* the array is valid (the memset left INT_MIN: not) */
+        w[5] = (int)olo;
+#endif
         if ((glo & 0x7f800000u) == 0x7f800000u)
             atomicMax(w, 2147483647);
         if ((ghi & 0x7f800000u) == 0x7f800000u)

@@ -90,6 +90,10 @@
 #ifndef FA4_SM90_RELT_REUSE
 #define FA4_SM90_RELT_REUSE 0
 #endif
+/* (FA4_SM90_RELT_BOUNDS, described below, defined here: RELT_BFOLD's condition reads it) */
+#ifndef FA4_SM90_RELT_BOUNDS
+#define FA4_SM90_RELT_BOUNDS 1
+#endif
 /* FA4_SM90_RELT_BFOLD 1 (session 28, opt-in, not GPU-run): RELT_BOUNDS's region tiles folded into
  * the softmax (kmul, roff) instead of an FFMA a score, bit-equal across the two schedules because
  * both take RELT_FOLD's check as well: the static schedule (no bounds) folds a tile whose table is
@@ -130,9 +134,6 @@
  * case.c compares them). T5 at max distance 128 saturates beyond about 91 positions: at S 4096
  * 3 of a row block's 32 key tiles keep the table. 0: the table at every tile. Not with
  * FA4_SM90_RELT_FOLD alone (FA4_SM90_RELT_BFOLD below combines the two). */
-#ifndef FA4_SM90_RELT_BOUNDS
-#define FA4_SM90_RELT_BOUNDS 1
-#endif
 #if FA4_SM90_RELT_BOUNDS && FA4_SM90_RELT && !FA4_SM90_AFFW && !FA4_SM90_TFOLD && \
     (!FA4_SM90_RFOLD || FA4_SM90_RELT_BFOLD) && FA4_HAS_SCORE_MOD
 #define FA4_SM90_RBOUND 1
@@ -141,6 +142,30 @@
 #endif
 /* RELT_BFOLD: the bounds' region tiles folded (RFOLD's consumption), see above */
 #define FA4_SM90_RBFOLD (FA4_SM90_RBOUND && FA4_SM90_RFOLD)
+/* FA4_SM90_RELT_GARR 1 (session 28, opt-in, not GPU-run): the bounds kernel (then named
+ * fa4_sm90_rel_bounds_g, which tells the host) also writes g at every offset a tile's table can
+ * hold, [omin - 127, omax + kN - 1] per (batch, head), to the workspace after the bounds (whose
+ * records grow to 8 words: word 4 is 1 where that array is valid, word 5 its first offset), and
+ * the fill of a tile outside the regions copies its kN + 63 entries from there (coalesced L2
+ * reads) instead of evaluating g: the same bits, so the static schedule's tables are the same,
+ * and a fill whose cost does not depend on the mod. Not with RELT_FOLD / RELT_BFOLD or
+ * RELT_REUSE. */
+#ifndef FA4_SM90_RELT_GARR
+#define FA4_SM90_RELT_GARR 0
+#endif
+#if FA4_SM90_RELT_GARR && FA4_SM90_RBOUND && !FA4_SM90_RFOLD
+#define FA4_SM90_RGARR 1
+#undef FA4_SM90_RREUSE
+#define FA4_SM90_RREUSE 0
+#else
+#define FA4_SM90_RGARR 0
+#endif
+/* words a (batch, head) record of the bounds takes, and the offsets past each end of the
+ * sequence's real ones that the g array holds (rows: a warpgroup's 64 past the last tile's first
+ * row; keys: one key tile) */
+#define FA4_SM90_RB_WORDS (FA4_SM90_RGARR ? 8 : 4)
+#define FA4_SM90_RG_LO 127
+#define FA4_SM90_RG_HI (kN - 1)
 /* a fragment's values in the softmax are kmul s + roff[row] (fa4_sm90_affw) */
 #define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD || FA4_SM90_RFOLD)
 /* FA4_SM90_FWD_TILE_RUN K (session 25; default 8 since session 26: H100 2026-12-06, B8 H16 S4096
@@ -325,7 +350,7 @@ __device__ __forceinline__ bool fa4_sm90_rel_bound(const int *rb, const fa4_para
     int nf, lne, clo, chi;
     asm volatile("ld.global.nc.v4.s32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(nf), "=r"(lne), "=r"(clo), "=r"(chi)
-                 : "l"(rb + 4 * ((long long)b * p.hq + h)));
+                 : "l"(rb + FA4_SM90_RB_WORDS * ((long long)b * p.hq + h)));
     const long long d = (long long)n0 + p.kv_offset - ((long long)q0 + p.q_offset);
     if (d + (kN - 1) < -(long long)nf) {
         *c0 = __int_as_float(clo);
@@ -389,6 +414,34 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
 #endif
 #if defined(FA4_SM90_PINGPONG) && !FA4_SM90_PINGPONG
     asm volatile("bar.sync %0, 128;\n" ::"r"(4 + cw) : "memory");
+#endif
+#if FA4_SM90_RGARR
+    /* the entries from the bounds kernel's array of g (valid: word 4 is 1; word 5 its first
+     * offset; one array of stride seqlen_q + seqlen_k + RG_LO + RG_HI per (batch, head), after the
+     * records rounded up to 256 bytes) */
+    if (rb) {
+        const long long hb = (long long)b * p.hq + h;
+        int ok, obase, u0, u1;
+        asm volatile("ld.global.nc.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(ok), "=r"(obase), "=r"(u0), "=r"(u1)
+                     : "l"(rb + FA4_SM90_RB_WORDS * hb + 4));
+        (void)u0, (void)u1;
+        const long long stride = (long long)p.seqlen_q + p.seqlen_k + FA4_SM90_RG_LO + FA4_SM90_RG_HI;
+        const long long i0 = (long long)n0 + p.kv_offset - ((long long)q0 + p.q_offset) - 63 - obase;
+        if (ok == 1 && i0 >= 0 && i0 + kRelEntries <= stride) {
+            const float *g = (const float *)(rb + ((FA4_SM90_RB_WORDS * (long long)p.batch * p.hq + 63) & ~63LL)) +
+                             hb * stride + i0;
+            const int t = threadIdx.x & 127;
+#pragma unroll
+            for (int i = t; i < kRelEntries; i += 128) {
+                float v;
+                asm volatile("ld.global.nc.f32 %0, [%1];\n" : "=f"(v) : "l"(g + i));
+                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tab + 4u * (unsigned)i), "f"(v) : "memory");
+            }
+            asm volatile("bar.sync %0, 128;\n" ::"r"(4 + cw) : "memory");
+            return false;
+        }
+    }
 #endif
     /* g's position-independent part made here each tile: hoisted out of the loop (it is the same
      * for every tile) it stayed live through it, and t5_bias's D 256 build spilled 8 / 8 bytes */
