@@ -421,11 +421,10 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
      * records rounded up to 256 bytes) */
     if (rb) {
         const long long hb = (long long)b * p.hq + h;
-        int ok, obase, u0, u1;
-        asm volatile("ld.global.nc.v4.s32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(ok), "=r"(obase), "=r"(u0), "=r"(u1)
+        int ok, obase;
+        asm volatile("ld.global.nc.v2.s32 {%0, %1}, [%2];\n"
+                     : "=r"(ok), "=r"(obase)
                      : "l"(rb + FA4_SM90_RB_WORDS * hb + 4));
-        (void)u0, (void)u1;
         const long long stride = (long long)p.seqlen_q + p.seqlen_k + FA4_SM90_RG_LO + FA4_SM90_RG_HI;
         const long long i0 = (long long)n0 + p.kv_offset - ((long long)q0 + p.q_offset) - 63 - obase;
         if (ok == 1 && i0 >= 0 && i0 + kRelEntries <= stride) {
