@@ -559,6 +559,8 @@ static size_t fwd_perm_bytes(const fa4__problem *p)
 static int fwd_garr(fa4_kernel *k)
 {
     fa4_ctx *ctx = k->ctx;
+    if (!fa4__mod_has_score(k->mod)) /* (the bounds kernels exist for relative-form score_mods only) */
+        return 0;
     int pushed = ctx->cu_context && fa4__ctx_push(ctx) == FA4_OK;
     const int has = fa4__kernel_function(k, "fwd", "fa4_sm90_rel_bounds_g") != NULL;
     if (pushed)
@@ -594,6 +596,8 @@ static fa4_status bounds_prepare(fa4_kernel *k, const fa4__problem *p, fa4_param
     fa4_ctx *ctx = k->ctx;
     const fa4__cu *cu = ctx->cu;
     *rb = NULL;
+    if (!fa4__mod_has_score(k->mod)) /* no lookups for the kernels that cannot have one */
+        return FA4_OK;
     CUfunction f = fa4__kernel_function(k, "fwd", "fa4_sm90_rel_bounds_g");
     const int garr = f != NULL;
     if (!f)
@@ -601,7 +605,7 @@ static fa4_status bounds_prepare(fa4_kernel *k, const fa4__problem *p, fa4_param
     if (!f)
         return FA4_OK;
     const int64_t hb = (int64_t)p->batch * p->hq;
-    const int64_t offsets = (int64_t)p->seqlen_q + p->seqlen_k - 1 + (garr ? (int64_t)fwd_garr_stride(p) - p->seqlen_q - p->seqlen_k : 0);
+    const int64_t offsets = garr ? (int64_t)fwd_garr_stride(p) - 1 : (int64_t)p->seqlen_q + p->seqlen_k - 1;
     const int64_t chunks = (offsets + 1023) / 1024;
     if (hb <= 0 || offsets <= 0 || hb > INT32_MAX)
         return FA4_OK;

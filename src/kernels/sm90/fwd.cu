@@ -406,11 +406,12 @@ extern "C" __global__ void __launch_bounds__(1024) fa4_sm90_fwd_order(const fa4_
 
 #if FA4_SM90_RBOUND
 /* FA4_SM90_RELT_BOUNDS (softmax.cuh's fa4_sm90_rel_bound): before the forward, on its stream, per
- * (batch, head) hb = blockIdx.y, the offsets kv - q (the mod's indices, offsets added) of the
- * sequence's real pairs, [omin, omax], at which g differs from g(omin) and from g(omax):
- *   out[4 hb]     = max over them of -o where g(o) != g(omin) (-(the first such offset));
- *   out[4 hb + 1] = max of o where g(o) != g(omax) (the last such offset);
- *   out[4 hb + 2], out[4 hb + 3] = the bits of g(omin) and g(omax).
+ * (batch, head) hb = blockIdx.x, the offsets kv - q (the mod's indices, offsets added) of the
+ * sequence's real pairs, [omin, omax], at which g differs from g(omin) and from g(omax), in hb's
+ * record w = out + FA4_SM90_RB_WORDS hb:
+ *   w[0] = max over them of -o where g(o) != g(omin) (-(the first such offset));
+ *   w[1] = max of o where g(o) != g(omax) (the last such offset);
+ *   w[2], w[3] = the bits of g(omin) and g(omax).
  * The host sets every word to INT_MIN first (one memset): no such offset leaves it there (one g
  * over the whole range). A g at an end that is not finite, or offsets or lengths past 2^29 (where
  * the forward's int32 indices of padded rows could wrap), put INT_MAX in that region's word: no
@@ -442,8 +443,8 @@ extern "C" __global__ void __launch_bounds__(256) FA4_SM90_RB_KERNEL(const fa4_p
     const long long omin = kq - (seq.len_q - 1), omax = kq + (seq.len_k - 1);
 #if FA4_SM90_RGARR
     const long long olo = omin - FA4_SM90_RG_LO, ohi = omax + FA4_SM90_RG_HI;
-    const long long stride = (long long)p.seqlen_q + p.seqlen_k + FA4_SM90_RG_LO + FA4_SM90_RG_HI;
-    float *garr = (float *)(out + ((FA4_SM90_RB_WORDS * (long long)p.batch * p.hq + 63) & ~63LL)) + hb * stride;
+    long long stride;
+    float *garr = fa4_sm90_garr(out, p, hb, &stride);
 #else
     const long long olo = omin, ohi = omax;
 #endif

@@ -166,6 +166,15 @@
 #define FA4_SM90_RB_WORDS (FA4_SM90_RGARR ? 8 : 4)
 #define FA4_SM90_RG_LO 127
 #define FA4_SM90_RG_HI (kN - 1)
+#if FA4_SM90_RGARR
+/* (batch, head) hb's array of g (after the records, rounded up to 256 bytes; *stride floats each,
+ * path_sm90.c's fwd_garr_stride), for the bounds kernel that writes it and the fill that reads it */
+__device__ __forceinline__ float *fa4_sm90_garr(const int *rb, const fa4_params &p, long long hb, long long *stride)
+{
+    *stride = (long long)p.seqlen_q + p.seqlen_k + FA4_SM90_RG_LO + FA4_SM90_RG_HI;
+    return (float *)(rb + ((FA4_SM90_RB_WORDS * (long long)p.batch * p.hq + 63) & ~63LL)) + hb * *stride;
+}
+#endif
 /* a fragment's values in the softmax are kmul s + roff[row] (fa4_sm90_affw) */
 #define FA4_SM90_ROWFOLD (FA4_SM90_AFFW || FA4_SM90_TFOLD || FA4_SM90_RFOLD)
 /* FA4_SM90_FWD_TILE_RUN K (session 25; default 8 since session 26: H100 2026-12-06, B8 H16 S4096
@@ -425,11 +434,11 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
         asm volatile("ld.global.nc.v2.s32 {%0, %1}, [%2];\n"
                      : "=r"(ok), "=r"(obase)
                      : "l"(rb + FA4_SM90_RB_WORDS * hb + 4));
-        const long long stride = (long long)p.seqlen_q + p.seqlen_k + FA4_SM90_RG_LO + FA4_SM90_RG_HI;
+        long long stride;
+        const float *g = fa4_sm90_garr(rb, p, hb, &stride);
         const long long i0 = (long long)n0 + p.kv_offset - ((long long)q0 + p.q_offset) - 63 - obase;
         if (ok == 1 && i0 >= 0 && i0 + kRelEntries <= stride) {
-            const float *g = (const float *)(rb + ((FA4_SM90_RB_WORDS * (long long)p.batch * p.hq + 63) & ~63LL)) +
-                             hb * stride + i0;
+            g += i0;
             const int t = threadIdx.x & 127;
 #pragma unroll
             for (int i = t; i < kRelEntries; i += 128) {
