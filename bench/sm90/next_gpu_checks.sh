@@ -19,7 +19,8 @@
 # (about 560 s): `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,
 # fa4_ab.py,ncu_sass_ops.py} .devcarry/ && for k in BFOLD GARR; do l=$(echo $k | tr A-Z a-z);
 # cp -r src/kernels .devcarry/k_$l && sed -i "s/^#define FA4_SM90_RELT_$k 0/#define FA4_SM90_RELT_$k 1/"
-# .devcarry/k_$l/sm90/softmax.cuh; done`, then `PART=8 bash .devcarry/next_gpu_checks.sh` (RELT_BFOLD's
+# .devcarry/k_$l/sm90/softmax.cuh; done && cp -r src/kernels .devcarry/k_garrw && sed -i
+# "s/^#define FA4_SM90_RELT_GARR 0/#define FA4_SM90_RELT_GARR 2/" .devcarry/k_garrw/sm90/softmax.cuh`, then `PART=8 bash .devcarry/next_gpu_checks.sh` (RELT_BFOLD's
 # and RELT_GARR's t5 cases and A/B, the full suite with RELT_BOUNDS as the default, ncu of the T5 and
 # ALiBi forwards, bench/run.py if time is left).
 # PART 6 (session 28) was set up with k_prev (git archive 13d477c src/kernels), k_reuse (src/kernels
@@ -177,11 +178,11 @@ elif [ "$PART" = 8 ]; then
     # then where the T5 forward's time goes: ncu source counters (SASS, per instruction) of it and
     # of ALiBi's (0.95 of plain with the same one FFMA a score), by ncu_sass_ops.py; run.py last
     echo "== 15. RELT_BFOLD, RELT_GARR: the suite's t5 cases and T5's forward A/B ($(left) s left)"
-    for k in k_bfold k_garr; do
+    for k in k_bfold k_garr k_garrw; do
         [ -d "$D/$k" ] && suite "suite_$k" "$(cap 45 420)" "$k" --filter "t5"
     done
-    ab ab_t5knobs "$(cap 100 330)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" \
-        --variants "default,$D/k_bfold,$D/k_garr" --rounds 2
+    ab ab_t5knobs "$(cap 130 330)" --cases "mods:T5_bias_(trainable),plain_seqlen:S=4096" \
+        --variants "default,$D/k_bfold,$D/k_garr,$D/k_garrw" --rounds 2
     echo "== 16. full suite on HEAD ($(left) s left)"
     full_suite "$(cap 300 90)"
     for c in "t5fwd:T5 bias (score_mod)" "alibifwd:ALiBi (score_mod)"; do

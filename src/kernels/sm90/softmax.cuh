@@ -149,7 +149,8 @@
  * the fill of a tile outside the regions copies its kN + 63 entries from there (coalesced L2
  * reads) instead of evaluating g: the same bits, so the static schedule's tables are the same,
  * and a fill whose cost does not depend on the mod. Not with RELT_FOLD / RELT_BFOLD or
- * RELT_REUSE. */
+ * RELT_REUSE. FA4_SM90_RELT_GARR 2 (session 29, opt-in, not GPU-run): each warp copies the
+ * entries its own rows read (kN + 15) and waits for itself only, no warpgroup barrier. */
 #ifndef FA4_SM90_RELT_GARR
 #define FA4_SM90_RELT_GARR 0
 #endif
@@ -439,6 +440,23 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
         const long long i0 = (long long)n0 + p.kv_offset - ((long long)q0 + p.q_offset) - 63 - obase;
         if (ok == 1 && i0 >= 0 && i0 + kRelEntries <= stride) {
             g += i0;
+#if FA4_SM90_RELT_GARR == 2
+            /* each warp copies the kN + 15 entries its own reads span (fa4_sm90_scores: 8 ni + 2 t
+             * + (e & 1) - 16 w - g - 8 (e >> 1) + 63, so [48 - 16 w, kN + 62 - 16 w]) and syncs
+             * only itself: entries two warps share get the same bits from both, and every warp's
+             * reads of the last table end before any warp's next fill (the comment above) */
+            const int w = (threadIdx.x >> 5) & 3, lo = 48 - 16 * w + (threadIdx.x & 31);
+#pragma unroll
+            for (int k = 0; k < (kN + 15 + 31) / 32; ++k) {
+                const int i = lo + 32 * k;
+                if (i <= kN + 62 - 16 * w) {
+                    float v;
+                    asm volatile("ld.global.nc.f32 %0, [%1];\n" : "=f"(v) : "l"(g + i));
+                    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tab + 4u * (unsigned)i), "f"(v) : "memory");
+                }
+            }
+            asm volatile("bar.warp.sync -1;\n" ::: "memory");
+#else
             const int t = threadIdx.x & 127;
 #pragma unroll
             for (int i = t; i < kRelEntries; i += 128) {
@@ -447,6 +465,7 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
                 asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tab + 4u * (unsigned)i), "f"(v) : "memory");
             }
             asm volatile("bar.sync %0, 128;\n" ::"r"(4 + cw) : "memory");
+#endif
             return false;
         }
     }
