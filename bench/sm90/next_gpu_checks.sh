@@ -200,6 +200,25 @@ elif [ "$PART" = 8 ]; then
     done
     echo "== 18. bench/run.py ($(left) s left)"
     run_bench
+elif [ "$PART" = 9 ]; then
+    # session 29 (about 400 s, after PART 8): where the trainable backwards' time goes (trainable
+    # T5 bwd about 0.64 of plain's, trainable rel. bias about 0.76): ncu source counters of the
+    # backward main of trainable T5, the suite's trainable rel. bias and plain; bench/run.py after
+    for c in "t5trbwd:T5 bias trainable" "relbwd:rel. bias (score_mod)" "plainbwd:plain"; do
+        n=${c%%:*}
+        echo "== 19. ncu source counters, backward main, $n ($(left) s left)"
+        [ "$(left)" -gt 80 ] || break
+        FA4JIT_CACHE_DIR=/tmp/nx-ncu timeout 70 ncu --clock-control none --section SourceCounters --section InstructionStats \
+            -k "regex:fa4_sm90_bwd_main$" --launch-skip 2 --launch-count 1 -o "$O/$n" -f \
+            "$D/test_gpu_sm80" --bench-only --filter "${c#*:}" >"$O/$n.ncu.log" 2>&1
+        echo "ncu $n rc=$? t=$SECONDS"
+        timeout 30 ncu -i "$O/$n.ncu-rep" --page source --csv --print-source sass >"$O/${n}_sass.csv" 2>/dev/null
+        python3 "$D/ncu_sass_ops.py" "$O/${n}_sass.csv" 25 | tee "$O/${n}_ops.txt" | head -30
+        gzip -f "$O/${n}_sass.csv"
+        rm -f "$O/$n.ncu-rep"
+    done
+    echo "== 20. bench/run.py ($(left) s left)"
+    run_bench
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
