@@ -219,6 +219,26 @@ elif [ "$PART" = 9 ]; then
     done
     echo "== 20. bench/run.py ($(left) s left)"
     run_bench
+elif [ "$PART" = 10 ]; then
+    # session 29 (END_S=170): FA4_SM90_RB_UNIFORM (b1f5b67, the bounds' answers broadcast so
+    # that the wgmma descriptors stay in uniform registers): t5 cases on it and with RELT_GARR 2,
+    # the A/B against c420962's kernels (k_prev) and the GARR variants, ncu of T5's forward again;
+    # outputs in one tar (the device tool brings back at most about 8 files)
+    echo "== 21. t5 cases ($(left) s left)"
+    suite suite_t5 "$(cap 50 110)" default --filter "t5"
+    ab ab_uniform "$(cap 110 15)" --cases "mods:T5_bias_(trainable),mods:ALiBi,plain_seqlen:S=4096" \
+        --variants "default,$D/k_prev,$D/k_garrw" --rounds 2
+    echo "== 22. ncu source counters, T5 forward ($(left) s left)"
+    if [ "$(left)" -gt 30 ]; then
+        FA4JIT_CACHE_DIR=/tmp/nx-ncu timeout 25 ncu --clock-control none --section SourceCounters --section InstructionStats \
+            -k "regex:fa4_sm90_fwd$" --launch-skip 2 --launch-count 1 -o "$O/t5fwd" -f \
+            "$D/test_gpu_sm80" --bench-only --filter "T5 bias (score_mod)" >"$O/t5fwd.ncu.log" 2>&1
+        timeout 20 ncu -i "$O/t5fwd.ncu-rep" --page source --csv --print-source sass >"$O/t5fwd_sass.csv" 2>/dev/null
+        python3 "$D/ncu_sass_ops.py" "$O/t5fwd_sass.csv" 25 | tee "$O/t5fwd_ops.txt" | head -30
+        gzip -f "$O/t5fwd_sass.csv"
+        rm -f "$O/t5fwd.ncu-rep"
+    fi
+    (cd "$O" && tar -cf part10.tar --exclude part10.tar . && find . -mindepth 1 ! -name part10.tar -delete)
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
