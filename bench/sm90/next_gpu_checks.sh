@@ -220,13 +220,13 @@ elif [ "$PART" = 9 ]; then
     echo "== 20. bench/run.py ($(left) s left)"
     run_bench
 elif [ "$PART" = 10 ]; then
-    # session 29 (END_S=170): FA4_SM90_RB_UNIFORM (b1f5b67, the bounds' answers broadcast so
+    # session 29 (END_S=140): FA4_SM90_RB_UNIFORM (b1f5b67, the bounds' answers broadcast so
     # that the wgmma descriptors stay in uniform registers): t5 cases on it and with RELT_GARR 2,
     # the A/B against c420962's kernels (k_prev) and the GARR variants, ncu of T5's forward again;
     # outputs in one tar (the device tool brings back at most about 8 files)
     echo "== 21. t5 cases ($(left) s left)"
-    suite suite_t5 "$(cap 50 110)" default --filter "t5"
-    ab ab_uniform "$(cap 110 15)" --cases "mods:T5_bias_(trainable),mods:ALiBi,plain_seqlen:S=4096" \
+    suite suite_t5 "$(cap 35 100)" default --filter "t5"
+    ab ab_uniform "$(cap 100 5)" --cases "mods:T5_bias_(trainable),mods:ALiBi,plain_seqlen:S=4096" \
         --variants "default,$D/k_prev,$D/k_garrw" --rounds 2
     echo "== 22. ncu source counters, T5 forward ($(left) s left)"
     if [ "$(left)" -gt 30 ]; then
