@@ -15,7 +15,14 @@
 #      (session 25: the split's key-only full copy against a08a058's kernels).
 #   PART 2: 4. a knob's suite cases and A/B (session 25: FA4_SM90_TILE_FOLD 1, k_tf1); 5. bench/run.py
 #      full, with FlexAttention.
-# Session 28 ran PART 6 and most of PART 7 (bench/results/2026-12-07-h100-s28-*). **Pending: PART 8**
+# **Pending (session 29): PART 10** (END_S=140; FA4_SM90_RB_UNIFORM's t5 cases and A/B; set-up:
+# `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py,
+# ncu_sass_ops.py} .devcarry/ && git archive c420962 src/kernels | tar -x -C /tmp/kp && cp -r
+# /tmp/kp/src/kernels .devcarry/k_prev && cp -r src/kernels .devcarry/k_garrw && sed -i
+# "s/^#define FA4_SM90_RELT_GARR 0/#define FA4_SM90_RELT_GARR 2/" .devcarry/k_garrw/sm90/softmax.cuh`),
+# then **PART 11** (about 300 s; k_deschi = src/kernels with "#define FA4_SM90_DESC_HI_OPAQUE 1" in
+# sm90/ptx90.cuh). Session 29 ran PART 8 and PART 9 (bench/results/2026-12-07-h100-s29-*).
+# Session 28 ran PART 6 and most of PART 7 (bench/results/2026-12-07-h100-s28-*). Then pending: PART 8
 # (about 560 s): `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,
 # fa4_ab.py,ncu_sass_ops.py} .devcarry/ && for k in BFOLD GARR; do l=$(echo $k | tr A-Z a-z);
 # cp -r src/kernels .devcarry/k_$l && sed -i "s/^#define FA4_SM90_RELT_$k 0/#define FA4_SM90_RELT_$k 1/"
@@ -239,6 +246,16 @@ elif [ "$PART" = 10 ]; then
         rm -f "$O/t5fwd.ncu-rep"
     fi
     (cd "$O" && tar -cf part10.tar --exclude part10.tar . && find . -mindepth 1 ! -name part10.tar -delete)
+elif [ "$PART" = 11 ]; then
+    # session 29, for the next session (about 300 s): FA4_SM90_DESC_HI_OPAQUE 1 (k_deschi: the
+    # wgmma descriptors' high word opaque to ptxas, one UMOV instead of two a wgmma): a reduced
+    # suite on it, then the A/B, forward and forward + backward, of the cases where the static
+    # counts moved
+    echo "== 23. DESC_HI_OPAQUE: suite cases ($(left) s left)"
+    suite suite_deschi "$(cap 120 170)" k_deschi --filter "plain|causal|alibi|relbias|t5"
+    ab ab_deschi "$(cap 160 5)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
+        --variants "default,$D/k_deschi" --rounds 2 --bwd
+    (cd "$O" && tar -cf part11.tar --exclude part11.tar . && find . -mindepth 1 ! -name part11.tar -delete)
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -14,7 +14,8 @@ on the others; opt-in), the same builds; in a fifth FA4_SM90_RELT_GARR 0 -> 1 (t
 copied from an array of g the bounds kernel writes; opt-in), the same builds; in a sixth
 FA4_SM90_RELT_GARR 0 -> 2 (the same copy per warp, no warpgroup barrier; opt-in), the same builds; in a
 seventh FA4_SM90_RB_UNIFORM 1 -> 0 (the bounds' answers not broadcast from lane 0; default since
-session 29), the same builds. Fails unless rel_bias's and t5_bias's forwards (D 64 and
+session 29), the same builds; in an eighth FA4_SM90_DESC_HI_OPAQUE 0 -> 1 (ptx90.cuh: the wgmma
+descriptors' high word opaque to ptxas; opt-in), the first pass's builds. Fails unless rel_bias's and t5_bias's forwards (D 64 and
 128) and backward mains (D 128, fixed and trainable table) build with 168 registers and no spill,
 serialized wgmma or spill fallback (a backward main may keep a stack frame within path_sm90.c's
 frame tolerance, 192 bytes, as the library does), into cubins that differ from the default build's
@@ -44,7 +45,8 @@ PASSES = [(KNOBS, BUILDS, MODS),
           ([("softmax.cuh", "FA4_SM90_RELT_BFOLD", "0", "1")], T5_FWD, ["t5_bias"]),
           ([("softmax.cuh", "FA4_SM90_RELT_GARR", "0", "1")], T5_FWD, ["t5_bias"]),
           ([("softmax.cuh", "FA4_SM90_RELT_GARR", "0", "2")], T5_FWD, ["t5_bias"]),
-          ([("softmax.cuh", "FA4_SM90_RB_UNIFORM", "1", "0")], T5_FWD, ["t5_bias"])]
+          ([("softmax.cuh", "FA4_SM90_RB_UNIFORM", "1", "0")], T5_FWD, ["t5_bias"]),
+          ([("ptx90.cuh", "FA4_SM90_DESC_HI_OPAQUE", "0", "1")], BUILDS, MODS)]
 
 
 def kernels_dir():
