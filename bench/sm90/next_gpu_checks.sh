@@ -70,6 +70,30 @@ ab() {
     shift 2
     timeout "$t" python3 "$D/fa4_ab.py" "$@" --reps 20 2>&1 | tee "$O/$log.log" | grep -E "^AB|^  |rror"
 }
+# ncu source counters (SASS, per instruction) of one launch of the kernel named by the regex $2 in
+# test_gpu_sm80's bench case $3 (timeout $4 s), summarised per opcode by ncu_sass_ops.py into $O/$1_*
+ncu_ops() {
+    local n=$1
+    FA4JIT_CACHE_DIR=/tmp/nx-ncu timeout "$4" ncu --clock-control none --section SourceCounters --section InstructionStats \
+        -k "regex:$2" --launch-skip 2 --launch-count 1 -o "$O/$n" -f \
+        "$D/test_gpu_sm80" --bench-only --filter "$3" >"$O/$n.ncu.log" 2>&1
+    echo "ncu $n rc=$? t=$SECONDS"
+    timeout 30 ncu -i "$O/$n.ncu-rep" --page source --csv --print-source sass >"$O/${n}_sass.csv" 2>/dev/null
+    python3 "$D/ncu_sass_ops.py" "$O/${n}_sass.csv" 25 | tee "$O/${n}_ops.txt" | head -30
+    gzip -f "$O/${n}_sass.csv"
+    rm -f "$O/$n.ncu-rep"
+}
+# ncu_ops over "name:bench case" pairs (after the kernel regex $2 and timeout $3), headed "== $1.",
+# while over 80 s are left
+ncu_each() {
+    local step=$1 kre=$2 t=$3 c
+    shift 3
+    for c in "$@"; do
+        echo "== $step. ncu source counters, ${c%%:*} ($(left) s left)"
+        [ "$(left)" -gt 80 ] || break
+        ncu_ops "${c%%:*}" "$kre" "${c#*:}" "$t"
+    done
+}
 # bench/run.py (full, FlexAttention included) in what is left of END, if over 150 s
 run_bench() {
     if [ "$(left)" -gt 150 ]; then
@@ -192,38 +216,14 @@ elif [ "$PART" = 8 ]; then
         --variants "default,$D/k_bfold,$D/k_garr,$D/k_garrw" --rounds 2
     echo "== 16. full suite on HEAD ($(left) s left)"
     full_suite "$(cap 300 90)"
-    for c in "t5fwd:T5 bias (score_mod)" "alibifwd:ALiBi (score_mod)"; do
-        n=${c%%:*}
-        echo "== 17. ncu source counters, $n ($(left) s left)"
-        [ "$(left)" -gt 80 ] || break
-        FA4JIT_CACHE_DIR=/tmp/nx-ncu timeout 60 ncu --clock-control none --section SourceCounters --section InstructionStats \
-            -k "regex:fa4_sm90_fwd$" --launch-skip 2 --launch-count 1 -o "$O/$n" -f \
-            "$D/test_gpu_sm80" --bench-only --filter "${c#*:}" >"$O/$n.ncu.log" 2>&1
-        echo "ncu $n rc=$? t=$SECONDS"
-        timeout 30 ncu -i "$O/$n.ncu-rep" --page source --csv --print-source sass >"$O/${n}_sass.csv" 2>/dev/null
-        python3 "$D/ncu_sass_ops.py" "$O/${n}_sass.csv" 25 | tee "$O/${n}_ops.txt" | head -30
-        gzip -f "$O/${n}_sass.csv"
-        rm -f "$O/$n.ncu-rep"
-    done
+    ncu_each 17 'fa4_sm90_fwd$' 60 "t5fwd:T5 bias (score_mod)" "alibifwd:ALiBi (score_mod)"
     echo "== 18. bench/run.py ($(left) s left)"
     run_bench
 elif [ "$PART" = 9 ]; then
     # session 29 (about 400 s, after PART 8): where the trainable backwards' time goes (trainable
     # T5 bwd about 0.64 of plain's, trainable rel. bias about 0.76): ncu source counters of the
     # backward main of trainable T5, the suite's trainable rel. bias and plain; bench/run.py after
-    for c in "t5trbwd:T5 bias trainable" "relbwd:rel. bias (score_mod)" "plainbwd:plain"; do
-        n=${c%%:*}
-        echo "== 19. ncu source counters, backward main, $n ($(left) s left)"
-        [ "$(left)" -gt 80 ] || break
-        FA4JIT_CACHE_DIR=/tmp/nx-ncu timeout 70 ncu --clock-control none --section SourceCounters --section InstructionStats \
-            -k "regex:fa4_sm90_bwd_main$" --launch-skip 2 --launch-count 1 -o "$O/$n" -f \
-            "$D/test_gpu_sm80" --bench-only --filter "${c#*:}" >"$O/$n.ncu.log" 2>&1
-        echo "ncu $n rc=$? t=$SECONDS"
-        timeout 30 ncu -i "$O/$n.ncu-rep" --page source --csv --print-source sass >"$O/${n}_sass.csv" 2>/dev/null
-        python3 "$D/ncu_sass_ops.py" "$O/${n}_sass.csv" 25 | tee "$O/${n}_ops.txt" | head -30
-        gzip -f "$O/${n}_sass.csv"
-        rm -f "$O/$n.ncu-rep"
-    done
+    ncu_each 19 'fa4_sm90_bwd_main$' 70 "t5trbwd:T5 bias trainable" "relbwd:rel. bias (score_mod)" "plainbwd:plain"
     echo "== 20. bench/run.py ($(left) s left)"
     run_bench
 elif [ "$PART" = 10 ]; then
@@ -236,15 +236,7 @@ elif [ "$PART" = 10 ]; then
     ab ab_uniform "$(cap 100 5)" --cases "mods:T5_bias_(trainable),mods:ALiBi,plain_seqlen:S=4096" \
         --variants "default,$D/k_prev,$D/k_garrw" --rounds 2
     echo "== 22. ncu source counters, T5 forward ($(left) s left)"
-    if [ "$(left)" -gt 30 ]; then
-        FA4JIT_CACHE_DIR=/tmp/nx-ncu timeout 25 ncu --clock-control none --section SourceCounters --section InstructionStats \
-            -k "regex:fa4_sm90_fwd$" --launch-skip 2 --launch-count 1 -o "$O/t5fwd" -f \
-            "$D/test_gpu_sm80" --bench-only --filter "T5 bias (score_mod)" >"$O/t5fwd.ncu.log" 2>&1
-        timeout 20 ncu -i "$O/t5fwd.ncu-rep" --page source --csv --print-source sass >"$O/t5fwd_sass.csv" 2>/dev/null
-        python3 "$D/ncu_sass_ops.py" "$O/t5fwd_sass.csv" 25 | tee "$O/t5fwd_ops.txt" | head -30
-        gzip -f "$O/t5fwd_sass.csv"
-        rm -f "$O/t5fwd.ncu-rep"
-    fi
+    [ "$(left)" -gt 30 ] && ncu_ops t5fwd 'fa4_sm90_fwd$' "T5 bias (score_mod)" 25
     (cd "$O" && tar -cf part10.tar --exclude part10.tar . && find . -mindepth 1 ! -name part10.tar -delete)
 elif [ "$PART" = 11 ]; then
     # session 29, for the next session (about 300 s): FA4_SM90_DESC_HI_OPAQUE 1 (k_deschi: the
