@@ -165,13 +165,18 @@
  * sequence's real ones that the g array holds (rows: a warpgroup's 64 past the last tile's first
  * row; keys: one key tile) */
 #define FA4_SM90_RB_WORDS (FA4_SM90_RGARR ? 8 : 4)
-/* FA4_SM90_RB_UNIFORM 1 (session 29): the bounds' answers (region or not; the g array's validity)
- * broadcast from lane 0, so that ptxas sees warp-uniform branches (fa4_sm90_rel_bound) */
+#define FA4_SM90_RG_LO 127
+#define FA4_SM90_RG_HI (kN - 1)
+/* FA4_SM90_RB_UNIFORM 1 (session 29; not yet GPU-run): the relative form's per-tile answers that
+ * come from global or barrier-reduced values (the bounds' region test, the g array's validity,
+ * RELT_FOLD's and-reduction), the same in every lane by construction, broadcast from lane 0 by
+ * fa4_sm90_rb_same: ptxas cannot tell that such a value is, a branch on it made the loop's control
+ * flow divergent in its eyes, and the wgmma descriptors left the uniform registers (t5_bias D 128:
+ * 59 -> 133 R2UR with RELT_BOUNDS; 55 with this). 0: no broadcast. */
 #ifndef FA4_SM90_RB_UNIFORM
 #define FA4_SM90_RB_UNIFORM 1
 #endif
-#define FA4_SM90_RG_LO 127
-#define FA4_SM90_RG_HI (kN - 1)
+__device__ __forceinline__ unsigned fa4_sm90_rb_same(unsigned x) { return FA4_SM90_RB_UNIFORM ? fa4_warp_uniform(x) : x; }
 #if FA4_SM90_RGARR
 /* (batch, head) hb's array of g (after the records, rounded up to 256 bytes; *stride floats each,
  * path_sm90.c's fwd_garr_stride), for the bounds kernel that writes it and the fill that reads it */
@@ -369,14 +374,7 @@ __device__ __forceinline__ bool fa4_sm90_rel_bound(const int *rb, const fa4_para
     const long long d = (long long)n0 + p.kv_offset - ((long long)q0 + p.q_offset);
     const bool lo = d + (kN - 1) < -(long long)nf, in = lo || d - 63 > (long long)lne;
     *c0 = __int_as_float(lo ? clo : chi);
-#if FA4_SM90_RB_UNIFORM
-    /* the answer broadcast from lane 0 (it is the same in every lane): ptxas cannot tell that a
-     * global load's value is, and a branch on it made the loop's control flow divergent in its
-     * eyes, so the wgmma descriptors left the uniform registers (t5_bias D 128: 59 -> 133 R2UR) */
-    return fa4_warp_uniform((int)in) != 0;
-#else
-    return in;
-#endif
+    return fa4_sm90_rb_same(in) != 0u;
 }
 
 /* A tile of one g (fa4_sm90_rel_bound): score_mod at every score as fa4_sm90_scores's table path
@@ -444,11 +442,7 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
         long long stride;
         const float *g = fa4_sm90_garr(rb, p, hb, &stride);
         const long long i0 = (long long)n0 + p.kv_offset - ((long long)q0 + p.q_offset) - 63 - obase;
-        bool use = ok == 1 && i0 >= 0 && i0 + kRelEntries <= stride;
-#if FA4_SM90_RB_UNIFORM
-        use = fa4_warp_uniform((int)use) != 0; /* (as fa4_sm90_rel_bound's) */
-#endif
-        if (use) {
+        if (fa4_sm90_rb_same(ok == 1 && i0 >= 0 && i0 + kRelEntries <= stride)) {
             g += i0;
 #if FA4_SM90_RELT_GARR == 2
             /* each warp copies the kN + 15 entries its own reads span (fa4_sm90_scores: 8 ni + 2 t
@@ -541,10 +535,7 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
                  : "r"(same), "r"(4 + cw)
                  : "memory");
     *c0 = e0;
-#if FA4_SM90_RB_UNIFORM
-    all = fa4_warp_uniform(all); /* (as fa4_sm90_rel_bound's) */
-#endif
-    return all != 0u;
+    return fa4_sm90_rb_same(all) != 0u;
 #else
     return false;
 #endif
