@@ -75,11 +75,12 @@ def child(args):
 
 def report(raw, stem, title):
     """JSON, markdown and a bar plot (bench/pngplot.py) of a run's forward TFLOP/s per case and
-    variant: the median of its rounds (AB lines), or the SUMMARY line's median where given."""
+    variant: the median of its rounds (AB lines), or the SUMMARY line's median where given; with
+    the forward+backward's median beside it where the run measured it (--bwd)."""
     import re
     sys.path.insert(0, BENCH)
     import pngplot
-    rounds, summ, order_c, order_v = {}, {}, [], []
+    rounds, summ, fb, order_c, order_v = {}, {}, {}, [], []
     for line in open(raw):
         m = re.match(r"(AB round=\d+|SUMMARY) variant=(\S+) case=(\S+) .*?fwd_tflops=([0-9.]+)", line)
         if not m:
@@ -91,23 +92,30 @@ def report(raw, stem, title):
             summ[(c, v)] = t
         else:
             rounds.setdefault((c, v), []).append(t)
+            m = re.search(r"fb_tflops=([0-9.]+)", line)
+            if m:
+                fb.setdefault((c, v), []).append(float(m.group(1)))
     runs = {}
     for c in order_c:
         for v in order_v:
             if (c, v) in summ or (c, v) in rounds:
                 runs.setdefault(c, {})[v] = {"rounds": rounds.get((c, v), []),
                                              "median": summ.get((c, v), statistics.median(rounds.get((c, v), [0])))}
-    md = [f"# {title}", "", f"Forward TFLOP/s (median over rounds); source {os.path.basename(raw)}.", "",
+                if (c, v) in fb:
+                    runs[c][v].update(fb_rounds=fb[(c, v)], fb_median=statistics.median(fb[(c, v)]))
+    cell = lambda r: "%.1f" % r["median"] + (" / %.1f" % r["fb_median"] if "fb_median" in r else "")
+    what = "Forward" + (" / forward+backward" if fb else "")
+    md = [f"# {title}", "", f"{what} TFLOP/s (median over rounds); source {os.path.basename(raw)}.", "",
           "| case | " + " | ".join(order_v) + " |", "|---|" + "---|" * len(order_v)]
     for c in order_c:
         md.append(f"| {c} | " + " | ".join(
-            "%.1f" % runs[c][v]["median"] if v in runs[c] else "-" for v in order_v) + " |")
+            cell(runs[c][v]) if v in runs[c] else "-" for v in order_v) + " |")
     png = stem + ".png"
     md += ["", f"![forward TFLOP/s]({os.path.basename(png)})", ""]
     with open(stem + ".md", "w") as f:
         f.write("\n".join(md))
     with open(stem + ".json", "w") as f:
-        json.dump({"title": title, "source": os.path.basename(raw), "unit": "forward TFLOP/s",
+        json.dump({"title": title, "source": os.path.basename(raw), "unit": what.lower() + " TFLOP/s",
                    "variants": order_v, "cases": runs}, f, indent=1)
     palette = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
     series = [(v, palette[i % len(palette)], [runs[c].get(v, {"median": 0})["median"] for c in order_c],
