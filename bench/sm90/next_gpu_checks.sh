@@ -248,6 +248,47 @@ elif [ "$PART" = 11 ]; then
     ab ab_deschi "$(cap 160 5)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
         --variants "default,$D/k_deschi" --rounds 2 --bwd
     (cd "$O" && tar -cf part11.tar --exclude part11.tar . && find . -mindepth 1 ! -name part11.tar -delete)
+elif [ "$PART" = 12 ]; then
+    # session 30 (END_S about 200): where trainable T5's backward (0.63 of plain's backward) goes:
+    # test_gpu_sm80's timings of the T5 cases (fixed and trainable, fwd and bwd), then ncu source
+    # counters of the backward main of both; outputs in one tar
+    echo "== 24. T5 timings ($(left) s left)"
+    FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 60 130)" "$D/test_gpu_sm80" --bench-only --filter "T5|plain" \
+        >"$O/t5bench.log" 2>&1
+    grep "^BENCH" "$O/t5bench.log" | head -20
+    ncu_each 25 'fa4_sm90_bwd_main$' 60 "t5trbwd:T5 bias trainable" "t5bwd:T5 bias (score_mod)"
+    (cd "$O" && tar -cf part12.tar --exclude part12.tar . && find . -mindepth 1 ! -name part12.tar -delete)
+elif [ "$PART" = 13 ]; then
+    # session 30 (END_S about 450): k_new = the working tree's kernels (FA4_SM90_BWD_TILE_SAT 1:
+    # t5_bias's backward tile test as two boxes per warp and head; FA4_SM90_RELT_GARR 2 by default)
+    # against the carried build's own (HEAD): the suite's relative cases, the T5 bench cases in two
+    # interleaved rounds (test_gpu_sm80 --bench-only, B4 H16 S4096), then the full suite on k_new
+    echo "== 26. relative cases on k_new ($(left) s left)"
+    suite suite_rel_new "$(cap 80 360)" k_new --filter "t5|relbias|widebias"
+    echo "== 27. T5 A/B, default (HEAD) / k_new ($(left) s left)"
+    for r in 1 2; do
+        for k in default k_new; do
+            if [ "$k" = default ]; then
+                FA4JIT_CACHE_DIR=/tmp/nx-def timeout 60 "$D/test_gpu_sm80" --bench-only --filter "T5|plain" >"$O/ab13_$k$r.log" 2>&1
+            else
+                FA4JIT_KERNEL_DIR=$D/$k FA4JIT_CACHE_DIR=/tmp/nx-$k timeout 60 "$D/test_gpu_sm80" --bench-only --filter "T5|plain" \
+                    >"$O/ab13_$k$r.log" 2>&1
+            fi
+            grep "^BENCH" "$O/ab13_$k$r.log" | sed "s/^/round $r $k: /"
+        done
+    done
+    echo "== 28. full suite on k_new ($(left) s left)"
+    suite suite_new "$(cap 300 10)" k_new
+    (cd "$O" && tar -cf part13.tar --exclude part13.tar . && find . -mindepth 1 ! -name part13.tar -delete)
+elif [ "$PART" = 14 ]; then
+    # session 30 (END_S about 300): FA4_SM90_BWD_TILE_SAT 2 (k_sat2: the two boxes for rel_bias
+    # too) on the suite's relative cases, then the A/B at the issue's shape (B8 H16 S4096, fa4_ab.py
+    # --bwd) of the carried build (HEAD), k_new (TILE_SAT 1, RELT_GARR 2) and k_sat2
+    echo "== 29. TILE_SAT 2: relative cases ($(left) s left)"
+    suite suite_sat2 "$(cap 70 220)" k_sat2 --filter "t5|relbias|widebias"
+    ab ab_sat "$(cap 220 5)" --cases "mods:rel._bias_(trainable),mods:T5_bias_(trainable),plain_seqlen:S=4096" \
+        --variants "default,$D/k_new,$D/k_sat2" --rounds 2 --bwd
+    (cd "$O" && tar -cf part14.tar --exclude part14.tar . && find . -mindepth 1 ! -name part14.tar -delete)
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -274,16 +274,60 @@ constexpr int kRelSites = 1;
 #undef FA4_SM90_BWD_TILE_RUN
 #define FA4_SM90_BWD_TILE_RUN 0
 #endif
+/* FA4_SM90_BWD_TILE_SAT (relative-form builds with FA4_SM90_BWD_TILE_RUN): once per warp and
+ * head, the 32 lanes ask the tile test over 32 boxes at once, each the warp's 16 keys against every
+ * query at least a distance d from them on one side (lanes 0-15 the queries before the keys,
+ * 16-31 those after; d from 8 to 1536, kTileSatD): where the nearest such box holds, every step
+ * inside it takes its values without a test, and the steps between the two (the diagonal band,
+ * where the boxes of a relative mod such as t5_bias's log buckets are not one value) take the
+ * relative form (grads_rel) without a test. The run (FA4_SM90_BWD_TILE_RUN) asked about 12 tests a
+ * warp and head at S 4096, about 13% of the fixed T5 backward main's executed instructions by
+ * ncu (H100 2026-12-07, bench/results/2026-12-07-h100-s30-checks.txt). 1: builds whose test
+ * evaluates a helper call (FA4_SCORE_MOD_TILE_CALLS: t5_bias), 2 (default): every relative
+ * tile-form build (rel_bias too), 0: off. Not where a walk visits the heads of a group inside each
+ * tile (fa4_bwd_heads_inner: a new head every step), which asks each step's own test instead.
+ * H100 2026-12-07, bwd TFLOP/s (B4 H16 S4096 D128 bf16, two rounds), off / 1: T5 410.4, 415.2 /
+ * 463.9, 467.4; trainable T5 348.4, 345.0 / 386.7, 384.5. f+b (B8, fa4_ab.py, median of 2), off /
+ * 1 / 2: trainable rel. bias 462.4 / 461.4 / 471.7, trainable T5 403.4 / 434.8 / 434.8, plain even
+ * (bench/results/2026-12-07-h100-s30-tsat.md, -sat2.md); the relative cases 55 / 55 with 1 and
+ * with 2, the full suite 389 / 389 with 1. */
+#ifndef FA4_SM90_BWD_TILE_SAT
+#define FA4_SM90_BWD_TILE_SAT 2
+#endif
+#if FA4_SM90_BWD_TILE_RUN && (FA4_SM90_BWD_REL || FA4_SM90_BWD_RELP) && \
+    (FA4_SM90_BWD_TILE_SAT == 2 || (FA4_SM90_BWD_TILE_SAT == 1 && defined(FA4_SCORE_MOD_TILE_CALLS) && FA4_SCORE_MOD_TILE_CALLS))
+#define FA4_SM90_BWD_TSAT 1
+#else
+#define FA4_SM90_BWD_TSAT 0
+#endif
+#if FA4_SM90_BWD_TSAT
+/* dst = src of lane `from` (every lane of the warp takes part), word by word */
+template <typename T>
+__device__ __forceinline__ void fa4_bwd_shfl_tile(T &dst, const T &src, int from)
+{
+    unsigned w[(sizeof(T) + 3) / 4] = {};
+    memcpy(w, &src, sizeof(T));
+#pragma unroll
+    for (int i = 0; i < (int)((sizeof(T) + 3) / 4); ++i)
+        w[i] = __shfl_sync(0xffffffffu, w[i], from);
+    memcpy(&dst, w, sizeof(T));
+}
+#endif
 struct fa4_bwd_aff {
     int h; /* the head it was asked for (-1: none yet) */
 #if FA4_SM90_BWD_AFFINE
     bool ok;
     float ks, c, dq, dk, ds; /* ks = ds * scale; c at (query 0, the warp's first key) */
 #endif
-#if FA4_SM90_BWD_TILE_RUN
+#if FA4_SM90_BWD_TILE_RUN && !FA4_SM90_BWD_TSAT
     int th, tlo, thi; /* FA4_SM90_BWD_TILE_RUN: rows [tlo, thi) of head th hold the tile form tl */
     bool tfail;       /* the last single-tile test failed */
     fa4_score_tile tl;
+#endif
+#if FA4_SM90_BWD_TSAT
+    int sh;                   /* FA4_SM90_BWD_TILE_SAT: the head the boxes were asked for (-1: none) */
+    int qpos, qneg;           /* rows [0, qpos) hold with tpos, rows from qneg on with tneg */
+    fa4_score_tile tpos, tneg;
 #endif
 };
 
@@ -803,6 +847,24 @@ struct fa4_bwd_consumer {
     /* tile_add through the run of steps proven before (FA4_SM90_BWD_TILE_RUN) */
     __device__ __forceinline__ bool tile_add_run(int h, int m0, fa4_score_tile &tl, fa4_bwd_aff &a) const
     {
+#if FA4_SM90_BWD_TSAT
+        /* (the run's state is not kept beside the boxes: its registers spilled) */
+        if (!fa4_bwd_heads_inner(p)) {
+            if (h != a.sh)
+                tile_sat(h, a);
+            if (m0 + kBM <= a.qpos) {
+                tl = a.tpos;
+                return true;
+            }
+            if (m0 >= a.qneg) {
+                tl = a.tneg;
+                return true;
+            }
+            if (a.qpos > 0 && a.qneg < 2147483647) /* both held: the band between takes grads_rel */
+                return false;
+        }
+        return tile_add(h, m0, tl);
+#else
         if (h == a.th && m0 >= a.tlo && m0 + kBM <= a.thi) {
             tl = a.tl;
             return true;
@@ -818,6 +880,32 @@ struct fa4_bwd_consumer {
         const bool ok = tile_add(h, m0, tl);
         a.tfail = !ok;
         return ok;
+#endif
+    }
+#endif
+#if FA4_SM90_BWD_TSAT
+    /* the distance of lane L's box from the warp's keys: 8, 12, 16, 24, ... 1536 (lane & 15) */
+    static __device__ __forceinline__ int tile_sat_d(int j) { return (8 << (j >> 1)) + (j & 1) * (4 << (j >> 1)); }
+    /* FA4_SM90_BWD_TILE_SAT: the two boxes of head h into a (every lane of the warp takes part).
+     * Lane L's box: the warp's 16 keys against rows [0, k0 - d] (before the keys: key - query >=
+     * d) or, lanes 16-31, the rows from k0 + 15 + d to the end; on each side the nearest box that
+     * held (the smallest d: the lowest lane of its half) gives qpos or qneg (0 or INT_MAX: none) */
+    __device__ __forceinline__ void tile_sat(int h, fa4_bwd_aff &a) const
+    {
+        const int k0 = n0 + cw * kBWgKeys + warp * 16; /* the warp's first key */
+        const int qend = (len_q + kBM - 1) / kBM * kBM; /* past the last step's rows */
+        const int d = tile_sat_d(lane & 15);
+        const int lo = lane < 16 ? 0 : k0 + 15 + d;
+        const int rows = lane < 16 ? k0 - d + 1 : qend - lo;
+        fa4_score_tile t;
+        const bool ok = rows >= kBM && tile_add(h, lo, t, rows);
+        const unsigned held = __ballot_sync(0xffffffffu, ok);
+        const int jp = __ffs((int)(held & 0xffffu)) - 1, jn = __ffs((int)(held >> 16)) - 1;
+        a.sh = h;
+        a.qpos = jp >= 0 ? k0 - tile_sat_d(jp) + 1 : 0; /* >= kBM where it held */
+        a.qneg = jn >= 0 ? k0 + 15 + tile_sat_d(jn) : 2147483647;
+        fa4_bwd_shfl_tile(a.tpos, t, jp >= 0 ? jp : 0);
+        fa4_bwd_shfl_tile(a.tneg, t, jn >= 0 ? 16 + jn : 0);
     }
 #endif
 

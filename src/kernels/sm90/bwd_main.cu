@@ -430,10 +430,13 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         int it = 0, hp = 0, m0p = 0;
         fa4_bwd_aff aff; /* score_mod's affine form, per head (bwd_consumer.cuh) */
         aff.h = -1;
-#if FA4_SM90_BWD_TILE_RUN
+#if FA4_SM90_BWD_TILE_RUN && !FA4_SM90_BWD_TSAT
         aff.th = -1;
         aff.tlo = aff.thi = 0;
         aff.tfail = false;
+#endif
+#if FA4_SM90_BWD_TSAT
+        aff.sh = -1;
 #endif
         for (; w.next(p, b, hk, n_tile, seq.len_q); ++it) {
             c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p, aff);

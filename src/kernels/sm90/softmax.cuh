@@ -142,17 +142,21 @@
 #endif
 /* RELT_BFOLD: the bounds' region tiles folded (RFOLD's consumption), see above */
 #define FA4_SM90_RBFOLD (FA4_SM90_RBOUND && FA4_SM90_RFOLD)
-/* FA4_SM90_RELT_GARR 1 (session 28, opt-in, not GPU-run): the bounds kernel (then named
+/* FA4_SM90_RELT_GARR 1 (session 28, opt-in): the bounds kernel (then named
  * fa4_sm90_rel_bounds_g, which tells the host) also writes g at every offset a tile's table can
  * hold, [omin - 127, omax + kN - 1] per (batch, head), to the workspace after the bounds (whose
  * records grow to 8 words: word 4 is 1 where that array is valid, word 5 its first offset), and
  * the fill of a tile outside the regions copies its kN + 63 entries from there (coalesced L2
  * reads) instead of evaluating g: the same bits, so the static schedule's tables are the same,
  * and a fill whose cost does not depend on the mod. Not with RELT_FOLD / RELT_BFOLD or
- * RELT_REUSE. FA4_SM90_RELT_GARR 2 (session 29, opt-in, not GPU-run): each warp copies the
- * entries its own rows read (kN + 15) and waits for itself only, no warpgroup barrier. */
+ * RELT_REUSE. FA4_SM90_RELT_GARR 2 (session 29; default since session 30): each warp copies the
+ * entries its own rows read (kN + 15) and waits for itself only, no warpgroup barrier. H100, B8 H16
+ * S4096 D128 bf16, trainable T5 forward TFLOP/s, median of 2 rounds, default (0) / 1 / 2: session
+ * 29 573.8 / 577.2 / 578.3; session 30 (with RB_UNIFORM) 605.1 / - / 614.4, plain and ALiBi even
+ * (bench/results/2026-12-07-h100-s29-t5knobs.md, -s30-uniform.md); the t5 cases 19 / 19 with 2
+ * in both sessions. */
 #ifndef FA4_SM90_RELT_GARR
-#define FA4_SM90_RELT_GARR 0
+#define FA4_SM90_RELT_GARR 2
 #endif
 #if FA4_SM90_RELT_GARR && FA4_SM90_RBOUND && !FA4_SM90_RFOLD
 #define FA4_SM90_RGARR 1
