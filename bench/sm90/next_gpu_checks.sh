@@ -15,7 +15,11 @@
 #      (session 25: the split's key-only full copy against a08a058's kernels).
 #   PART 2: 4. a knob's suite cases and A/B (session 25: FA4_SM90_TILE_FOLD 1, k_tf1); 5. bench/run.py
 #      full, with FlexAttention.
-# **Pending (session 29): PART 10** (END_S=140; FA4_SM90_RB_UNIFORM's t5 cases and A/B; set-up:
+# Session 30 ran PARTS 10, 11, 8 (again, for its suite and run.py), 12, 13, 14 and 15
+# (bench/results/2026-12-07-h100-s30-*); nothing is pending. PARTS 13 / 14 show the pattern for an
+# A/B of the working tree's kernels against the carried build: `bash scripts/device_carry.sh` (HEAD)
+# and `cp -r src/kernels .devcarry/k_new`, then `PART=13`.
+# Session 29's PART 10 (END_S=140; FA4_SM90_RB_UNIFORM's t5 cases and A/B; set-up:
 # `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py,
 # ncu_sass_ops.py} .devcarry/ && git archive c420962 src/kernels | tar -x -C /tmp/kp && cp -r
 # /tmp/kp/src/kernels .devcarry/k_prev && cp -r src/kernels .devcarry/k_garrw && sed -i
@@ -289,6 +293,15 @@ elif [ "$PART" = 14 ]; then
     ab ab_sat "$(cap 220 5)" --cases "mods:rel._bias_(trainable),mods:T5_bias_(trainable),plain_seqlen:S=4096" \
         --variants "default,$D/k_new,$D/k_sat2" --rounds 2 --bwd
     (cd "$O" && tar -cf part14.tar --exclude part14.tar . && find . -mindepth 1 ! -name part14.tar -delete)
+elif [ "$PART" = 15 ]; then
+    # session 30's closing figures (END_S about 420): bench/run.py on the carried build, the
+    # headline and score_mod cases with the optional T5 and fixed rel. bias rows, peers included
+    echo "== 30. bench/run.py, selected cases ($(left) s left)"
+    timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 40 )) \
+        --grace-s 25 --out "$O/run" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:head_scale,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed),mods:softcap_tanh" \
+        >"$O/run.log" 2>&1
+    echo "run.py rc=$? t=$SECONDS"
+    grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
