@@ -107,6 +107,18 @@ run_bench() {
         grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
     fi
 }
+# every file under $O into $O/$1.tar, the rest removed (the device tool brings back about 8 files)
+tar_out() { (cd "$O" && tar -cf "$1.tar" --exclude "$1.tar" . && find . -mindepth 1 ! -name "$1.tar" -delete); }
+# test_gpu_sm80 --bench-only --filter "$3" on the kernels $2 ("default" or a kernel dir under $D),
+# timeout $4 s, into $O/$1.log
+bench_only() {
+    if [ "$2" = default ]; then
+        FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$4" "$D/test_gpu_sm80" --bench-only --filter "$3" >"$O/$1.log" 2>&1
+    else
+        FA4JIT_KERNEL_DIR=$D/$2 FA4JIT_CACHE_DIR=/tmp/nx-$2 timeout "$4" "$D/test_gpu_sm80" --bench-only --filter "$3" \
+            >"$O/$1.log" 2>&1
+    fi
+}
 # session 27: FA4_SM90_RELT_REUSE 1 (t5_bias's table fill copies the 63 entries two key tiles share;
 # k_reuse = the kernels with the knob on): the suite's t5 cases (timeout $1 s) and the A/B of T5's
 # forward against plain's (timeout $2 s)
@@ -241,7 +253,7 @@ elif [ "$PART" = 10 ]; then
         --variants "default,$D/k_prev,$D/k_garrw" --rounds 2
     echo "== 22. ncu source counters, T5 forward ($(left) s left)"
     [ "$(left)" -gt 30 ] && ncu_ops t5fwd 'fa4_sm90_fwd$' "T5 bias (score_mod)" 25
-    (cd "$O" && tar -cf part10.tar --exclude part10.tar . && find . -mindepth 1 ! -name part10.tar -delete)
+    tar_out part10
 elif [ "$PART" = 11 ]; then
     # session 29, for the next session (about 300 s): FA4_SM90_DESC_HI_OPAQUE 1 (k_deschi: the
     # wgmma descriptors' high word opaque to ptxas, one UMOV instead of two a wgmma): a reduced
@@ -251,17 +263,16 @@ elif [ "$PART" = 11 ]; then
     suite suite_deschi "$(cap 120 170)" k_deschi --filter "plain|causal|alibi|relbias|t5"
     ab ab_deschi "$(cap 160 5)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
         --variants "default,$D/k_deschi" --rounds 2 --bwd
-    (cd "$O" && tar -cf part11.tar --exclude part11.tar . && find . -mindepth 1 ! -name part11.tar -delete)
+    tar_out part11
 elif [ "$PART" = 12 ]; then
     # session 30 (END_S about 200): where trainable T5's backward (0.63 of plain's backward) goes:
     # test_gpu_sm80's timings of the T5 cases (fixed and trainable, fwd and bwd), then ncu source
     # counters of the backward main of both; outputs in one tar
     echo "== 24. T5 timings ($(left) s left)"
-    FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 60 130)" "$D/test_gpu_sm80" --bench-only --filter "T5|plain" \
-        >"$O/t5bench.log" 2>&1
+    bench_only t5bench default "T5|plain" "$(cap 60 130)"
     grep "^BENCH" "$O/t5bench.log" | head -20
     ncu_each 25 'fa4_sm90_bwd_main$' 60 "t5trbwd:T5 bias trainable" "t5bwd:T5 bias (score_mod)"
-    (cd "$O" && tar -cf part12.tar --exclude part12.tar . && find . -mindepth 1 ! -name part12.tar -delete)
+    tar_out part12
 elif [ "$PART" = 13 ]; then
     # session 30 (END_S about 450): k_new = the working tree's kernels (FA4_SM90_BWD_TILE_SAT 1:
     # t5_bias's backward tile test as two boxes per warp and head; FA4_SM90_RELT_GARR 2 by default)
@@ -272,18 +283,13 @@ elif [ "$PART" = 13 ]; then
     echo "== 27. T5 A/B, default (HEAD) / k_new ($(left) s left)"
     for r in 1 2; do
         for k in default k_new; do
-            if [ "$k" = default ]; then
-                FA4JIT_CACHE_DIR=/tmp/nx-def timeout 60 "$D/test_gpu_sm80" --bench-only --filter "T5|plain" >"$O/ab13_$k$r.log" 2>&1
-            else
-                FA4JIT_KERNEL_DIR=$D/$k FA4JIT_CACHE_DIR=/tmp/nx-$k timeout 60 "$D/test_gpu_sm80" --bench-only --filter "T5|plain" \
-                    >"$O/ab13_$k$r.log" 2>&1
-            fi
+            bench_only "ab13_$k$r" "$k" "T5|plain" 60
             grep "^BENCH" "$O/ab13_$k$r.log" | sed "s/^/round $r $k: /"
         done
     done
     echo "== 28. full suite on k_new ($(left) s left)"
     suite suite_new "$(cap 300 10)" k_new
-    (cd "$O" && tar -cf part13.tar --exclude part13.tar . && find . -mindepth 1 ! -name part13.tar -delete)
+    tar_out part13
 elif [ "$PART" = 14 ]; then
     # session 30 (END_S about 300): FA4_SM90_BWD_TILE_SAT 2 (k_sat2: the two boxes for rel_bias
     # too) on the suite's relative cases, then the A/B at the issue's shape (B8 H16 S4096, fa4_ab.py
@@ -292,7 +298,7 @@ elif [ "$PART" = 14 ]; then
     suite suite_sat2 "$(cap 70 220)" k_sat2 --filter "t5|relbias|widebias"
     ab ab_sat "$(cap 220 5)" --cases "mods:rel._bias_(trainable),mods:T5_bias_(trainable),plain_seqlen:S=4096" \
         --variants "default,$D/k_new,$D/k_sat2" --rounds 2 --bwd
-    (cd "$O" && tar -cf part14.tar --exclude part14.tar . && find . -mindepth 1 ! -name part14.tar -delete)
+    tar_out part14
 elif [ "$PART" = 15 ]; then
     # session 30's closing figures (END_S about 420): bench/run.py on the carried build, the
     # headline and score_mod cases with the optional T5 and fixed rel. bias rows, peers included
