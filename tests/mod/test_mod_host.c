@@ -565,7 +565,9 @@ static void uniform_int_division(void **state)
  * ifs, returns, int and float bounds, log2f, sqrtf, floorf, a bool helper), at random aux values
  * and at named ones (t5_bias with 32 buckets and max distance 128, as the benchmarks), over boxes
  * of the kernels' sizes (and the backward's runs of query tiles, up to 512 x 16) at random
- * distances from the diagonal, up to 5000 away. */
+ * distances from the diagonal, up to 5000 away; and over the backward's long boxes (16 keys
+ * against up to 2^20 queries, all at least d before or after them: FA4_SM90_BWD_TILE_SAT), checked
+ * at their nearest rows, far end and random rows between. */
 static const char *const box_mods[][2] = {
     {"ramp", "float ramp(int d) {\n    if (d > 100) { return 1.5f; }\n    if (d < -100) { return -1.5f; }\n"
              "    return (float)d * 0.015f;\n}\n"
@@ -587,7 +589,7 @@ static const char *const box_mods[][2] = {
 };
 
 static int check_boxes(const char *dir, const char *name, const char *src, size_t len, uint64_t seed,
-                       const char *const *set, int *boxes_taken)
+                       const char *const *set, int *boxes_taken, int *long_taken)
 {
     fa4__mod *m = mt_parse(src, len, name);
     assert_non_null(m);
@@ -649,7 +651,39 @@ static int check_boxes(const char *dir, const char *name, const char *src, size_
           "q0, bq[sz], k0, bk[sz], q, kv, want, got);\n"
           "            }\n"
           "    }\n"
-          "    printf(\"%ld %ld %ld\\n\", taken, pos, bad);\n"
+          /* the backward's two boxes per warp and head (FA4_SM90_BWD_TILE_SAT): 16 keys against
+           * every query at least d before or after them, up to 2^20 rows long; checked at the 64
+           * rows nearest the keys, the far end and 1024 random rows between, every key */
+          "    long ltaken = 0;\n"
+          "    for (int i = 0; i < 80; i++) {\n"
+          "        const int j = (int)(rnd() % 16), d = (8 << (j >> 1)) + (j & 1) * (4 << (j >> 1));\n"
+          "        const int bb = (int)(rnd() % 2), h = (int)(rnd() % 8), k0 = (int)(rnd() % (1 << 21)) - (1 << 20);\n"
+          "        const int len = 64 + (int)(rnd() % (1 << 20)), before = i % 2;\n"
+          "        const int qlo = before ? k0 - d - len + 1 : k0 + 15 + d, qhi = qlo + len - 1;\n"
+          "        fa4_score_tile tl;\n"
+          "        if (!fa4_score_mod_tile(bb, h, qlo, qhi, k0, k0 + 15, a, tl))\n"
+          "            continue;\n"
+          "        ltaken++;\n"
+          "        for (int r = 0; r < 64 + 1 + 1024; r++) {\n"
+          "            const int q = r < 64 ? (before ? qhi - r : qlo + r) : r == 64 ? (before ? qlo : qhi)\n"
+          "                                                           : qlo + (int)(rnd() % (unsigned)len);\n"
+          "            for (int kv = k0; kv < k0 + 16; kv++) {\n"
+          "                const float sc = (float)((int)(rnd() % 2001) - 1000) * 0.01f;\n"
+          "                const float want = fa4_score_mod(sc, bb, h, q, kv, a);\n"
+          "                const float got = fa4_score_mod_t(sc, bb, h, q, kv, a, tl);\n"
+          "                int ok = __float_as_int(want) == __float_as_int(got) || (want != want && got != got);\n"
+          "#if FA4_SCORE_MOD_TILE_ADD\n"
+          "                const float add = sc + fa4_score_mod_tile_add(tl);\n"
+          "                ok = ok && (__float_as_int(want) == __float_as_int(add) || (want != want && add != add));\n"
+          "#endif\n"
+          "                pos++;\n"
+          "                if (!ok && bad++ < 5)\n"
+          "                    printf(\"mismatch b %d h %d long box q %d..%d kv %d+16 at (%d, %d): %a, tile form %a\\n\", bb, h, "
+          "qlo, qhi, k0, q, kv, want, got);\n"
+          "            }\n"
+          "        }\n"
+          "    }\n"
+          "    printf(\"%ld %ld %ld %ld\\n\", taken, pos, bad, ltaken);\n"
           "    return 0;\n}\n",
           f);
     fclose(f);
@@ -663,13 +697,16 @@ static int check_boxes(const char *dir, const char *name, const char *src, size_
         snprintf(last, sizeof last, "%s", line);
     }
     const int rc = pclose(p);
-    long taken = -1, pos = 0, bad = 1;
-    if (rc != 0 || sscanf(last, "%ld %ld %ld", &taken, &pos, &bad) != 3) {
+    long taken = -1, pos = 0, bad = 1, ltaken = 0;
+    if (rc != 0 || sscanf(last, "%ld %ld %ld %ld", &taken, &pos, &bad, &ltaken) != 4) {
         fprintf(stderr, "%s: the box check did not build or run (rc %d)\n", name, rc);
         bad = 1;
     }
-    printf("%s: tile form taken in %ld of 600 boxes, %ld positions checked, %ld mismatches\n", name, taken, pos, bad);
+    printf("%s: tile form taken in %ld of 600 boxes and %ld of 80 long ones, %ld positions checked, %ld mismatches\n",
+           name, taken, ltaken, pos, bad);
     *boxes_taken = (int)taken;
+    if (long_taken)
+        *long_taken = (int)ltaken;
     free(cu);
     mt_free_aux(aux, n);
     fa4__mod_free(m);
@@ -689,7 +726,7 @@ static void tile_form_holds_over_box(void **state)
         size_t len = 0;
         char *src = mt_read_mod(names[i], &len);
         assert_non_null(src);
-        bad += check_boxes(dir, names[i], src, len, 3000u + (uint64_t)i, NULL, &taken);
+        bad += check_boxes(dir, names[i], src, len, 3000u + (uint64_t)i, NULL, &taken, NULL);
         if (!strcmp(names[i], "t5_bias") || !strcmp(names[i], "rel_bias")) {
             if (taken <= 0)
                 fprintf(stderr, "%s: no box took the tile form\n", names[i]);
@@ -698,9 +735,11 @@ static void tile_form_holds_over_box(void **state)
         if (!strcmp(names[i], "t5_bias")) {
             static const char *const bench[] = {"num_buckets", "32", "max_distance", "128", NULL};
             static const char *const small[] = {"num_buckets", "8", "max_distance", "16", NULL};
-            bad += check_boxes(dir, "t5_bias_32_128", src, len, 3100u, bench, &taken);
+            int lt = 0;
+            bad += check_boxes(dir, "t5_bias_32_128", src, len, 3100u, bench, &taken, &lt);
             bad += taken < 100; /* the far boxes (a third of them at up to 5000) */
-            bad += check_boxes(dir, "t5_bias_8_16", src, len, 3101u, small, &taken);
+            bad += lt < 20;     /* the long boxes at d >= 96 (half of the d) */
+            bad += check_boxes(dir, "t5_bias_8_16", src, len, 3101u, small, &taken, NULL);
             bad += taken <= 0;
         }
         free(src);
@@ -708,7 +747,7 @@ static void tile_form_holds_over_box(void **state)
     }
     for (size_t i = 0; i < sizeof box_mods / sizeof box_mods[0]; i++) {
         bad += check_boxes(dir, box_mods[i][0], box_mods[i][1], strlen(box_mods[i][1]), 3200u + (uint64_t)i, NULL,
-                           &taken);
+                           &taken, NULL);
         if (taken <= 0)
             fprintf(stderr, "%s: no tile form taken (expected one)\n", box_mods[i][0]);
         bad += taken <= 0;
@@ -720,7 +759,7 @@ static void tile_form_holds_over_box(void **state)
         snprintf(path, sizeof path, "%s/tests/mod/cases/%s.mod", FA4_TEST_SOURCE_DIR, cases[i]);
         char *src = mt_read_file(path, &len);
         assert_non_null(src);
-        bad += check_boxes(dir, cases[i], src, len, 3300u + (uint64_t)i, NULL, &taken);
+        bad += check_boxes(dir, cases[i], src, len, 3300u + (uint64_t)i, NULL, &taken, NULL);
         free(src);
     }
     host_dir_done(dir);
