@@ -16,11 +16,14 @@
 #   PART 2: 4. a knob's suite cases and A/B (session 25: FA4_SM90_TILE_FOLD 1, k_tf1); 5. bench/run.py
 #      full, with FlexAttention.
 # Session 30 ran PARTS 10, 11, 8 (again, for its suite and run.py), 12, 13, 14 and 15
-# (bench/results/2026-12-07-h100-s30-*). **Pending: PART 16** (END_S=130; set-up: `bash
+# (bench/results/2026-12-07-h100-s30-*). **Pending: PART 16** (END_S=220; set-up: `bash
 # scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ &&
 # cp -r src/kernels .devcarry/k_st2 && sed -i 's/^#ifndef FA4_SM90_BWD_STAGES$/#define
-# FA4_SM90_BWD_STAGES 2\n&/' .devcarry/k_st2/sm90/bwd_config.cuh`): does the fixed rel. bias
-# backward lose what the trainable one lacks when its Q / dO ring has 2 stages instead of 3?
+# FA4_SM90_BWD_STAGES 2\n&/' .devcarry/k_st2/sm90/bwd_config.cuh && cp -r src/kernels
+# .devcarry/k_all && sed -i 's/^#define FA4_SM90_RELT_ALL 0/#define FA4_SM90_RELT_ALL 1/'
+# .devcarry/k_all/sm90/config.cuh`): does the fixed rel. bias backward lose what the trainable one
+# lacks when its Q / dO ring has 2 stages instead of 3; and rel_bias's forward through t5_bias's
+# table path (FA4_SM90_RELT_ALL 1).
 # PARTS 13 / 14 show the pattern for an A/B of the working tree's kernels against the carried
 # build: `bash scripts/device_carry.sh` (HEAD) and `cp -r src/kernels .devcarry/k_new`, then
 # `PART=13`.
@@ -314,12 +317,15 @@ elif [ "$PART" = 15 ]; then
     echo "run.py rc=$? t=$SECONDS"
     grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
 elif [ "$PART" = 16 ]; then
-    # session 30 (END_S about 150): what the trainable rel. bias backward's aux window costs in
-    # Q / dO stages (its 32 KB leave 2 of 3 at D 128): the fixed table's backward with the ring
-    # forced to 2 stages (k_st2: "#define FA4_SM90_BWD_STAGES 2" in sm90/bwd_config.cuh) beside
-    # its default 3, and the trainable one (2 either way) as the control
-    ab ab_st2 "$(cap 140 5)" --cases "mods:rel._bias_(fixed),mods:rel._bias_(trainable)" \
-        --variants "default,$D/k_st2" --rounds 2 --bwd
+    # session 30, for the next session (END_S about 220): what the trainable rel. bias backward's
+    # aux window costs in Q / dO stages (its 32 KB leave 2 of 3 at D 128): the fixed table's
+    # backward with the ring forced to 2 stages (k_st2: "#define FA4_SM90_BWD_STAGES 2" in
+    # sm90/bwd_config.cuh) beside its default 3, the trainable one (2 either way) as the control;
+    # and rel_bias's forward through the table path (k_all: FA4_SM90_RELT_ALL 1), its cases first
+    echo "== 31. RELT_ALL: rel. bias cases ($(left) s left)"
+    suite suite_all "$(cap 50 170)" k_all --filter "relbias|widebias"
+    ab ab_st2 "$(cap 200 5)" --cases "mods:rel._bias_(fixed),mods:rel._bias_(trainable),plain_seqlen:S=4096" \
+        --variants "default,$D/k_st2,$D/k_all" --rounds 2 --bwd
     tar_out part16
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free

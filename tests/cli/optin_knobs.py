@@ -21,7 +21,9 @@ descriptors' high word opaque to ptxas; opt-in), the first pass's builds; in a n
 FA4_SM90_BWD_TILE_SAT 2 -> 0 (bwd_consumer.cuh: the backward's tile test per run of steps again
 instead of the two boxes per warp and head; 2 by default since session 30), rel_bias's and
 t5_bias's backward mains at D 128, fixed and trainable; in a tenth FA4_SM90_BWD_TILE_SAT 2 -> 1 (the
-boxes only where the test calls a helper: t5_bias), rel_bias's. Fails unless rel_bias's and t5_bias's forwards (D 64 and
+boxes only where the test calls a helper: t5_bias), rel_bias's; in an eleventh FA4_SM90_RELT_ALL 0 ->
+1 (config.cuh: rel_bias's forward through t5_bias's table path; opt-in), rel_bias's forward at D 64,
+128 and 256. Fails unless rel_bias's and t5_bias's forwards (D 64 and
 128) and backward mains (D 128, fixed and trainable table) build with 168 registers and no spill,
 serialized wgmma or spill fallback (a backward main may keep a stack frame within path_sm90.c's
 frame tolerance, 192 bytes, as the library does), into cubins that differ from the default build's
@@ -56,7 +58,8 @@ PASSES = [(KNOBS, BUILDS, MODS),
           ([("softmax.cuh", "FA4_SM90_RB_UNIFORM", "1", "0")], T5_FWD, ["t5_bias"]),
           ([("ptx90.cuh", "FA4_SM90_DESC_HI_OPAQUE", "0", "1")], BUILDS, MODS),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_TILE_SAT", "2", "0")], BWD128, MODS),
-          ([("bwd_consumer.cuh", "FA4_SM90_BWD_TILE_SAT", "2", "1")], BWD128, ["rel_bias"])]
+          ([("bwd_consumer.cuh", "FA4_SM90_BWD_TILE_SAT", "2", "1")], BWD128, ["rel_bias"]),
+          ([("config.cuh", "FA4_SM90_RELT_ALL", "0", "1")], T5_FWD, ["rel_bias"])]
 
 
 def kernels_dir():

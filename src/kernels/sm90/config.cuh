@@ -125,9 +125,19 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
 #ifndef FA4_SM90_RELT_TILE
 #define FA4_SM90_RELT_TILE 0
 #endif
+/* FA4_SM90_RELT_ALL 1 (session 30, opt-in, not GPU-run): every relative-form mod's forward takes
+ * the table path as t5_bias's does (softmax.cuh: RELT_BOUNDS finds the offsets where g is one
+ * value, RELT_GARR 2 copies the other tiles' tables from the bounds kernel's array), also where a
+ * cheap tile form exists (rel_bias, whose forward otherwise asks the tile form per warp and tile
+ * and evaluates the mod at every position of the diagonal band's tiles). Since RELT_BOUNDS and
+ * RELT_GARR the table is neither filled for every tile nor evaluated per tile, which is what made
+ * it slower for rel_bias in 2026-12-03's measurement above. */
+#ifndef FA4_SM90_RELT_ALL
+#define FA4_SM90_RELT_ALL 0
+#endif
 #if defined(FA4_SCORE_MOD_REL) && FA4_SCORE_MOD_REL && FA4_HAS_SCORE_MOD && FA4_SM90_REL == 2 && \
     FA4_SM90_CONSUMERS != 3 && !(defined(FA4_SCORE_MOD_AFFINE) && FA4_SCORE_MOD_AFFINE) &&             \
-    (!(defined(FA4_SCORE_MOD_TILE) && FA4_SCORE_MOD_TILE) || FA4_SM90_RELT_TILE ||                      \
+    (!(defined(FA4_SCORE_MOD_TILE) && FA4_SCORE_MOD_TILE) || FA4_SM90_RELT_TILE || FA4_SM90_RELT_ALL || \
      (defined(FA4_SCORE_MOD_TILE_CALLS) && FA4_SCORE_MOD_TILE_CALLS))
 #define FA4_SM90_RELT 1
 #else
@@ -139,7 +149,8 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
  * what it was before such mods had a tile form, which only the backward (64 x 16 per warp and
  * step, bwd_consumer.cuh grads_add) then takes. */
 #if defined(FA4_SCORE_MOD_TILE) && FA4_SCORE_MOD_TILE &&                                               \
-    !(FA4_SM90_RELT && defined(FA4_SCORE_MOD_TILE_CALLS) && FA4_SCORE_MOD_TILE_CALLS && !FA4_SM90_RELT_TILE)
+    !(FA4_SM90_RELT && ((defined(FA4_SCORE_MOD_TILE_CALLS) && FA4_SCORE_MOD_TILE_CALLS) || FA4_SM90_RELT_ALL) && \
+      !FA4_SM90_RELT_TILE)
 #define FA4_SM90_FWD_TILE 1
 #else
 #define FA4_SM90_FWD_TILE 0
