@@ -1,33 +1,33 @@
 #!/usr/bin/env python3
 """optin_knobs.py FA4JIT - the sm90 kernel knobs that are not at their measured best for every mod,
 switched away from their defaults in a copy of the kernel sources (FA4JIT_KERNEL_DIR), deviceless,
-bf16, so that the A/B switch stays buildable: in the forward (softmax.cuh) FA4_SM90_FWD_TILE_RUN 8 -> 0
-(rel_bias's tile test once per run of key tiles; default since session 26) and FA4_SM90_RELT_FOLD 0 ->
-1 (t5_bias's one-value relative tables folded into the softmax; opt-in), in the backward
-(bwd_consumer.cuh) FA4_SM90_BWD_SPLIT_ADD 2 -> 0 (the split score stage for tile-add mods, fixed or
-trainable table; default since session 26); in a second pass FA4_SM90_RELT_REUSE 0 -> 1 (t5_bias's
-relative table refilled from the last one's shared entries; opt-in, and off where RELT_FOLD or
-RELT_GARR is on) with FA4_SM90_RELT_GARR 2 -> 0, t5_bias's
-forward at D 64, 128 and 256; in a third pass FA4_SM90_RELT_BOUNDS 1 -> 0 alone (no table where the key
-tile lies in a region of one g, found per call by fa4_sm90_rel_bounds; default since session 28), the same
-builds; in a fourth FA4_SM90_RELT_BFOLD 0 -> 1 (those tiles folded into the softmax, with RELT_FOLD's check
-on the others; opt-in), the same builds; in a fifth FA4_SM90_RELT_GARR 2 -> 1 (the other tiles' tables
-copied from an array of g the bounds kernel writes, with a warpgroup barrier), the same builds; in a sixth
-FA4_SM90_RELT_GARR 2 -> 0 (no array: the tables evaluated; 2, the copy per warp with no warpgroup
-barrier, is the default since session 30), the same builds; in a
-seventh FA4_SM90_RB_UNIFORM 1 -> 0 (the bounds' answers not broadcast from lane 0; default since
-session 29), the same builds; in an eighth FA4_SM90_DESC_HI_OPAQUE 0 -> 1 (ptx90.cuh: the wgmma
-descriptors' high word opaque to ptxas; opt-in), the first pass's builds; in a ninth
-FA4_SM90_BWD_TILE_SAT 2 -> 0 (bwd_consumer.cuh: the backward's tile test per run of steps again
-instead of the two boxes per warp and head; 2 by default since session 30), rel_bias's and
-t5_bias's backward mains at D 128, fixed and trainable; in a tenth FA4_SM90_BWD_TILE_SAT 2 -> 1 (the
-boxes only where the test calls a helper: t5_bias), rel_bias's; in an eleventh FA4_SM90_RELT_ALL 0 ->
-1 (config.cuh: rel_bias's forward through t5_bias's table path; opt-in), rel_bias's forward at D 64,
-128 and 256. Fails unless rel_bias's and t5_bias's forwards (D 64 and
-128) and backward mains (D 128, fixed and trainable table) build with 168 registers and no spill,
-serialized wgmma or spill fallback (a backward main may keep a stack frame within path_sm90.c's
-frame tolerance, 192 bytes, as the library does), into cubins that differ from the default build's
-(the knobs reach the code).
+bf16, so that the A/B switch stays buildable. The passes (PASSES below):
+ 1. together: FA4_SM90_FWD_TILE_RUN 8 -> 0 (softmax.cuh: rel_bias's tile test once per run of key
+    tiles; default since session 26), FA4_SM90_RELT_FOLD 0 -> 1 (t5_bias's one-value tables folded
+    into the softmax; opt-in), FA4_SM90_BWD_SPLIT_ADD 2 -> 0 (bwd_consumer.cuh: the split score stage
+    for tile-add mods; default since session 26) and FA4_SM90_BWD_TILE_SAT 2 -> 0 (the backward's
+    tile test per run of steps again instead of two boxes per warp and head; default since session
+    30): rel_bias and t5_bias, forward at D 64 and 128, backward main at D 128 fixed and trainable;
+ 2. FA4_SM90_RELT_REUSE 0 -> 1 (t5_bias's table refilled from the last one's shared entries; opt-in,
+    off where RELT_FOLD or RELT_GARR is on) with FA4_SM90_RELT_GARR 2 -> 0: t5_bias's forward at D
+    64, 128 and 256 (the passes below on t5_bias's forward use the same builds);
+ 3. FA4_SM90_RELT_BOUNDS 1 -> 0 (no table where the key tile lies in a region of one g, found per
+    call by fa4_sm90_rel_bounds; default since session 28);
+ 4. FA4_SM90_RELT_BFOLD 0 -> 1 (those tiles folded into the softmax; opt-in);
+ 5. FA4_SM90_RELT_GARR 2 -> 1 (the other tiles' tables copied from the bounds kernel's array of g,
+    with a warpgroup barrier);
+ 6. FA4_SM90_RELT_GARR 2 -> 0 (no array: the tables evaluated; 2, the copy per warp without the
+    barrier, is the default since session 30);
+ 7. FA4_SM90_RB_UNIFORM 1 -> 0 (the bounds' answers not broadcast from lane 0; default since 29);
+ 8. FA4_SM90_DESC_HI_OPAQUE 0 -> 1 (ptx90.cuh: the wgmma descriptors' high word opaque to ptxas;
+    opt-in): the first pass's builds;
+ 9. FA4_SM90_BWD_TILE_SAT 2 -> 1 (the boxes only where the test calls a helper: t5_bias): rel_bias's
+    backward main at D 128, fixed and trainable;
+10. FA4_SM90_RELT_ALL 0 -> 1 (config.cuh: rel_bias's forward through t5_bias's table path; opt-in):
+    rel_bias's forward at D 64, 128 and 256.
+Fails unless every build has 168 registers and no spill, serialized wgmma or spill fallback (a
+backward main may keep a stack frame within path_sm90.c's frame tolerance, 192 bytes, as the
+library does), in cubins that differ from the default build's (the knobs reach the code).
 Exit 0: all as expected; 1: not; 2: usage or the command failed; 77: no NVRTC."""
 import os
 import re
@@ -39,7 +39,8 @@ from cli_resources import check_programs, compile_sm90, cli_check_args
 
 # (file under sm90/, knob, default, switched)
 KNOBS = [("softmax.cuh", "FA4_SM90_FWD_TILE_RUN", "8", "0"), ("softmax.cuh", "FA4_SM90_RELT_FOLD", "0", "1"),
-         ("bwd_consumer.cuh", "FA4_SM90_BWD_SPLIT_ADD", "2", "0")]
+         ("bwd_consumer.cuh", "FA4_SM90_BWD_SPLIT_ADD", "2", "0"),
+         ("bwd_consumer.cuh", "FA4_SM90_BWD_TILE_SAT", "2", "0")]
 BWD_FRAME_TOLERANCE = 192  # path_sm90.c's bwd_main90 frame_tolerance
 # (head dim, programs compiled, the program files compared with the default build's, options)
 BUILDS = [(64, "fwd", ["fwd"], ()), (128, "fwd,bwd", ["fwd", "bwd_main90"], ()),
@@ -49,15 +50,14 @@ MODS = ["rel_bias", "t5_bias"]
 T5_FWD = [(64, "fwd", ["fwd"], ()), (128, "fwd", ["fwd"], ()), (256, "fwd", ["fwd"], ())]
 BWD128 = [(128, "bwd", ["bwd_main90"], ()), (128, "bwd", ["bwd_main90"], ("--trainable", "bias"))]
 PASSES = [(KNOBS, BUILDS, MODS),
-          ([("softmax.cuh", "FA4_SM90_RELT_REUSE", "0", "1"), ("softmax.cuh", "FA4_SM90_RELT_GARR", "2", "0")],
-           T5_FWD, ["t5_bias"]),
+          ([("softmax.cuh", "FA4_SM90_RELT_REUSE", "0", "1"),
+            ("softmax.cuh", "FA4_SM90_RELT_GARR", "2", "0")], T5_FWD, ["t5_bias"]),
           ([("softmax.cuh", "FA4_SM90_RELT_BOUNDS", "1", "0")], T5_FWD, ["t5_bias"]),
           ([("softmax.cuh", "FA4_SM90_RELT_BFOLD", "0", "1")], T5_FWD, ["t5_bias"]),
           ([("softmax.cuh", "FA4_SM90_RELT_GARR", "2", "1")], T5_FWD, ["t5_bias"]),
           ([("softmax.cuh", "FA4_SM90_RELT_GARR", "2", "0")], T5_FWD, ["t5_bias"]),
           ([("softmax.cuh", "FA4_SM90_RB_UNIFORM", "1", "0")], T5_FWD, ["t5_bias"]),
           ([("ptx90.cuh", "FA4_SM90_DESC_HI_OPAQUE", "0", "1")], BUILDS, MODS),
-          ([("bwd_consumer.cuh", "FA4_SM90_BWD_TILE_SAT", "2", "0")], BWD128, MODS),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_TILE_SAT", "2", "1")], BWD128, ["rel_bias"]),
           ([("config.cuh", "FA4_SM90_RELT_ALL", "0", "1")], T5_FWD, ["rel_bias"])]
 
