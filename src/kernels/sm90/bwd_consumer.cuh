@@ -266,7 +266,8 @@ constexpr int kRelSites = 1;
  * 376.0, trainable T5 247.6 / 283.1 / 292.2. H100 2026-12-06 05:05 UTC (df2830b, two rounds),
  * K = 4 (T5) or 0 (rel. bias) / 8: T5 364.4, 360.3 / 375.2, 378.0; trainable T5 283.3, 285.2 /
  * 294.1, 291.8; trainable rel. bias 312.3, 310.0 / 320.4, 320.7 (its clamp test is cheap, but the
- * run still skips it and its branch); the t5 subset passed with K = 8 (12 / 12). */
+ * run still skips it and its branch); the t5 subset passed with K = 8 (12 / 12). Relative-form
+ * builds take FA4_SM90_BWD_TILE_SAT's two boxes instead of the run (below). */
 #ifndef FA4_SM90_BWD_TILE_RUN
 #define FA4_SM90_BWD_TILE_RUN 8
 #endif
