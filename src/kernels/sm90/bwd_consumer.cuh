@@ -278,7 +278,7 @@ constexpr int kRelSites = 1;
 /* FA4_SM90_BWD_TILE_SAT (relative-form builds with FA4_SM90_BWD_TILE_RUN): once per warp and
  * head, the 32 lanes ask the tile test over 32 boxes at once, each the warp's 16 keys against every
  * query at least a distance d from them on one side (lanes 0-15 the queries before the keys,
- * 16-31 those after; d from 8 to 1536, kTileSatD): where the nearest such box holds, every step
+ * 16-31 those after; d from 8 to 1536, tile_sat_d): where the nearest such box holds, every step
  * inside it takes its values without a test, and the steps between the two (the diagonal band,
  * where the boxes of a relative mod such as t5_bias's log buckets are not one value) take the
  * relative form (grads_rel) without a test. The run (FA4_SM90_BWD_TILE_RUN) asked about 12 tests a
@@ -296,7 +296,8 @@ constexpr int kRelSites = 1;
 #define FA4_SM90_BWD_TILE_SAT 2
 #endif
 #if FA4_SM90_BWD_TILE_RUN && (FA4_SM90_BWD_REL || FA4_SM90_BWD_RELP) && \
-    (FA4_SM90_BWD_TILE_SAT == 2 || (FA4_SM90_BWD_TILE_SAT == 1 && defined(FA4_SCORE_MOD_TILE_CALLS) && FA4_SCORE_MOD_TILE_CALLS))
+    (FA4_SM90_BWD_TILE_SAT == 2 ||                                          \
+     (FA4_SM90_BWD_TILE_SAT == 1 && defined(FA4_SCORE_MOD_TILE_CALLS) && FA4_SCORE_MOD_TILE_CALLS))
 #define FA4_SM90_BWD_TSAT 1
 #else
 #define FA4_SM90_BWD_TSAT 0
