@@ -619,13 +619,33 @@ static int check_boxes(const char *dir, const char *name, const char *src, size_
     free(text);
     write_aux_data(f, m, aux);
     fprintf(f, "static unsigned long long st = %lluull;\n"
-               "static unsigned rnd(void) { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return (unsigned)st; }\n"
-               "int main(void)\n{\n", (unsigned long long)(seed | 1u));
+               "static unsigned rnd(void) { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return (unsigned)st; }\n",
+            (unsigned long long)(seed | 1u));
+    /* one position (q, kv) of a box that took the tile form tl, at a random score */
+    fputs("static long pos = 0, bad = 0;\n"
+          "static void check_at(const fa4_aux &a, const fa4_score_tile &tl, int bb, int h, int q, int kv, const char *box,\n"
+          "                     int q0, int q1, int k0, int k1)\n"
+          "{\n"
+          "    const float sc = (float)((int)(rnd() % 2001) - 1000) * 0.01f;\n"
+          "    const float want = fa4_score_mod(sc, bb, h, q, kv, a);\n"
+          "    const float got = fa4_score_mod_t(sc, bb, h, q, kv, a, tl);\n"
+          "    int ok = __float_as_int(want) == __float_as_int(got) || (want != want && got != got);\n"
+          "#if FA4_SCORE_MOD_TILE_ADD\n"
+          "    const float add = sc + fa4_score_mod_tile_add(tl);\n"
+          "    ok = ok && (__float_as_int(want) == __float_as_int(add) || (want != want && add != add));\n"
+          "#endif\n"
+          "    pos++;\n"
+          "    if (!ok && bad++ < 5)\n"
+          "        printf(\"mismatch b %d h %d %s q %d..%d kv %d..%d at (%d, %d): %a, tile form %a\\n\", bb, h, box, q0, q1,\n"
+          "               k0, k1, q, kv, want, got);\n"
+          "}\n"
+          "int main(void)\n{\n",
+          f);
     write_aux_setup(f, m, aux);
     /* the forward's and backward's boxes, and the backward's runs of 4 and 8 query tiles
      * (FA4_SM90_BWD_TILE_RUN: 256 x 16, 512 x 16) */
     fputs("    static const int bq[7] = {64, 16, 64, 128, 1, 256, 512}, bk[7] = {16, 176, 128, 176, 1, 16, 16};\n"
-          "    long taken = 0, pos = 0, bad = 0;\n"
+          "    long taken = 0;\n"
           "    for (int i = 0; i < 600; i++) {\n"
           "        const int sz = (int)(rnd() % 7), bb = (int)(rnd() % 2), h = (int)(rnd() % 8);\n"
           "        const int q0 = (int)(rnd() % 8192);\n"
@@ -636,20 +656,8 @@ static int check_boxes(const char *dir, const char *name, const char *src, size_
           "            continue;\n"
           "        taken++;\n"
           "        for (int q = q0; q < q0 + bq[sz]; q++)\n"
-          "            for (int kv = k0; kv < k0 + bk[sz]; kv++) {\n"
-          "                const float sc = (float)((int)(rnd() % 2001) - 1000) * 0.01f;\n"
-          "                const float want = fa4_score_mod(sc, bb, h, q, kv, a);\n"
-          "                const float got = fa4_score_mod_t(sc, bb, h, q, kv, a, tl);\n"
-          "                int ok = __float_as_int(want) == __float_as_int(got) || (want != want && got != got);\n"
-          "#if FA4_SCORE_MOD_TILE_ADD\n"
-          "                const float add = sc + fa4_score_mod_tile_add(tl);\n"
-          "                ok = ok && (__float_as_int(want) == __float_as_int(add) || (want != want && add != add));\n"
-          "#endif\n"
-          "                pos++;\n"
-          "                if (!ok && bad++ < 5)\n"
-          "                    printf(\"mismatch b %d h %d box q %d+%d kv %d+%d at (%d, %d): %a, tile form %a\\n\", bb, h, "
-          "q0, bq[sz], k0, bk[sz], q, kv, want, got);\n"
-          "            }\n"
+          "            for (int kv = k0; kv < k0 + bk[sz]; kv++)\n"
+          "                check_at(a, tl, bb, h, q, kv, \"box\", q0, q0 + bq[sz] - 1, k0, k0 + bk[sz] - 1);\n"
           "    }\n"
           /* the backward's two boxes per warp and head (FA4_SM90_BWD_TILE_SAT): 16 keys against
            * every query at least d before or after them, up to 2^20 rows long; checked at the 64
@@ -667,20 +675,8 @@ static int check_boxes(const char *dir, const char *name, const char *src, size_
           "        for (int r = 0; r < 64 + 1 + 1024; r++) {\n"
           "            const int q = r < 64 ? (before ? qhi - r : qlo + r) : r == 64 ? (before ? qlo : qhi)\n"
           "                                                           : qlo + (int)(rnd() % (unsigned)len);\n"
-          "            for (int kv = k0; kv < k0 + 16; kv++) {\n"
-          "                const float sc = (float)((int)(rnd() % 2001) - 1000) * 0.01f;\n"
-          "                const float want = fa4_score_mod(sc, bb, h, q, kv, a);\n"
-          "                const float got = fa4_score_mod_t(sc, bb, h, q, kv, a, tl);\n"
-          "                int ok = __float_as_int(want) == __float_as_int(got) || (want != want && got != got);\n"
-          "#if FA4_SCORE_MOD_TILE_ADD\n"
-          "                const float add = sc + fa4_score_mod_tile_add(tl);\n"
-          "                ok = ok && (__float_as_int(want) == __float_as_int(add) || (want != want && add != add));\n"
-          "#endif\n"
-          "                pos++;\n"
-          "                if (!ok && bad++ < 5)\n"
-          "                    printf(\"mismatch b %d h %d long box q %d..%d kv %d+16 at (%d, %d): %a, tile form %a\\n\", bb, h, "
-          "qlo, qhi, k0, q, kv, want, got);\n"
-          "            }\n"
+          "            for (int kv = k0; kv < k0 + 16; kv++)\n"
+          "                check_at(a, tl, bb, h, q, kv, \"long box\", qlo, qhi, k0, k0 + 15);\n"
           "        }\n"
           "    }\n"
           "    printf(\"%ld %ld %ld %ld\\n\", taken, pos, bad, ltaken);\n"
