@@ -161,11 +161,14 @@ __device__ __forceinline__ unsigned long long fa4_desc_sw128(unsigned addr, unsi
 #define FA4_SM90_DESC_ADD 1
 #endif
 #endif
-/* FA4_SM90_DESC_HI_OPAQUE 1 (session 29, opt-in, not GPU-run): the descriptors' high word made
+/* FA4_SM90_DESC_HI_OPAQUE 1 (session 29, opt-in): the descriptors' high word made
  * opaque to ptxas (fa4_desc_sw128_base). nvdisasm at D 128, steady loops: each wgmma's two UMOV of
  * the constant high words become one UMOV between uniform registers; plain fwd 766 -> 746
  * instructions, plain bwd 80-query main 1174 -> 1150, ALiBi fwd 979 -> 967 and bwd 2567 -> 2546,
- * trainable rel_bias bwd -7, but t5_bias fwd 954 -> 964. */
+ * trainable rel_bias bwd -7, but t5_bias fwd 954 -> 964. Measured (H100 2026-12-07, B8 H16 S4096
+ * D128 bf16, fwd / f+b TFLOP/s, default -> 1): ALiBi 647.2 / 531.5 -> 637.7 / 540.0, causal 609.3
+ * / 508.2 -> 601.4 / 509.9, plain and the trainable biases within 1%
+ * (bench/results/2026-12-07-h100-s30-deschi.md): forwards lose, so it stays off. */
 #ifndef FA4_SM90_DESC_HI_OPAQUE
 #define FA4_SM90_DESC_HI_OPAQUE 0
 #endif
