@@ -327,6 +327,21 @@ elif [ "$PART" = 16 ]; then
     ab ab_st2 "$(cap 200 5)" --cases "mods:rel._bias_(fixed),mods:rel._bias_(trainable),plain_seqlen:S=4096" \
         --variants "default,$D/k_st2,$D/k_all" --rounds 2 --bwd
     tar_out part16
+elif [ "$PART" = 17 ]; then
+    # session 31 (END_S about 420): FA4_SM90_BWD_GDEFER (k_gd: the working tree's kernels; the
+    # trainable tile-add gradient held per lane across a warp's tile steps), its relative cases and
+    # A/B against the carried build; then PART 16's two questions (k_st2, k_all as set up there)
+    echo "== 32. GDEFER: relative cases ($(left) s left)"
+    suite suite_gd "$(cap 80 330)" k_gd --filter "t5|relbias|widebias"
+    echo "== 33. RELT_ALL: rel. bias cases ($(left) s left)"
+    suite suite_all "$(cap 50 280)" k_all --filter "relbias|widebias"
+    echo "== 34. A/B: GDEFER ($(left) s left)"
+    ab ab_gd "$(cap 120 150)" --cases "mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
+        --variants "default,$D/k_gd" --rounds 2 --bwd
+    echo "== 35. A/B: 2 Q / dO stages, RELT_ALL ($(left) s left)"
+    ab ab_st2 "$(cap 160 5)" --cases "mods:rel._bias_(fixed),mods:rel._bias_(trainable)" \
+        --variants "default,$D/k_st2,$D/k_all" --rounds 2 --bwd
+    tar_out part17
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -197,6 +197,21 @@
 #endif
 #endif
 
+/* 1: a trainable tile-add read's gradient (commit_tile_grad) is held per lane across steps while
+ * its entry stays the same (fa4_bwd_aff gacc, gidx) and committed when the entry changes or the
+ * walk ends (tile_grad_flush): a warp's tile steps away from the diagonal all add into one entry
+ * per side (rel_bias's clamped distance, t5_bias's last bucket), so the warp's shuffle sum and
+ * lane 0's shared-memory add run about twice a head instead of at every tile step. The entry is
+ * the warp's (tl is), so the test and the flush are warp-uniform. */
+#ifndef FA4_SM90_BWD_GDEFER
+#define FA4_SM90_BWD_GDEFER 0
+#endif
+#if FA4_SM90_BWD_TILE_ADD && FA4_SCORE_MOD_TILE_GRAD && FA4_SM90_BWD_GDEFER
+#define FA4_SM90_BWD_GDEF 1
+#else
+#define FA4_SM90_BWD_GDEF 0
+#endif
+
 /* 1: where score_mod is score + g(kv_idx - q_idx) (FA4_SCORE_MOD_REL, emit_rel.c), the one-pass
  * score stage evaluates g once per offset of a thread's fragment (grads_rel) instead of the dual
  * form at every element (grads), with trainable reads through fa4_score_mod_rel_sites
@@ -330,6 +345,10 @@ struct fa4_bwd_aff {
     int sh;                   /* FA4_SM90_BWD_TILE_SAT: the head the boxes were asked for (-1: none) */
     int qpos, qneg;           /* rows [0, qpos) hold with tpos, rows from qneg on with tneg */
     fa4_score_tile tpos, tneg;
+#endif
+#if FA4_SM90_BWD_GDEF
+    float gacc; /* FA4_SM90_BWD_GDEFER: this lane's dS sum not yet committed to entry gidx */
+    int gidx;   /* (-1: none) */
 #endif
 };
 
@@ -917,7 +936,8 @@ struct fa4_bwd_consumer {
     template <bool kCheck>
     __device__ __forceinline__ void grads_add(const float (&sc)[kBM / 8][4], const float (&dp)[kBM / 8][4],
                                               unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4], int s,
-                                              int h, int m0, bool full, const fa4_score_tile &tl) const
+                                              int h, int m0, bool full, const fa4_score_tile &tl,
+                                              fa4_bwd_aff &af) const
     {
         const int g = lane >> 2, t = lane & 3;
         const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
@@ -956,26 +976,51 @@ struct fa4_bwd_consumer {
             pds[kk][hi + 1] = fa4_pack2(ds[2], ds[3]);
             asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+r"(pds[kk][hi]), "+r"(pds[kk][hi + 1])::"memory");
         }
-        commit_tile_grad(gsum, tl);
+        commit_tile_grad(gsum, tl, af);
     }
 
     /* A trainable c0's gradient: the warp's sum of the tile's dS (lane partial sums in gsum), one
      * commit by lane 0 (FA4_SCORE_MOD_TILE_GRAD; nothing without a trainable read) */
-    __device__ __forceinline__ void commit_tile_grad(float gsum, const fa4_score_tile &tl) const
+    __device__ __forceinline__ void commit_tile_grad(float gsum, const fa4_score_tile &tl, fa4_bwd_aff &af) const
     {
-#if FA4_SCORE_MOD_TILE_GRAD
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-            gsum += __shfl_xor_sync(0xffffffffu, gsum, o);
-        if (lane == 0) {
-            const int gi = fa4_score_mod_tile_grad_index(aux, tl);
-            if (gi >= 0)
-                fa4_aux_grad_commit(FA4_SCORE_MOD_TILE_GRAD_SITE,
-                                    fa4_aux_grad_site_grad(FA4_SCORE_MOD_TILE_GRAD_SITE, aux), gi, gsum);
+#if FA4_SM90_BWD_GDEF
+        const int gi = fa4_score_mod_tile_grad_index(aux, tl); /* the warp's */
+        if (gi != af.gidx) {
+            tile_grad_flush(af);
+            af.gidx = gi;
+            af.gacc = 0.f;
         }
+        af.gacc += gsum;
+#elif FA4_SCORE_MOD_TILE_GRAD
+        (void)af;
+        tile_grad_add(fa4_score_mod_tile_grad_index(aux, tl), gsum);
 #else
         (void)gsum;
         (void)tl;
+        (void)af;
+#endif
+    }
+#if FA4_SCORE_MOD_TILE_GRAD
+    /* the warp's sum of the lanes' v into entry gi of the tile-add read's gradient (none where gi
+     * < 0); every lane of the warp calls it */
+    __device__ __forceinline__ void tile_grad_add(int gi, float v) const
+    {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0 && gi >= 0)
+            fa4_aux_grad_commit(FA4_SCORE_MOD_TILE_GRAD_SITE, fa4_aux_grad_site_grad(FA4_SCORE_MOD_TILE_GRAD_SITE, aux),
+                                gi, v);
+    }
+#endif
+    /* FA4_SM90_BWD_GDEFER: what af holds, committed (after the walk, and where the entry changes) */
+    __device__ __forceinline__ void tile_grad_flush(fa4_bwd_aff &af) const
+    {
+#if FA4_SM90_BWD_GDEF
+        if (af.gidx >= 0)
+            tile_grad_add(af.gidx, af.gacc);
+#else
+        (void)af;
 #endif
     }
 #endif
@@ -1319,7 +1364,8 @@ struct fa4_bwd_consumer {
      * (no trainable read): P^T in the first pass, d score_mod / d score = 1 */
     __device__ __forceinline__ void grads_split_add(float (&sc)[kBM / 8][4], float (&dp)[kBM / 8][4],
                                                     unsigned (&pp)[kBM / 16][4], unsigned (&pds)[kBM / 16][4],
-                                                    int s, int m0, const fa4_score_tile &tl) const
+                                                    int s, int m0, const fa4_score_tile &tl,
+                                                    fa4_bwd_aff &af) const
     {
         const int t = lane & 3;
         const float cadd = fa4_score_mod_tile_add(tl);
@@ -1339,7 +1385,7 @@ struct fa4_bwd_consumer {
         fa4_reg_fence(dp);
         float gsum = 0.f; /* a trainable c0's gradient (commit_tile_grad: nothing without one) */
         dsgrads<false>(sc, dp, pp, pds, s, m0, &gsum);
-        commit_tile_grad(gsum, tl);
+        commit_tile_grad(gsum, tl, af);
     }
 #endif
 #if FA4_SM90_BWD_AFFINE
@@ -1807,7 +1853,7 @@ struct fa4_bwd_consumer {
 #endif
 #if FA4_SM90_BWD_TILE_ADD
             if (FA4_SM90_BWD_FAST_TILES && inside && add)
-                grads_split_add(sc, dp, pp, pds, s, m0, tl);
+                grads_split_add(sc, dp, pp, pds, s, m0, tl, af);
             else
 #endif
 #if FA4_SM90_BWD_SPLIT_TRAIN
@@ -1815,7 +1861,7 @@ struct fa4_bwd_consumer {
                 fa4_wgmma_wait<0>();
                 fa4_reg_fence(dp);
                 if (add)
-                    grads_add<true>(sc, dp, pp, pds, s, h, m0, full, tl);
+                    grads_add<true>(sc, dp, pp, pds, s, h, m0, full, tl, af);
                 else if (FA4_SM90_BWD_FAST_TILES && inside)
                     grads_rel<false>(sc, dp, pp, pds, s, h, m0, full);
                 else
@@ -1855,9 +1901,9 @@ struct fa4_bwd_consumer {
             fa4_reg_fence(dp);
 #if FA4_SM90_BWD_TILE_ADD
             if (add && FA4_SM90_BWD_FAST_TILES && inside)
-                grads_add<false>(sc, dp, pp, pds, s, h, m0, full, tl);
+                grads_add<false>(sc, dp, pp, pds, s, h, m0, full, tl, af);
             else if (add)
-                grads_add<true>(sc, dp, pp, pds, s, h, m0, full, tl);
+                grads_add<true>(sc, dp, pp, pds, s, h, m0, full, tl, af);
             else
 #endif
 #if FA4_SM90_BWD_REL

@@ -438,11 +438,18 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #if FA4_SM90_BWD_TSAT
         aff.sh = -1;
 #endif
+#if FA4_SM90_BWD_GDEF
+        aff.gidx = -1;
+        aff.gacc = 0.f;
+#endif
         for (; w.next(p, b, hk, n_tile, seq.len_q); ++it) {
             c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p, aff);
             hp = w.h;
             m0p = w.m0;
         }
+#if FA4_SM90_BWD_GDEF
+        c.tile_grad_flush(aff); /* FA4_SM90_BWD_GDEFER: the last entry's sum (before the windows' flush) */
+#endif
 #if FA4_SM90_BWD_PINGPONG
         if (it > 0 && cw == 0) /* the turn warpgroup 1 left open after its last step */
             asm volatile("bar.sync 5, 256;\n" ::: "memory");
