@@ -342,6 +342,22 @@ elif [ "$PART" = 17 ]; then
     ab ab_st2 "$(cap 160 5)" --cases "mods:rel._bias_(fixed),mods:rel._bias_(trainable)" \
         --variants "default,$D/k_st2,$D/k_all" --rounds 2 --bwd
     tar_out part17
+elif [ "$PART" = 18 ]; then
+    # session 31's closing checks (END_S about 580) on the carried build, where FA4_SM90_BWD_GDEFER
+    # and FA4_SM90_RELT_ALL are the defaults: the full suite; rel_bias's D 256 forward, which
+    # RELT_ALL also changes, against k_prev (c39162b's kernels: git archive c39162b src/kernels);
+    # bench/run.py's selected cases (PART 15's list)
+    echo "== 36. full suite ($(left) s left)"
+    full_suite "$(cap 220 330)"
+    echo "== 37. rel. bias D 256: RELT_ALL against k_prev ($(left) s left)"
+    ab ab_d256 "$(cap 70 250)" --cases "mods:rel._bias_D=256" --variants "default,$D/k_prev" --rounds 2
+    echo "== 38. bench/run.py, selected cases ($(left) s left)"
+    timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 40 )) \
+        --grace-s 25 --out "$O/run" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:head_scale,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed),mods:softcap_tanh" \
+        >"$O/run.log" 2>&1
+    echo "run.py rc=$? t=$SECONDS"
+    grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
+    tar_out part18
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -202,9 +202,14 @@
  * walk ends (tile_grad_flush): a warp's tile steps away from the diagonal all add into one entry
  * per side (rel_bias's clamped distance, t5_bias's last bucket), so the warp's shuffle sum and
  * lane 0's shared-memory add run about twice a head instead of at every tile step. The entry is
- * the warp's (tl is), so the test and the flush are warp-uniform. */
+ * the warp's (tl is), so the test and the flush are warp-uniform. Measured (H100 2026-12-07 11:27
+ * UTC, B8 H16 S4096 D128 bf16, fa4_ab.py --bwd median of 2, f+b TFLOP/s, 0 -> 1): trainable rel.
+ * bias 471.8 -> 489.6, trainable T5 433.8 -> 456.6; the suite's t5, relbias and widebias cases
+ * 55 / 55 (bench/results/2026-12-07-h100-s31-gdefer.md). Cost: trainable t5_bias's bwd_main90
+ * keeps two more 4-byte spill slots (frame 8 -> 16 bytes; reloaded in the steps outside the
+ * first box). */
 #ifndef FA4_SM90_BWD_GDEFER
-#define FA4_SM90_BWD_GDEFER 0
+#define FA4_SM90_BWD_GDEFER 1
 #endif
 #if FA4_SM90_BWD_TILE_ADD && FA4_SCORE_MOD_TILE_GRAD && FA4_SM90_BWD_GDEFER
 #define FA4_SM90_BWD_GDEF 1
