@@ -343,15 +343,12 @@ elif [ "$PART" = 17 ]; then
         --variants "default,$D/k_st2,$D/k_all" --rounds 2 --bwd
     tar_out part17
 elif [ "$PART" = 18 ]; then
-    # session 31's closing checks (END_S about 520) on the carried build, where FA4_SM90_BWD_GDEFER
-    # and FA4_SM90_RELT_ALL are the defaults: the full suite; rel_bias's D 256 forward, which
-    # RELT_ALL also changes, against k_prev (c39162b's kernels: git archive c39162b src/kernels);
-    # bench/run.py's selected cases (PART 15's list)
+    # session 31's closing checks (END_S about 420) on the carried build, where FA4_SM90_BWD_GDEFER
+    # and FA4_SM90_RELT_ALL (up to D 128) are the defaults: the full suite, then bench/run.py's
+    # selected cases (PART 15's list)
     echo "== 36. full suite ($(left) s left)"
-    full_suite "$(cap 220 300)"
-    echo "== 37. rel. bias D 256: RELT_ALL against k_prev ($(left) s left)"
-    ab ab_d256 "$(cap 70 230)" --cases "mods:rel._bias_D=256" --variants "default,$D/k_prev" --rounds 2
-    echo "== 38. bench/run.py, selected cases ($(left) s left)"
+    full_suite "$(cap 210 200)"
+    echo "== 37. bench/run.py, selected cases ($(left) s left)"
     timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 40 )) \
         --grace-s 25 --out "$O/run" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:head_scale,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed),mods:softcap_tanh" \
         >"$O/run.log" 2>&1

@@ -134,9 +134,15 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
  * it slower for rel_bias in 2026-12-03's measurement above. Measured (H100 2026-12-07 11:28 UTC,
  * B8 H16 S4096 D128 bf16, fa4_ab.py median of 2, fwd / f+b TFLOP/s, 0 -> 1): rel. bias fixed
  * 604.4 / 537.5 -> 618.4 / 540.0, trainable 601.9 / 467.4 -> 618.8 / 471.4; the suite's relbias
- * and widebias cases 36 / 36 (bench/results/2026-12-07-h100-s31-st2-reltall.md). */
+ * and widebias cases 36 / 36 (bench/results/2026-12-07-h100-s31-st2-reltall.md). On by default up
+ * to head dim 128 (D 64 not timed); at D 256, where the forward's register budget is tightest, it
+ * stays off until measured. */
 #ifndef FA4_SM90_RELT_ALL
+#if FA4_HEAD_DIM <= 128 && FA4_HEAD_DIM_V <= 128
 #define FA4_SM90_RELT_ALL 1
+#else
+#define FA4_SM90_RELT_ALL 0
+#endif
 #endif
 #if defined(FA4_SCORE_MOD_REL) && FA4_SCORE_MOD_REL && FA4_HAS_SCORE_MOD && FA4_SM90_REL == 2 && \
     FA4_SM90_CONSUMERS != 3 && !(defined(FA4_SCORE_MOD_AFFINE) && FA4_SCORE_MOD_AFFINE) &&             \
