@@ -343,12 +343,13 @@ elif [ "$PART" = 17 ]; then
         --variants "default,$D/k_st2,$D/k_all" --rounds 2 --bwd
     tar_out part17
 elif [ "$PART" = 18 ]; then
-    # session 31's closing checks (END_S about 340) on the carried build, where FA4_SM90_BWD_GDEFER
-    # and FA4_SM90_RELT_ALL (up to D 128) are the defaults: the full suite, then bench/run.py's
+    # session 31's closing checks (END_S about 240) on the carried build, where FA4_SM90_BWD_GDEFER
+    # and FA4_SM90_RELT_ALL (up to D 128) are the defaults: the suite's relative cases (t5, relbias, widebias: every
+    # case whose code changed since c39162b; other programs' SASS is c39162b's), then bench/run.py's
     # cases whose kernels changed, with plain and causal (ALiBi's, head
     # scale's and soft-cap's cubins are c39162b's)
-    echo "== 36. full suite ($(left) s left)"
-    full_suite "$(cap 190 140)"
+    echo "== 36. relative cases ($(left) s left)"
+    suite suite_rel "$(cap 80 150)" default --filter "t5|relbias|widebias"
     echo "== 37. bench/run.py, selected cases ($(left) s left)"
     timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 40 )) \
         --grace-s 25 --out "$O/run" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed)" \
