@@ -15,8 +15,12 @@
 #      (session 25: the split's key-only full copy against a08a058's kernels).
 #   PART 2: 4. a knob's suite cases and A/B (session 25: FA4_SM90_TILE_FOLD 1, k_tf1); 5. bench/run.py
 #      full, with FlexAttention.
+# Session 31 ran PART 17 (bench/results/2026-12-07-h100-s31-*: GDEFER, the 2-stage ring, RELT_ALL).
+# **Pending: PART 18** (END_S=420; set-up: `bash scripts/device_carry.sh && cp
+# bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/`): the full suite and
+# bench/run.py's changed cases on the new defaults.
 # Session 30 ran PARTS 10, 11, 8 (again, for its suite and run.py), 12, 13, 14 and 15
-# (bench/results/2026-12-07-h100-s30-*). **Pending: PART 16** (END_S=220; set-up: `bash
+# (bench/results/2026-12-07-h100-s30-*). PART 16 (session 31 ran its steps in PART 17; END_S=220; set-up: `bash
 # scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ &&
 # cp -r src/kernels .devcarry/k_st2 && sed -i 's/^#ifndef FA4_SM90_BWD_STAGES$/#define
 # FA4_SM90_BWD_STAGES 2\n&/' .devcarry/k_st2/sm90/bwd_config.cuh && cp -r src/kernels
@@ -343,13 +347,12 @@ elif [ "$PART" = 17 ]; then
         --variants "default,$D/k_st2,$D/k_all" --rounds 2 --bwd
     tar_out part17
 elif [ "$PART" = 18 ]; then
-    # session 31's closing checks (END_S about 240) on the carried build, where FA4_SM90_BWD_GDEFER
-    # and FA4_SM90_RELT_ALL (up to D 128) are the defaults: the suite's relative cases (t5, relbias, widebias: every
-    # case whose code changed since c39162b; other programs' SASS is c39162b's), then bench/run.py's
-    # cases whose kernels changed, with plain and causal (ALiBi's, head
-    # scale's and soft-cap's cubins are c39162b's)
-    echo "== 36. relative cases ($(left) s left)"
-    suite suite_rel "$(cap 80 150)" default --filter "t5|relbias|widebias"
+    # session 31's closing checks, not run (the device budget went to failed starts; END_S about
+    # 420) on the carried build, where FA4_SM90_BWD_GDEFER and FA4_SM90_RELT_ALL (up to D 128) are
+    # the defaults: the full suite, then bench/run.py's cases whose kernels changed since c39162b,
+    # with plain and causal (ALiBi's, head scale's and soft-cap's SASS is c39162b's)
+    echo "== 36. full suite ($(left) s left)"
+    full_suite "$(cap 210 190)"
     echo "== 37. bench/run.py, selected cases ($(left) s left)"
     timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 40 )) \
         --grace-s 25 --out "$O/run" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed)" \
