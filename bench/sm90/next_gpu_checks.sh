@@ -119,6 +119,14 @@ run_bench() {
         grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
     fi
 }
+# bench/run.py (FlexAttention included, the carried build, no JIT or launch cases) on the cases $1,
+# in what is left of END
+run_cases() {
+    timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 40 )) \
+        --grace-s 25 --out "$O/run" --cases "$1" >"$O/run.log" 2>&1
+    echo "run.py rc=$? t=$SECONDS"
+    grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
+}
 # every file under $O into $O/$1.tar, the rest removed (the device tool brings back about 8 files)
 tar_out() { (cd "$O" && tar -cf "$1.tar" --exclude "$1.tar" . && find . -mindepth 1 ! -name "$1.tar" -delete); }
 # test_gpu_sm80 --bench-only --filter "$3" on the kernels $2 ("default" or a kernel dir under $D),
@@ -315,11 +323,7 @@ elif [ "$PART" = 15 ]; then
     # session 30's closing figures (END_S about 420): bench/run.py on the carried build, the
     # headline and score_mod cases with the optional T5 and fixed rel. bias rows, peers included
     echo "== 30. bench/run.py, selected cases ($(left) s left)"
-    timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 40 )) \
-        --grace-s 25 --out "$O/run" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:head_scale,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed),mods:softcap_tanh" \
-        >"$O/run.log" 2>&1
-    echo "run.py rc=$? t=$SECONDS"
-    grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
+    run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:head_scale,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed),mods:softcap_tanh"
 elif [ "$PART" = 16 ]; then
     # session 30, for the next session (END_S about 220): what the trainable rel. bias backward's
     # aux window costs in Q / dO stages (its 32 KB leave 2 of 3 at D 128): the fixed table's
@@ -354,11 +358,7 @@ elif [ "$PART" = 18 ]; then
     echo "== 36. full suite ($(left) s left)"
     full_suite "$(cap 210 190)"
     echo "== 37. bench/run.py, selected cases ($(left) s left)"
-    timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 40 )) \
-        --grace-s 25 --out "$O/run" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed)" \
-        >"$O/run.log" 2>&1
-    echo "run.py rc=$? t=$SECONDS"
-    grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
+    run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed)"
     tar_out part18
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
