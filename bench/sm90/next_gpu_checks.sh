@@ -360,6 +360,20 @@ elif [ "$PART" = 18 ]; then
     echo "== 37. bench/run.py, selected cases ($(left) s left)"
     run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed)"
     tar_out part18
+elif [ "$PART" = 19 ]; then
+    # session 32 (END_S about 540): PART 18's checks, and between them FA4_SM90_RELT_ALL at D 256
+    # (k256: src/kernels with config.cuh's "#if FA4_HEAD_DIM <= 128 && FA4_HEAD_DIM_V <= 128" made
+    # "#if 1"): the suite's rel. bias cases (group J has one at D 256) and the D 256 forward's A/B
+    echo "== 38. full suite ($(left) s left)"
+    full_suite "$(cap 210 320)"
+    echo "== 39. RELT_ALL at D 256: rel. bias cases ($(left) s left)"
+    suite suite_k256 "$(cap 60 260)" k256 --filter "relbias|widebias"
+    echo "== 40. A/B: RELT_ALL at D 256 ($(left) s left)"
+    ab ab_k256 "$(cap 90 170)" --cases "mods:rel._bias_D=256,headdim:D=256" \
+        --variants "default,$D/k256" --rounds 2
+    echo "== 41. bench/run.py, selected cases ($(left) s left)"
+    run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed)"
+    tar_out part19
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
