@@ -374,6 +374,27 @@ elif [ "$PART" = 19 ]; then
     echo "== 41. bench/run.py, selected cases ($(left) s left)"
     run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed)"
     tar_out part19
+elif [ "$PART" = 20 ]; then
+    # session 32 (END_S about 480; carry = the commit with the soft-cap changes): the full suite on
+    # the new defaults (tanhf without the corrected quotient, FA4_SM90_PRESCALE), the soft-cap A/B
+    # against k_old (both off: the SASS of 6f925ba), k_tc (the corrected tanhf, prescaled) and k_np
+    # (not prescaled), then FA4_SM90_RELT_ALL at D 256 (k256) as PART 19 has it
+    echo "== 42. full suite ($(left) s left)"
+    full_suite "$(cap 210 250)"
+    echo "== 43. A/B: soft-cap ($(left) s left)"
+    ab ab_sc "$(cap 150 100)" --cases "mods:softcap_tanh,mods:softcap_+_causal" \
+        --variants "default,$D/k_old,$D/k_tc,$D/k_np" --rounds 2 --bwd
+    ab ab_scfm "$(cap 40 95)" --cases "mods:softcap_fast-math" --variants "default,$D/k_old" --rounds 2
+    echo "== 44. RELT_ALL at D 256 ($(left) s left)"
+    suite suite_k256 "$(cap 50 45)" k256 --filter "relbias|widebias"
+    ab ab_k256 "$(cap 60 3)" --cases "mods:rel._bias_D=256,headdim:D=256" --variants "default,$D/k256" --rounds 2
+    tar_out part20
+elif [ "$PART" = 21 ]; then
+    # session 32, after PART 20 (END_S about 330): bench/run.py with the peers on the headline, the
+    # soft-cap and the trainable-table cases
+    echo "== 45. bench/run.py, selected cases ($(left) s left)"
+    run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:softcap_tanh,mods:softcap_fast-math,mods:rel._bias_(trainable),mods:T5_bias_(trainable)"
+    tar_out part21
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -2,10 +2,12 @@
 
 fa4_tanhf(x) = N / Q on a = x clamped to [-C, C], N = a + a^3 P(a^2), Q = 1 + a^2 R(a^2), P of
 degree 3 and R of degree 4 (the rational of degrees (4, 4) in z = a^2 with N(0)' = Q(0) = 1):
-the minimax of the relative error of N / (a Q) against tanh(a) / a over (0, C], by the rational
-Remez algorithm in mpmath at 50 digits, its coefficients rounded to float. C = 9.5 lies past the
-point where tanh rounds to 1 in float (13 ln 2 ~ 9.011), and there the float code gives exactly 1
-(tests/mod/test_mod_mathfn.c checks that, and the error of the float code).
+the minimax of the relative error of N / (a Q) against tanh(a) / a over (0, F], F = 9.5, by the
+rational Remez algorithm in mpmath at 50 digits, its coefficients rounded to float. F lies past the
+point where tanh rounds to 1 in float (13 ln 2 ~ 9.011). The default form (quotient by the
+approximate reciprocal alone) clamps at C = 10.25, where N / Q exceeds 1 by enough that the float
+code gives exactly 1; the corrected form (FA4__MATHFN_TANHF_CORRECTED) at C = F
+(tests/mod/test_mod_mathfn.c checks both, and the error of the float code).
 
     python3 tests/mod/mathfn_tanh.py                  print the coefficients as mathfn.h spells them
     python3 tests/mod/mathfn_tanh.py --check HEADER   exit 1 unless HEADER has exactly these
@@ -24,7 +26,8 @@ except ImportError:
 
 mp.mp.dps = 50
 N_DEGREE, M_DEGREE = 4, 4
-CLAMP = 9.5
+FIT_END = 9.5
+CLAMP = {"FA4__MATHFN_TANHF": 10.25, "FA4__MATHFN_TANHF_CORRECTED": FIT_END}
 
 
 def g(z):
@@ -112,16 +115,16 @@ def c_float(v):
     return f"{sign}0x{whole}{'.' + frac if frac else ''}p{int(exp):+d}f"
 
 
-def coefficients(n=N_DEGREE, m=M_DEGREE, c=CLAMP):
+def coefficients(n=N_DEGREE, m=M_DEGREE, c=FIT_END):
     """P's and R's literals from the highest coefficient down, and the minimax error."""
     p, q, worst = remez(n, m, c)
     return [c_float(v) for v in reversed(p[1:])], [c_float(v) for v in reversed(q[1:])], worst
 
 
-def header_coefficients(path):
-    """The literals of fa4_tanhf's two Horner chains in the header, highest first, and C."""
+def header_coefficients(path, macro):
+    """The literals of the two Horner chains of the header's form `macro`, highest first, and C."""
     text = open(path).read()
-    body = text[text.index("#define FA4__MATHFN_TANHF"):]
+    body = text[text.index("#define %s(" % macro):]
     body = body[:body.index("#define", 10)]
     lit = r"(-?0x[0-9a-f.]+p[+-]\d+f)"
     chain = lambda v, t: (re.findall(r"float %s = %s;" % (v, lit), body) +
@@ -133,16 +136,19 @@ def header_coefficients(path):
 def main():
     p, q, worst = coefficients()
     if len(sys.argv) == 3 and sys.argv[1] == "--check":
-        hp, hq, hc = header_coefficients(sys.argv[2])
-        ok = (hp, hq, hc) == (p, q, [c_float(CLAMP)])
-        print(f"mathfn_tanh: {sys.argv[2]}: fa4_tanhf's coefficients "
-              f"{'match' if ok else 'DIFFER FROM'} the derivation")
-        if not ok:
-            print(f"  header  P {hp} R {hq} C {hc}\n  derived P {p} R {q} C {c_float(CLAMP)}")
-        return 0 if ok else 1
-    print(f"rational ({N_DEGREE}, {M_DEGREE}) in a^2 on [0, {CLAMP}]: minimax relative error "
+        bad = 0
+        for macro, clamp in CLAMP.items():
+            hp, hq, hc = header_coefficients(sys.argv[2], macro)
+            ok = (hp, hq, hc) == (p, q, [c_float(clamp)])
+            print(f"mathfn_tanh: {sys.argv[2]}: {macro}'s coefficients "
+                  f"{'match' if ok else 'DIFFER FROM'} the derivation")
+            if not ok:
+                print(f"  header  P {hp} R {hq} C {hc}\n  derived P {p} R {q} C {c_float(clamp)}")
+            bad += not ok
+        return 1 if bad else 0
+    print(f"rational ({N_DEGREE}, {M_DEGREE}) in a^2 on [0, {FIT_END}]: minimax relative error "
           f"{mp.nstr(worst, 4)} = 2^{mp.nstr(mp.log(worst, 2), 4)} before rounding to float")
-    print(f"C {c_float(CLAMP)}\nP (highest first) {' '.join(p)}\nR (highest first, then 1) {' '.join(q)}")
+    print(f"C {c_float(CLAMP['FA4__MATHFN_TANHF'])} (corrected form {c_float(FIT_END)})\nP (highest first) {' '.join(p)}\nR (highest first, then 1) {' '.join(q)}")
     return 0
 
 

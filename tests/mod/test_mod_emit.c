@@ -151,8 +151,19 @@ static void math_forms(void **state)
             assert_true(p > out && p[-1] == '_');
     const char *fast = strstr(out, "#if FA4_FAST_MATH\n");
     const char *dflt = fast ? strstr(fast, "#else\n") : NULL;
-    const char *end = dflt ? strstr(dflt, "#endif\n") : NULL;
-    assert_non_null(end);
+    /* inside the default forms, tanhf's two: the corrected quotient under FA4_TANHF_CORRECTED */
+    const char *tc = dflt ? strstr(dflt, "#ifndef FA4_TANHF_CORRECTED\n#define FA4_TANHF_CORRECTED 0\n#endif\n"
+                                         "#if FA4_TANHF_CORRECTED\n")
+                          : NULL;
+    const char *tc_else = tc ? strstr(tc, "#else\n") : NULL;
+    const char *tc_end = tc_else ? strstr(tc_else, "#endif\n") : NULL;
+    assert_non_null(tc_end);
+    assert_true(strstr(tc_end, "#endif\n#endif\n") == tc_end); /* tanhf's, then the default forms' */
+    const char *end = tc_end + strlen("#endif\n");
+    const char *corr = strstr(tc, "    return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);\n}\n");
+    assert_true(corr && corr < tc_else && strstr(tc, "fa4_clamp_xorsign(x, 0x1.3p+3f)") < tc_else);
+    const char *plain = strstr(tc_else, "    return fa4_clamp_xorsign(n * fa4_rcp_approx(q), 1.0f);\n}\n");
+    assert_true(plain && plain < tc_end && strstr(tc_else, "fa4_clamp_xorsign(x, 0x1.48p+3f)") < tc_end);
     static const char *const approx[] = {"tanh.approx.f32 %0", "lg2.approx.ftz.f32 %0",
                                          "__fdividef(a, b)"};
     for (size_t i = 0; i < sizeof approx / sizeof approx[0]; i++) {
@@ -164,7 +175,6 @@ static void math_forms(void **state)
         "float fa4_fdiv(float a, float b)\n{\n    const float ab = fabsf(b);\n",
         "    const float q1 = fmaf(fmaf(-b, q, a), r, q);\n    return q1 != q1 ? q : q1;\n}\n",
         "    return fabsf(t) < 128.0f ? fmaf(y, c * 0x1.62e43p-1f, y) : y;\n}\n",
-        "    return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);\n}\n",
         "float fa4_log2f(float x)\n{\n    float k;\n"};
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         const char *p = strstr(out, lines[i]);
@@ -388,6 +398,65 @@ static void mask_gathers(void **state)
  * once (fa4_fdiv_u); one whose divisor depends on the score or the indices, directly, through a
  * local, a condition, an aux read at such an index or a helper parameter that some call passes
  * such a value, keeps fa4_fdiv. Only the user's functions are searched (the prelude defines both). */
+/* The prescaled forms (FA4_SCORE_MOD_PRESCALE): only where every read of the score is score / D
+ * for one hoisted divisor D; the forward form reads score / D as its argument, the dual form too */
+static void prescale_forms(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src;
+        int pre;
+        const char *body; /* fa4_score_mod_u_p's return, where pre */
+    } cases[] = {
+        {"float score_mod(float s, int b, int h, int q, int kv, float cap) { return cap * tanhf(s / cap); }", 1,
+         "return fa4_a.cap * fa4_tanhf(s);"},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return expf(s / t[h]) + "
+         "(float)kv; }",
+         1, "return fa4_expf(s) + ((float)kv);"},
+        {"float score_mod(float s, int b, int h, int q, int kv, float cap) { return cap * tanhf(s / cap) + s; }",
+         0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv, float c) { return s / c + s / c; }", 0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s / (float)(kv + 1); }", 0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv, float c) { s = s * 2.0f; return s / c; }", 0,
+         NULL},
+        {"float ratio(float x, float y) { return x / y; }\n"
+         "float score_mod(float s, int b, int h, int q, int kv, float c) { return ratio(s, c); }",
+         0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv, float c) { return s * c; }", 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fa4__mod *m = mt_parse(cases[i].src, strlen(cases[i].src), "p");
+        assert_non_null(m);
+        char *out = fa4__mod_emit_cuda(m, "p", 0);
+        assert_non_null(out);
+        /* the checked branch never prescales; the release one (none without hoisted parts) as the
+         * case says */
+        const char *chk = strstr(out, "#define FA4_SCORE_MOD_PRESCALE 0\n");
+        assert_non_null(chk);
+        const char *rel = strstr(chk + 1, "#define FA4_SCORE_MOD_PRESCALE ");
+        if ((rel ? atoi(rel + strlen("#define FA4_SCORE_MOD_PRESCALE ")) : 0) != cases[i].pre)
+            fail_msg("case %zu: prescale %d expected\n%s", i, cases[i].pre, out);
+        const char *fp = strstr(out, "fa4_score_mod_u_p(");
+        const char *dp = strstr(out, "fa4_score_mod_dual_p(");
+        const char *wp = strstr(out, "float fa4_score_mod_fwd_deriv_p(float sp, float mul,");
+        if (cases[i].pre) {
+            assert_true(fp && dp && wp && strstr(out, "fa4_score_mod_pre_mul(int b, int h"));
+            const char *ret = strstr(fp, "return ");
+            if (!ret || strncmp(ret, cases[i].body, strlen(cases[i].body)) != 0)
+                fail_msg("case %zu: %s expected\n%s", i, cases[i].body, out);
+            /* no division left in the prescaled forms */
+            const char *dend = strstr(dp, "\n}\n");
+            assert_non_null(dend);
+            for (const char *c = dp; c < dend; c++)
+                assert_true(strncmp(c, "fa4_ddiv", 8) != 0);
+        } else {
+            assert_true(!fp && !dp && !wp);
+        }
+        free(out);
+        fa4__mod_free(m);
+    }
+}
+
 static void uniform_divisors(void **state)
 {
     (void)state;
@@ -716,6 +785,7 @@ int main(void)
         cmocka_unit_test(interface_shape),
         cmocka_unit_test(mask_gathers),
         cmocka_unit_test(uniform_divisors),
+        cmocka_unit_test(prescale_forms),
         cmocka_unit_test(uniform_hoist),
         cmocka_unit_test(tile_forms),
         cmocka_unit_test(uniform_int_divisors),

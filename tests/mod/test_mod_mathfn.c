@@ -124,6 +124,9 @@ FA4__MATHFN_LOG_CORE(static)
 FA4__MATHFN_LOGF(static)
 FA4__MATHFN_LOG2F(static)
 FA4__MATHFN_TANHF(static)
+#define fa4_tanhf fa4_tanhf_corrected
+FA4__MATHFN_TANHF_CORRECTED(static)
+#undef fa4_tanhf
 
 /* ------------------------------------------------------------------------------------ measuring */
 /* |got - want| in units of the float ulp at want (subnormal spacing below 2^-126) */
@@ -366,9 +369,10 @@ static void log_bounds(void **state)
 }
 
 /* -------------------------------------------------------------------------------------- tanh */
-/* fa4_tanhf's rational with the quotient by the approximate reciprocal alone (no correction); the
- * literals are read from the macro's own text, so it stays the header's rational */
-static float tanh_p[8], tanh_q[8], tanh_clamp;
+/* The rational of fa4_tanhf with the quotient by the approximate reciprocal alone, on x clamped to
+ * [-c, c]: the default form for c = 10.25; for c = 9.5 (the fit's end) it shows why the clamp is
+ * past the fit. The literals are read from the macro's own text, so it stays the header's rational */
+static float tanh_p[8], tanh_q[8];
 static int tanh_np, tanh_nq;
 
 /* the literal after each occurrence of `prefix` in `text`, in order */
@@ -380,21 +384,23 @@ static int literals_after(const char *text, const char *prefix, float *out, int 
     return n;
 }
 
-static void tanh_literals(void)
+/* the clamps of the two forms; the coefficients (the same in both: checked) */
+static void tanh_literals(float *clamp, float *clamp_corrected)
 {
-    const char *t = FA4__MATH_TEXT(FA4__MATHFN_TANHF);
-    float c[2];
-    assert_int_equal(literals_after(t, "fa4_clamp_xorsign(x, ", c, 2), 1);
-    tanh_clamp = c[0];
+    const char *t = FA4__MATH_TEXT(FA4__MATHFN_TANHF), *tc = FA4__MATH_TEXT(FA4__MATHFN_TANHF_CORRECTED);
+    assert_int_equal(literals_after(t, "fa4_clamp_xorsign(x, ", clamp, 2), 1);
+    assert_int_equal(literals_after(tc, "fa4_clamp_xorsign(x, ", clamp_corrected, 2), 1);
+    const char *u = strstr(t, "float z"), *uc = strstr(tc, "float z"), *e = strstr(t, "return");
+    assert_true(u && uc && e && strncmp(u, uc, (size_t)(e - u)) == 0);
     tanh_np = literals_after(t, "float p = ", tanh_p, 1);
     tanh_np += literals_after(t, "p = fmaf(p, z, ", tanh_p + tanh_np, 7);
     tanh_nq = literals_after(t, "float q = ", tanh_q, 1);
     tanh_nq += literals_after(t, "q = fmaf(q, z, ", tanh_q + tanh_nq, 7);
 }
 
-static float tanh_uncorrected(float x)
+static float tanh_uncorrected(float x, float clamp)
 {
-    const float a = fa4_clamp_xorsign(x, tanh_clamp), z = a * a;
+    const float a = fa4_clamp_xorsign(x, clamp), z = a * a;
     float p = tanh_p[0], q = tanh_q[0];
     for (int i = 1; i < tanh_np; i++)
         p = fmaf(p, z, tanh_p[i]);
@@ -403,58 +409,71 @@ static float tanh_uncorrected(float x)
     return fa4_clamp_xorsign(fmaf(a * z, p, a) * fa4_rcp_approx(q), 1.0f);
 }
 
-static void tanh_case(tally *t, float *biggest, float x)
+static void tanh_case(tally *t, tally *tc, float *biggest, float x)
 {
-    check1(t, fa4_tanhf, x, tanhl((long double)x));
+    const long double want = tanhl((long double)x);
+    check1(t, fa4_tanhf, x, want);
+    check1(tc, fa4_tanhf_corrected, x, want);
     for (int mode = ERR_UP; mode <= ERR_DOWN; mode++) {
         rcp_mode = mode;
-        *biggest = fmaxf(*biggest, fabsf(fa4_tanhf(x)));
+        *biggest = fmaxf(*biggest, fmaxf(fabsf(fa4_tanhf(x)), fabsf(fa4_tanhf_corrected(x))));
     }
     rcp_mode = ERR_EXACT;
 }
 
+#define TANHF_BOUND 6.75
+#define TANHF_CORRECTED_BOUND 5.25
+
 static void tanh_bound(void **state)
 {
     (void)state;
-    tally t = {0};
+    tally t = {0}, tc = {0};
     float biggest = 0.0f;
     for (int i = -600000; i <= 600000; i++) /* [-18.3, 18.3] */
-        tanh_case(&t, &biggest, (float)i * 0x1p-15f);
-    for (int32_t b = fa4_as_int(0x1p-13f); b <= fa4_as_int(9.6f); b += 61) /* every 61st float */
-        tanh_case(&t, &biggest, fa4_as_float(b));
-    for (int i = 0; i < 4000; i++) { /* where tanh rounds to 1, the clamp, tiny arguments */
-        tanh_case(&t, &biggest, fa4_as_float(fa4_as_int(9.0109f) - 2000 + i));
-        tanh_case(&t, &biggest, -fa4_as_float(fa4_as_int(9.5f) - 2000 + i));
-        tanh_case(&t, &biggest, ldexpf(1.0f + (float)i / 4000.0f, -(i % 150)));
+        tanh_case(&t, &tc, &biggest, (float)i * 0x1p-15f);
+    for (int32_t b = fa4_as_int(0x1p-13f); b <= fa4_as_int(10.5f); b += 61) /* every 61st float */
+        tanh_case(&t, &tc, &biggest, fa4_as_float(b));
+    for (int i = 0; i < 4000; i++) { /* where tanh rounds to 1, the clamps, tiny arguments */
+        tanh_case(&t, &tc, &biggest, fa4_as_float(fa4_as_int(9.0109f) - 2000 + i));
+        tanh_case(&t, &tc, &biggest, -fa4_as_float(fa4_as_int(9.5f) - 2000 + i));
+        tanh_case(&t, &tc, &biggest, fa4_as_float(fa4_as_int(10.25f) - 2000 + i));
+        tanh_case(&t, &tc, &biggest, ldexpf(1.0f + (float)i / 4000.0f, -(i % 150)));
     }
     for (int i = 0; i < 100000; i++)
-        tanh_case(&t, &biggest, random_float());
-    report("tanhf", &t, 5.25);
+        tanh_case(&t, &tc, &biggest, random_float());
+    report("tanhf", &t, TANHF_BOUND);
+    report("tanhf corrected", &tc, TANHF_CORRECTED_BOUND);
     printf("tanhf: largest |result| %a\n", (double)biggest);
-    assert_true(t.worst <= 5.25 && biggest <= 1.0f);
+    assert_true(t.worst <= TANHF_BOUND && tc.worst <= TANHF_CORRECTED_BOUND && biggest <= 1.0f);
     for (int mode = ERR_EXACT; mode <= ERR_DOWN; mode++) { /* the reciprocal off either way */
         rcp_mode = mode;
-        assert_true(fa4_tanhf(0.0f) == 0.0f && !signbit(fa4_tanhf(0.0f)) && signbit(fa4_tanhf(-0.0f)));
-        assert_true(fa4_tanhf(9.5f) == 1.0f && fa4_tanhf(-9.5f) == -1.0f);
-        assert_true(fa4_tanhf(INFINITY) == 1.0f && fa4_tanhf(-INFINITY) == -1.0f);
-        assert_true(fa4_tanhf(1e30f) == 1.0f && fa4_tanhf(-50.0f) == -1.0f);
-        assert_true(fa4_tanhf(0x1p-20f) == 0x1p-20f && fa4_tanhf(-0x1p-100f) == -0x1p-100f);
-        assert_true(isnan(fa4_tanhf(NAN)) && isnan(fa4_tanhf(-NAN)));
+        for (int k = 0; k < 2; k++) {
+            float (*f)(float) = k ? fa4_tanhf_corrected : fa4_tanhf;
+            assert_true(f(0.0f) == 0.0f && !signbit(f(0.0f)) && signbit(f(-0.0f)));
+            assert_true(f(10.25f) == 1.0f && f(-10.25f) == -1.0f);
+            assert_true(f(INFINITY) == 1.0f && f(-INFINITY) == -1.0f);
+            assert_true(f(1e30f) == 1.0f && f(-50.0f) == -1.0f);
+            assert_true(isnan(f(NAN)) && isnan(f(-NAN)));
+            /* tanh x rounds to x below 2^-12: exact with the correction, within an ulp without */
+            assert_true(ulps(f(0x1p-20f), 0x1p-20L) <= (k ? 0.0 : 1.0));
+            assert_true(ulps(f(-0x1p-100f), -0x1p-100L) <= (k ? 0.0 : 1.0));
+        }
+        assert_true(fa4_tanhf_corrected(9.5f) == 1.0f && fa4_tanhf_corrected(-9.5f) == -1.0f);
     }
     rcp_mode = ERR_EXACT;
-    /* the quotient without the residual correction: beyond the bound */
-    tanh_literals();
-    assert_true(tanh_np == 4 && tanh_nq == 5 && tanh_clamp == 9.5f && tanh_q[4] == 1.0f);
-    assert_true(fabsf(tanh_uncorrected(0.5f) - fa4_tanhf(0.5f)) <= 0x1p-23f);
-    double naive = 0;
-    for (int mode = ERR_UP; mode <= ERR_DOWN; mode++) {
+    float clamp, clamp_corrected;
+    tanh_literals(&clamp, &clamp_corrected);
+    assert_true(tanh_np == 4 && tanh_nq == 5 && clamp == 10.25f && clamp_corrected == 9.5f && tanh_q[4] == 1.0f);
+    assert_true(tanh_uncorrected(0.5f, clamp) == fa4_tanhf(0.5f));
+    /* the default form clamped at the fit's end: its result at the clamp falls short of 1 where
+     * the reciprocal rounds down, which the 10.25 clamp's margin covers */
+    int short_of_1 = 0;
+    for (int mode = ERR_EXACT; mode <= ERR_DOWN; mode++) {
         rcp_mode = mode;
-        for (int32_t b = fa4_as_int(0.5f); b <= fa4_as_int(9.5f); b += 97)
-            naive = fmax(naive, ulps(tanh_uncorrected(fa4_as_float(b)), tanhl(fa4_as_float(b))));
+        short_of_1 |= tanh_uncorrected(9.5f, clamp_corrected) < 1.0f;
     }
     rcp_mode = ERR_EXACT;
-    printf("tanhf without the correction: worst %.2f ulp\n", naive);
-    assert_true(naive > 5.25);
+    assert_true(short_of_1);
 }
 
 int main(void)

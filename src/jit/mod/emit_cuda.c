@@ -178,6 +178,11 @@ static void emit_binary(fa4__emitter *E, const fa4__expr *e)
         fa4__out(E, ")");
         return;
     }
+    if (E->prescale && e->op == TK_SLASH && e->b == E->pre_div) {
+        /* the prescaled forms' score argument is score / pre_div already (fa4_score_mod_p) */
+        fa4__emit_bare(E, e->a);
+        return;
+    }
     if (E->dual && e->type == TY_FLOAT) {
         /* the dual form keeps fa4_fdiv even for a divisor that is the same at every position: its
          * scalar aux reads are opaque (not hoisted, for the backward's registers), and an IEEE
@@ -332,7 +337,12 @@ static void emit_expr(fa4__emitter *E, const fa4__expr *e)
         return;
     case EX_VAR:
         if (e->var->kind == VK_AUX) {
-            if (E->dual && e->type == TY_FLOAT) {
+            if (E->prescale && e->op == TK_SLASH && e->b == E->pre_div) {
+        /* the prescaled forms' score argument is score / pre_div already (fa4_score_mod_p) */
+        fa4__emit_bare(E, e->a);
+        return;
+    }
+    if (E->dual && e->type == TY_FLOAT) {
                 fa4__out(E, "fa4_dconst(");
                 emit_aux_scalar(E, e);
                 fa4__out(E, ")");
@@ -344,7 +354,12 @@ static void emit_expr(fa4__emitter *E, const fa4__expr *e)
         }
         return;
     case EX_INDEX:
-        if (E->dual && e->type == TY_FLOAT) {
+        if (E->prescale && e->op == TK_SLASH && e->b == E->pre_div) {
+        /* the prescaled forms' score argument is score / pre_div already (fa4_score_mod_p) */
+        fa4__emit_bare(E, e->a);
+        return;
+    }
+    if (E->dual && e->type == TY_FLOAT) {
             fa4__out(E, "fa4_daux_%s(fa4_a, ", e->var->name);
             fa4__emit_bare(E, e->a);
             fa4__out(E, ", fa4_seed == %d, fa4_at ? fa4_at + %d : nullptr)", e->site, e->site);
@@ -494,8 +509,8 @@ static void emit_function(fa4__emitter *E, const fa4__func *f, int dual, int spe
     const char *ret = type_text(E, f->ret);
     fa4__line_directive(E, f->line);
     if (f->role == FR_SCORE)
-        fa4__out(E, "__device__ __forceinline__ %s fa4_score_mod%s(", ret,
-                 dual ? "_dual" : E->use_hoist ? "_u" : "");
+        fa4__out(E, "__device__ __forceinline__ %s fa4_score_mod%s%s(", ret,
+                 dual ? "_dual" : E->use_hoist ? "_u" : "", E->prescale ? "_p" : "");
     else if (f->role == FR_MASK)
         fa4__out(E, "__device__ __forceinline__ bool fa4_mask_mod(");
     else
@@ -552,6 +567,107 @@ static void emit_function_forms(fa4__emitter *E, const fa4__func *f, int dual)
     fa4__out(E, "#line %d \"fa4_mod.cuh\"\n", E->out_line + 1);
 }
 
+/* Whether score_mod reads its score (sv) only as sv / D, one divisor node D for every read: D in
+ * *div, else *bad set */
+static void pre_expr(const fa4__expr *e, const fa4__var *sv, const fa4__expr **div, int *bad)
+{
+    if (!e || *bad)
+        return;
+    if (e->kind == EX_BINARY && e->op == TK_SLASH && e->type == TY_FLOAT && e->a->kind == EX_VAR &&
+        e->a->var == sv) {
+        if (*div && *div != e->b)
+            *bad = 1;
+        *div = e->b;
+        pre_expr(e->b, sv, div, bad);
+        return;
+    }
+    if (e->kind == EX_VAR && e->var == sv) {
+        *bad = 1;
+        return;
+    }
+    pre_expr(e->a, sv, div, bad);
+    pre_expr(e->b, sv, div, bad);
+    pre_expr(e->c, sv, div, bad);
+    for (int i = 0; i < e->nargs; i++)
+        pre_expr(e->args[i], sv, div, bad);
+}
+
+static void pre_stmt(const fa4__stmt *s, const fa4__var *sv, const fa4__expr **div, int *bad)
+{
+    if (!s || *bad)
+        return;
+    if (s->kind == ST_ASSIGN && s->var == sv)
+        *bad = 1; /* the score itself assigned */
+    if (s->kind == ST_BLOCK)
+        for (int i = 0; i < s->nitems; i++)
+            pre_stmt(s->items[i], sv, div, bad);
+    pre_expr(s->e, sv, div, bad);
+    pre_stmt(s->then_s, sv, div, bad);
+    pre_stmt(s->else_s, sv, div, bad);
+}
+
+/* E->pre_div / pre_k: the divisor of score_mod's every score read where the uniform forms hoist
+ * its reciprocal (softcap's cap * tanhf(score / cap)); NULL where there is none such */
+static void find_prescale(fa4__emitter *E)
+{
+    const fa4__func *f = E->m->score;
+    E->pre_div = NULL;
+    E->pre_k = -1;
+    if (!f || E->nhoist == 0 || f->nparams < 1 || f->params[0]->type != TY_FLOAT)
+        return;
+    const fa4__expr *div = NULL;
+    int bad = 0;
+    pre_stmt(f->body, f->params[0], &div, &bad);
+    const int k = div && !bad ? fa4__hoisted(E, div, 1) : -1;
+    if (k >= 0) {
+        E->pre_div = div;
+        E->pre_k = k;
+    }
+}
+
+/*
+ * The prescaled forms (FA4_SCORE_MOD_PRESCALE 1, release builds): where score_mod reads its score
+ * only as score / D with D the same at every position (find_prescale), the kernel may multiply
+ * the raw scores by scale * fa4_score_mod_pre_mul(b, h, aux) (1 / D, the uniform form's
+ * reciprocal) and call fa4_score_mod_p, which is fa4_score_mod_u with score / D read as its
+ * argument: a multiply and the divisor's reciprocal per score fewer, at the rounding of
+ * s * (scale / D) in place of (s * scale) / D. fa4_score_mod_fwd_deriv_p is the dual form's
+ * counterpart for the backward (the derivative seeded with 1 / D: d score_mod / d score).
+ */
+static void emit_prescale_fwd(fa4__emitter *E)
+{
+    const fa4__func *f = E->m->score;
+    fa4__out(E, "#define FA4_SCORE_MOD_PRESCALE %d\n", E->pre_div ? 1 : 0);
+    if (!E->pre_div)
+        return;
+    fa4__out(E, "__device__ __forceinline__ float fa4_score_mod_pre_mul(int b, int h, const fa4_aux &fa4_a)\n{\n"
+                "    return fa4_score_mod_uniform(b, h, fa4_a).u%d;\n}\n",
+             E->pre_k);
+    E->use_hoist = 1;
+    E->prescale = 1;
+    emit_function(E, f, 0, fa4__stmt_branches(f->body));
+    E->prescale = 0;
+    E->use_hoist = 0;
+}
+
+static void emit_prescale_dual(fa4__emitter *E)
+{
+    const fa4__func *f = E->m->score;
+    if (!E->pre_div)
+        return;
+    fa4__out(E, "\n// the prescaled form (FA4_SCORE_MOD_PRESCALE): score / D is the argument\n"
+                "#if !FA4_CHECKED\n");
+    E->prescale = 1;
+    emit_function(E, f, 1, fa4__stmt_branches(f->body));
+    E->prescale = 0;
+    fa4__out(E, "#line %d \"fa4_mod.cuh\"\n", E->out_line + 1);
+    fa4__out(E, "// score_mod's value and d score_mod / d score at sp = score / D (mul = 1 / D)\n"
+                "__device__ __forceinline__ float fa4_score_mod_fwd_deriv_p(float sp, float mul, int b, int h, "
+                "int q_idx, int kv_idx, const fa4_aux &fa4_a, float *dscore)\n{\n"
+                "    fa4_dual r = fa4_score_mod_dual_p(fa4_dmake(sp, mul), b, h, q_idx, kv_idx, fa4_a, -1, nullptr);\n"
+                "    *dscore = r.d;\n    return r.v;\n}\n#endif\n");
+}
+
 /*
  * The sm90 forward's form of score_mod: fa4_score_mod_uniform(b, h, aux) computes the subexpressions
  * that are the same at every position (emit_deps.c) once per score fragment; fa4_score_mod_u is
@@ -570,7 +686,8 @@ static void emit_uniform_forms(fa4__emitter *E)
                 "    return u;\n}\n"
                 "__device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, "
                 "int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &)\n{\n"
-                "    return fa4_score_mod(score, b, h, q_idx, kv_idx, fa4_a);\n}\n");
+                "    return fa4_score_mod(score, b, h, q_idx, kv_idx, fa4_a);\n}\n"
+                "#define FA4_SCORE_MOD_PRESCALE 0\n");
     if (!f || E->nhoist == 0) {
         fa4__out(E, "#endif\n");
         return;
@@ -599,6 +716,8 @@ static void emit_uniform_forms(fa4__emitter *E)
     E->use_hoist = 1;
     emit_function(E, f, 0, fa4__stmt_branches(f->body));
     E->use_hoist = 0;
+    find_prescale(E);
+    emit_prescale_fwd(E);
     fa4__out(E, "#endif\n");
     fa4__out(E, "#line %d \"fa4_mod.cuh\"\n", E->out_line + 1);
 }
@@ -668,6 +787,7 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
         }
         fa4__out(&E, "\n");
         emit_function_forms(&E, m->score, 1);
+        emit_prescale_dual(&E);
     }
     fa4__emit_deriv_wrappers(&E);
     fa4__mod_varying_free(m, E.varying);

@@ -119,7 +119,8 @@ static void emit_math_text(fa4__emitter *E, const char *text)
 }
 
 /* fa4_fdiv, fa4_expf, fa4_exp2f, fa4_logf, fa4_log2f, fa4_tanhf: mathfn.h's forms by default, the
- * bare hardware approximations under FA4_FAST_MATH. */
+ * bare hardware approximations under FA4_FAST_MATH; fa4_tanhf's corrected quotient under
+ * FA4_TANHF_CORRECTED (a kernel source may define it before including the header: A/B runs). */
 static void emit_math(fa4__emitter *E)
 {
     fa4__out(
@@ -131,7 +132,8 @@ static void emit_math(fa4__emitter *E)
         "//   fa4_fdiv_u < 2 ulps for |b| in [2^-126, 2^126] (a divisor the same at every position)\n"
         "//   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps\n"
         "//   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)\n"
-        "//   fa4_tanhf <= 5.25 ulps (|result| <= 1, exactly 1 from |x| = 9.5)\n"
+        "//   fa4_tanhf <= 6.75 ulps (|result| <= 1, exactly 1 from |x| = 10.25; with\n"
+        "//             FA4_TANHF_CORRECTED 1 <= 5.25 ulps, 1 from 9.5, two FMAs more)\n"
         "// Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by\n"
         "// tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx\n"
         "// 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),\n"
@@ -170,11 +172,14 @@ static void emit_math(fa4__emitter *E)
         FA4__MATH_TEXT(FA4__MATHFN_FDIV),  FA4__MATH_TEXT(FA4__MATHFN_EXPF),
         FA4__MATH_TEXT(FA4__MATHFN_EXP2F), FA4__MATH_TEXT(FA4__MATHFN_LOG_CORE),
         FA4__MATH_TEXT(FA4__MATHFN_LOGF),  FA4__MATH_TEXT(FA4__MATHFN_LOG2F),
-        FA4__MATH_TEXT(FA4__MATHFN_TANHF),
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         emit_math_text(E, texts[i]);
-    fa4__out(E, "#endif\n");
+    fa4__out(E, "#ifndef FA4_TANHF_CORRECTED\n#define FA4_TANHF_CORRECTED 0\n#endif\n#if FA4_TANHF_CORRECTED\n");
+    emit_math_text(E, FA4__MATH_TEXT(FA4__MATHFN_TANHF_CORRECTED));
+    fa4__out(E, "#else\n");
+    emit_math_text(E, FA4__MATH_TEXT(FA4__MATHFN_TANHF));
+    fa4__out(E, "#endif\n#endif\n");
     /* the same with or without FA4_FAST_MATH: already as cheap as __fdividef per score */
     emit_math_text(E, FA4__MATH_TEXT(FA4__MATHFN_RCP_U));
     emit_math_text(E, FA4__MATH_TEXT(FA4__MATHFN_FDIV_U));

@@ -31,20 +31,22 @@
  *   fa4_logf(x)     <= 2 ulps   no hardware approximation: x = 2^k m, m in [sqrt(1/2), sqrt(2)),
  *                              log1p(m - 1) by a degree-7 polynomial, k ln 2 in two parts.
  *   fa4_log2f(x)    <= 2 ulps   the same core times log2(e); exact for powers of two.
- *   fa4_tanhf(x)    <= 5.25 ulps a rational of degrees (4, 4) in x^2 (minimax relative error
- *                              2^-24.75 on [0, 9.5]) on x clamped to where tanh rounds to 1; one
- *                              reciprocal (rcp.approx, corrected by the exact residual) and no
- *                              exponential: one MUFU operation per element instead of two (ex2,
- *                              rcp), which soft-capping pays at every score besides the softmax's
- *                              own ex2 (issue 8; the sm_90a soft-cap forward: 5576 SASS
- *                              instructions instead of 5704, MUFU 276 instead of 404). Its error is
- *                              the rounding of N and Q where tanh is near 1 and an ulp is 2^-24 of
- *                              the value: measured worst 5.13 ulps on the CPU with rcp.approx
- *                              emulated at its bound (test_mod_mathfn), 4.81 on an H200
- *                              (check_mathfn.py). The result is held to [-1, 1] and is exactly
- *                              +-1 from |x| = 9.5. Soft-cap forward on the H200 (B4 H16 S4096
- *                              D128 bf16): 256 TFLOP/s against 229 for the ex2 + rcp form; the
- *                              measurements and the forms tried are in notes/softcap-tanh.md.
+ *   fa4_tanhf(x)    <= 6.75 ulps a rational of degrees (4, 4) in x^2 (minimax relative error
+ *                              2^-24.75 on [0, 9.5]) on x clamped to [-10.25, 10.25]; one
+ *                              reciprocal (rcp.approx) and no exponential: one MUFU operation per
+ *                              element instead of two (ex2, rcp), which soft-capping pays at every
+ *                              score besides the softmax's own ex2 (issue 8). Its error is the
+ *                              rounding of N and Q where tanh is near 1 and an ulp is 2^-24 of the
+ *                              value, and the reciprocal's: measured worst 6.70 ulps on the CPU
+ *                              with rcp.approx emulated at its bound (test_mod_mathfn). The result
+ *                              is held to [-1, 1] and is exactly +-1 from |x| = 10.25.
+ *                              FA4_TANHF_CORRECTED 1 (emitted header) corrects the quotient once by
+ *                              the exact residual: <= 5.25 ulps (5.13 emulated, 4.81 on an H200,
+ *                              check_mathfn.py), exactly +-1 from 9.5, two FMAs more on the
+ *                              reciprocal's dependency chain, which cost soft-cap's forward 10%
+ *                              (H200, B4 H16 S4096 D128 bf16: 256 TFLOP/s corrected, 283 not,
+ *                              229 for an ex2 + rcp form). The forms tried and their figures are in
+ *                              notes/softcap-tanh.md.
  *
  * Results below 2^-126 may flush to zero (the .ftz approximations); NaN, infinities and zeros
  * follow C99 Annex F for every function. Polynomial coefficients: Chebyshev interpolation in long
@@ -143,10 +145,32 @@
         return ok ? r : sp;                                                                       \
     }
 
-/* tanh: N / Q on a = x clamped to [-9.5, 9.5] (tanh rounds to 1 from 13 ln 2 ~ 9.011), N = a +
- * a^3 P(a^2), Q = 1 + a^2 R(a^2); the quotient by rcp.approx corrected once by the exact residual
- * (negated, which keeps the sign of 0), then held to [-1, 1] */
+/* tanh: N / Q on a = x clamped to [-10.25, 10.25], N = a + a^3 P(a^2), Q = 1 + a^2 R(a^2) (the
+ * minimax on (0, 9.5]; tanh rounds to 1 from 13 ln 2 ~ 9.011); the quotient by rcp.approx alone,
+ * held to [-1, 1]. At the clamp N / Q exceeds 1 by 23 units of 2^-24, more than the roundings of
+ * N, Q and the reciprocal take away, so the result is exactly +-1 there (at 9.5 it is not). */
 #define FA4__MATHFN_TANHF(FN)                                                                     \
+    FN float fa4_tanhf(float x)                                                                   \
+    {                                                                                             \
+        const float a = fa4_clamp_xorsign(x, 0x1.48p+3f);                                         \
+        const float z = a * a;                                                                    \
+        float p = 0x1.af5f46p-27f;                                                                \
+        p = fmaf(p, z, 0x1.50035p-16f);                                                           \
+        p = fmaf(p, z, 0x1.c589d8p-9f);                                                           \
+        p = fmaf(p, z, 0x1.116f18p-3f);                                                           \
+        const float n = fmaf(a * z, p, a);                                                        \
+        float q = 0x1.8fd9a2p-21f;                                                                \
+        q = fmaf(q, z, 0x1.5275eep-12f);                                                          \
+        q = fmaf(q, z, 0x1.a5c3c8p-6f);                                                           \
+        q = fmaf(q, z, 0x1.de0cd4p-2f);                                                           \
+        q = fmaf(q, z, 1.0f);                                                                     \
+        return fa4_clamp_xorsign(n * fa4_rcp_approx(q), 1.0f);                                    \
+    }
+
+/* The same rational on x clamped to [-9.5, 9.5], with the quotient corrected once by the exact
+ * residual (negated, which keeps the sign of 0): <= 5.25 ulps at two more FMAs on the reciprocal's
+ * dependency chain (FA4_TANHF_CORRECTED 1 in the emitted header selects it; A/B runs). */
+#define FA4__MATHFN_TANHF_CORRECTED(FN)                                                           \
     FN float fa4_tanhf(float x)                                                                   \
     {                                                                                             \
         const float a = fa4_clamp_xorsign(x, 0x1.3p+3f);                                          \

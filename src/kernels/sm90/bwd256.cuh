@@ -360,6 +360,9 @@ struct fa4_b256_consumer {
     __device__ __forceinline__ void probs(float (&sc)[4][4], int s, int h, int m0, bool full, int buf) const
     {
         const int g = lane >> 2, t = lane & 3;
+#if FA4_HAS_SCORE_MOD && !(FA4_B256_REL && !FA4_B256_AUX_GRAD)
+        const fa4_sm90_pre pre = fa4_sm90_prescale(p, b, h, aux);
+#endif
         const int qr = warp * 16 + g;
         const float l2[2] = {fa4_b256_lds(sm.rows(s) + qr * 4), fa4_b256_lds(sm.rows(s) + (qr + 8) * 4)};
 #if !FA4_HAS_SCORE_MOD
@@ -403,8 +406,8 @@ struct fa4_b256_consumer {
                 pr[e] = pv;
 #elif FA4_HAS_SCORE_MOD
                 float dmod = 1.f;
-                const float x = fa4_score_mod_fwd_deriv(sc[c][e] * p.scale, b, h, (int)(qi + p.q_offset),
-                                                        (int)(ki + p.kv_offset), aux, &dmod);
+                const float x = fa4_sm90_mod_deriv(sc[c][e], pre, b, h, (int)(qi + p.q_offset),
+                                                   (int)(ki + p.kv_offset), aux, &dmod);
                 const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e >> 1])) : 0.f;
                 sc[c][e] = ok ? pv * dmod : 0.f;
                 pr[e] = pv;

@@ -602,6 +602,9 @@ struct fa4_bwd_consumer {
         (void)mb1;
         const int g = lane >> 2, t = lane & 3;
         const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
+#if FA4_HAS_SCORE_MOD
+        const fa4_sm90_pre pre = fa4_sm90_prescale(p, b, h, aux); /* config.cuh FA4_SM90_PRESCALE */
+#endif
 #if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
         fa4_aux_grad_acc acc;
         fa4_aux_grad_begin(acc);
@@ -639,7 +642,7 @@ struct fa4_bwd_consumer {
                 x = fa4_score_mod_fwd_deriv_sites(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux,
                                                   &dmod, at);
 #elif FA4_HAS_SCORE_MOD
-                x = fa4_score_mod_fwd_deriv(xs, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, &dmod);
+                x = fa4_sm90_mod_deriv(sc[c][e], pre, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, &dmod);
 #endif
                 const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
                 const float d = pv * (dp[c][e] - dps[e & 1]);
@@ -1167,6 +1170,9 @@ struct fa4_bwd_consumer {
         (void)mbits;
         const int g = lane >> 2, t = lane & 3;
         const int key0 = n0 + cw * kBWgKeys + warp * 16 + g;
+#if FA4_HAS_SCORE_MOD
+        const fa4_sm90_pre pre = fa4_sm90_prescale(p, b, h, aux);
+#endif
 #if !FA4_HAS_SCORE_MOD
         const float k2 = p.scale * FA4_LOG2E; /* as the forward: one FMA into log2 units */
 #endif
@@ -1201,8 +1207,8 @@ struct fa4_bwd_consumer {
                 }
 #if FA4_HAS_SCORE_MOD
                 float dmod = 1.f;
-                const float x = fa4_score_mod_fwd_deriv(sc[c][e] * p.scale, b, h, (int)(qi + p.q_offset),
-                                                        (int)(ki + p.kv_offset), aux, &dmod);
+                const float x = fa4_sm90_mod_deriv(sc[c][e], pre, b, h, (int)(qi + p.q_offset),
+                                                   (int)(ki + p.kv_offset), aux, &dmod);
                 const float pv = ok ? fa4_exp2(fmaf(x, FA4_LOG2E, -l2[e & 1])) : 0.f;
                 sc[c][e] = ok ? pv * dmod : 0.f;
                 pr[e] = pv;

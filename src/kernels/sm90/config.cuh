@@ -210,6 +210,61 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
 /* alignment slack, tiles, barriers, stash or table, ones */
 constexpr int kSmemBytes = 1024 + kSmemTiles + 256 + FA4_SM90_STASH_BYTES + FA4_SM90_RELT_BYTES + FA4_SM90_ONES_BYTES;
 
+/* FA4_SM90_PRESCALE (session 32): where score_mod reads its score only as score / D with D the same
+ * at every position (the emitted header's FA4_SCORE_MOD_PRESCALE: softcap's cap * tanhf(score /
+ * cap)), the generic score stage of the forward and of the backward multiplies the raw q.k by
+ * scale / D once (fa4_sm90_pre.k, per fragment or step) and calls the prescaled form, which reads
+ * that product where score_mod reads score / D: per score one multiply fewer in the forward, and
+ * in the backward the dual form's two divisions by D (value and derivative, each about five
+ * instructions and a MUFU reciprocal: the dual form keeps D opaque) become none, the derivative
+ * seeded with 1 / D. The argument is rounded once, s * (scale / D), where the plain forms round
+ * (s * scale) / D: about an ulp of the argument. FA4_SM90_PRESCALE_ON 0 keeps the plain forms. */
+#ifndef FA4_SM90_PRESCALE_ON
+#define FA4_SM90_PRESCALE_ON 1
+#endif
+#if FA4_HAS_SCORE_MOD && defined(FA4_SCORE_MOD_PRESCALE) && FA4_SCORE_MOD_PRESCALE && FA4_SM90_PRESCALE_ON && \
+    !(defined(FA4_CHECKED) && FA4_CHECKED)
+#define FA4_SM90_PRESCALE 1
+#else
+#define FA4_SM90_PRESCALE 0
+#endif
+/* the forward's score_mod on the scaled score (x = q.k * fa4_sm90_pre.k) */
+#if FA4_SM90_PRESCALE
+#define FA4_SM90_SCORE_MOD_U fa4_score_mod_u_p
+#else
+#define FA4_SM90_SCORE_MOD_U fa4_score_mod_u
+#endif
+/* k: what multiplies the raw q.k before score_mod (the softmax scale, times 1 / D where prescaled);
+ * mul: 1 / D (1 where not prescaled), the derivative's seed */
+struct fa4_sm90_pre {
+    float k, mul;
+};
+__device__ __forceinline__ fa4_sm90_pre fa4_sm90_prescale(const fa4_params &p, int b, int h, const fa4_aux &aux)
+{
+    fa4_sm90_pre r;
+#if FA4_SM90_PRESCALE
+    r.mul = fa4_score_mod_pre_mul(b, h, aux);
+    r.k = p.scale * r.mul;
+#else
+    (void)b, (void)h, (void)aux;
+    r.mul = 1.f;
+    r.k = p.scale;
+#endif
+    return r;
+}
+#if FA4_HAS_SCORE_MOD
+/* score_mod (value, and d score_mod / d score in *dmod) at the raw score s (q.k) */
+__device__ __forceinline__ float fa4_sm90_mod_deriv(float s, const fa4_sm90_pre &pr, int b, int h, int qi, int ki,
+                                                    const fa4_aux &aux, float *dmod)
+{
+#if FA4_SM90_PRESCALE
+    return fa4_score_mod_fwd_deriv_p(s * pr.k, pr.mul, b, h, qi, ki, aux, dmod);
+#else
+    return fa4_score_mod_fwd_deriv(s * pr.k, b, h, qi, ki, aux, dmod);
+#endif
+}
+#endif
+
 static_assert(kD % 32 == 0 && kDv % 32 == 0, "head dims must be multiples of 32");
 static_assert(kDp <= 256 && kDvp <= 256, "head dims above 256 are not supported");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");

@@ -766,6 +766,7 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
     /* score_mod's position-independent part (alibi's slopes[h]), once per fragment: the chunk
      * barrier below would otherwise make the compiler reload it at every 8-column chunk */
     const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
+    const fa4_sm90_pre pre = fa4_sm90_prescale(p, b, h, aux); /* config.cuh FA4_SM90_PRESCALE */
 #endif
 #pragma unroll
     for (int ni = 0; ni < NT; ++ni) {
@@ -776,7 +777,7 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
             float x = s[ni][e];
 #if FA4_HAS_SCORE_MOD
             if (kMod)
-                x *= p.scale;
+                x *= pre.k;
 #endif
             if (kCheck) {
 #if FA4_SM90_MASK_ROLLED
@@ -801,13 +802,13 @@ __device__ __forceinline__ void fa4_sm90_scores(float (&s)[NT][4], const fa4_par
 #endif
 #if FA4_HAS_SCORE_MOD
                 if (kMod && ok)
-                    x = fa4_score_mod_u(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, su);
+                    x = FA4_SM90_SCORE_MOD_U(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, su);
 #endif
                 x = ok ? x : -FA4_INF;
             } else {
 #if FA4_HAS_SCORE_MOD
                 if (kMod)
-                    x = fa4_score_mod_u(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, su);
+                    x = FA4_SM90_SCORE_MOD_U(x, b, h, (int)(qi + p.q_offset), (int)(ki + p.kv_offset), aux, su);
 #endif
             }
             s[ni][e] = x;

@@ -79,7 +79,8 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 //   fa4_fdiv_u < 2 ulps for |b| in [2^-126, 2^126] (a divisor the same at every position)
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
 //   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)
-//   fa4_tanhf <= 5.25 ulps (|result| <= 1, exactly 1 from |x| = 9.5)
+//   fa4_tanhf <= 6.75 ulps (|result| <= 1, exactly 1 from |x| = 10.25; with
+//             FA4_TANHF_CORRECTED 1 <= 5.25 ulps, 1 from 9.5, two FMAs more)
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
 // tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
 // 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
@@ -188,6 +189,10 @@ __device__ __forceinline__ float fa4_log2f(float x)
     const int ok = (x > 0.0f) & (x <= 0x1.fffffep127f);
     return ok ? r : sp;
 }
+#ifndef FA4_TANHF_CORRECTED
+#define FA4_TANHF_CORRECTED 0
+#endif
+#if FA4_TANHF_CORRECTED
 __device__ __forceinline__ float fa4_tanhf(float x)
 {
     const float a = fa4_clamp_xorsign(x, 0x1.3p+3f);
@@ -206,6 +211,24 @@ __device__ __forceinline__ float fa4_tanhf(float x)
     const float y = n * r;
     return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);
 }
+#else
+__device__ __forceinline__ float fa4_tanhf(float x)
+{
+    const float a = fa4_clamp_xorsign(x, 0x1.48p+3f);
+    const float z = a * a;
+    float p = 0x1.af5f46p-27f;
+    p = fmaf(p, z, 0x1.50035p-16f);
+    p = fmaf(p, z, 0x1.c589d8p-9f);
+    p = fmaf(p, z, 0x1.116f18p-3f);
+    const float n = fmaf(a * z, p, a);
+    float q = 0x1.8fd9a2p-21f;
+    q = fmaf(q, z, 0x1.5275eep-12f);
+    q = fmaf(q, z, 0x1.a5c3c8p-6f);
+    q = fmaf(q, z, 0x1.de0cd4p-2f);
+    q = fmaf(q, z, 1.0f);
+    return fa4_clamp_xorsign(n * fa4_rcp_approx(q), 1.0f);
+}
+#endif
 #endif
 __device__ __forceinline__ float fa4_rcp_u(float b)
 {
@@ -282,7 +305,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
 #line 5 "alibi.mod"
     return score + (fa4_aux_slopes(fa4_a, h) * ((float)fa4_isub(kv_idx, q_idx)));
 }
-#line 286 "fa4_mod.cuh"
+#line 309 "fa4_mod.cuh"
 
 // ---- score_mod's position-independent part, computed once per score fragment
 #define FA4_SCORE_MOD_UNIFORM 1
@@ -300,6 +323,7 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 {
     return fa4_score_mod(score, b, h, q_idx, kv_idx, fa4_a);
 }
+#define FA4_SCORE_MOD_PRESCALE 0
 #else
 struct fa4_score_uniform {
     float u0;
@@ -311,16 +335,17 @@ __device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h,
     fa4_u.u0 = fa4_aux_slopes(fa4_a, h);
     return fa4_u;
 }
-#line 315 "fa4_mod.cuh"
+#line 339 "fa4_mod.cuh"
 #line 4 "alibi.mod"
 __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)
 {
 #line 5 "alibi.mod"
     return score + (fa4_u.u0 * ((float)fa4_isub(kv_idx, q_idx)));
 }
-#line 322 "fa4_mod.cuh"
+#line 346 "fa4_mod.cuh"
+#define FA4_SCORE_MOD_PRESCALE 0
 #endif
-#line 324 "fa4_mod.cuh"
+#line 349 "fa4_mod.cuh"
 
 // ---- score_mod over a tile whose index-dependent parts are one value there
 #define FA4_SCORE_MOD_TILE 0
@@ -389,7 +414,7 @@ __device__ __forceinline__ bool fa4_score_mod_affine(int b, int h, int fa4_q_lo,
            fa4_aff_finite(fa4_r.dk);
 }
 #endif
-#line 393 "fa4_mod.cuh"
+#line 418 "fa4_mod.cuh"
 
 // ---- score_mod as score + g(b, h, kv_idx - q_idx): g shared by positions with the same offset
 #if FA4_CHECKED
@@ -401,10 +426,10 @@ __device__ __forceinline__ float fa4_score_mod_rel(int b, int h, int q_idx, int 
     (void)b, (void)h, (void)fa4_a, (void)fa4_u;
 #line 5 "alibi.mod"
     return fa4_u.u0 * ((float)fa4_isub(kv_idx, q_idx));
-#line 405 "fa4_mod.cuh"
+#line 430 "fa4_mod.cuh"
 }
 #endif
-#line 408 "fa4_mod.cuh"
+#line 433 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -435,7 +460,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 5 "alibi.mod"
     return fa4_dadd(score, fa4_dmul(fa4_daux_slopes(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr), fa4_dconst((float)fa4_isub(kv_idx, q_idx))));
 }
-#line 439 "fa4_mod.cuh"
+#line 464 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

@@ -81,7 +81,8 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 //   fa4_fdiv_u < 2 ulps for |b| in [2^-126, 2^126] (a divisor the same at every position)
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
 //   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)
-//   fa4_tanhf <= 5.25 ulps (|result| <= 1, exactly 1 from |x| = 9.5)
+//   fa4_tanhf <= 6.75 ulps (|result| <= 1, exactly 1 from |x| = 10.25; with
+//             FA4_TANHF_CORRECTED 1 <= 5.25 ulps, 1 from 9.5, two FMAs more)
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
 // tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
 // 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
@@ -190,6 +191,10 @@ __device__ __forceinline__ float fa4_log2f(float x)
     const int ok = (x > 0.0f) & (x <= 0x1.fffffep127f);
     return ok ? r : sp;
 }
+#ifndef FA4_TANHF_CORRECTED
+#define FA4_TANHF_CORRECTED 0
+#endif
+#if FA4_TANHF_CORRECTED
 __device__ __forceinline__ float fa4_tanhf(float x)
 {
     const float a = fa4_clamp_xorsign(x, 0x1.3p+3f);
@@ -208,6 +213,24 @@ __device__ __forceinline__ float fa4_tanhf(float x)
     const float y = n * r;
     return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);
 }
+#else
+__device__ __forceinline__ float fa4_tanhf(float x)
+{
+    const float a = fa4_clamp_xorsign(x, 0x1.48p+3f);
+    const float z = a * a;
+    float p = 0x1.af5f46p-27f;
+    p = fmaf(p, z, 0x1.50035p-16f);
+    p = fmaf(p, z, 0x1.c589d8p-9f);
+    p = fmaf(p, z, 0x1.116f18p-3f);
+    const float n = fmaf(a * z, p, a);
+    float q = 0x1.8fd9a2p-21f;
+    q = fmaf(q, z, 0x1.5275eep-12f);
+    q = fmaf(q, z, 0x1.a5c3c8p-6f);
+    q = fmaf(q, z, 0x1.de0cd4p-2f);
+    q = fmaf(q, z, 1.0f);
+    return fa4_clamp_xorsign(n * fa4_rcp_approx(q), 1.0f);
+}
+#endif
 #endif
 __device__ __forceinline__ float fa4_rcp_u(float b)
 {
@@ -300,7 +323,7 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return x;
 }
-#line 304 "fa4_mod.cuh"
+#line 327 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ float fa4_h_smooth(float x, float k)
@@ -333,9 +356,9 @@ __device__ __forceinline__ float fa4_h_smooth(float x, float k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 337 "fa4_mod.cuh"
+#line 360 "fa4_mod.cuh"
 #endif
-#line 339 "fa4_mod.cuh"
+#line 362 "fa4_mod.cuh"
 
 #line 12 "branches.mod"
 __device__ __forceinline__ int fa4_h_bucket(int d)
@@ -344,7 +367,7 @@ __device__ __forceinline__ int fa4_h_bucket(int d)
     int s = (d < 0) ? (-1) : 1;
     return fa4_iadd(fa4_imul(s, fa4_imin(fa4_idiv(fa4_iabs(d), 3), 5)), fa4_imod(fa4_ishr(fa4_ishl(d, 1), 1), 7));
 }
-#line 348 "fa4_mod.cuh"
+#line 371 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -366,7 +389,7 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 370 "fa4_mod.cuh"
+#line 393 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -391,9 +414,9 @@ __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 395 "fa4_mod.cuh"
+#line 418 "fa4_mod.cuh"
 #endif
-#line 397 "fa4_mod.cuh"
+#line 420 "fa4_mod.cuh"
 
 // ---- score_mod's position-independent part, computed once per score fragment
 #define FA4_SCORE_MOD_UNIFORM 3
@@ -411,6 +434,7 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 {
     return fa4_score_mod(score, b, h, q_idx, kv_idx, fa4_a);
 }
+#define FA4_SCORE_MOD_PRESCALE 0
 #else
 struct fa4_score_uniform {
     float u0;
@@ -427,7 +451,7 @@ __device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h,
     fa4_u.u2 = (((float)h) * 0.5f) > 1.0f;
     return fa4_u;
 }
-#line 431 "fa4_mod.cuh"
+#line 455 "fa4_mod.cuh"
 #line 17 "branches.mod"
 __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)
 {
@@ -451,9 +475,10 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
     y = y - ((float)__float2int_rz(score));
     return (t + y) + ((float)fa4_iadd((int)flip, (int)true));
 }
-#line 455 "fa4_mod.cuh"
+#line 479 "fa4_mod.cuh"
+#define FA4_SCORE_MOD_PRESCALE 0
 #endif
-#line 457 "fa4_mod.cuh"
+#line 482 "fa4_mod.cuh"
 
 // ---- score_mod over a tile whose index-dependent parts are one value there
 #define FA4_SCORE_MOD_TILE 0
@@ -474,7 +499,7 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) && (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 478 "fa4_mod.cuh"
+#line 503 "fa4_mod.cuh"
 #else
 #line 32 "branches.mod"
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -482,9 +507,9 @@ __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx
 #line 33 "branches.mod"
     return ((q_idx ^ kv_idx) >= 0) & (fa4_idiv(fa4_isub(q_idx, kv_idx), 2) < fa4_imul(fa4_a.n, 100));
 }
-#line 486 "fa4_mod.cuh"
+#line 511 "fa4_mod.cuh"
 #endif
-#line 488 "fa4_mod.cuh"
+#line 513 "fa4_mod.cuh"
 
 // Dual-number arithmetic; a zero derivative stays zero (no inf * 0).
 __device__ __forceinline__ fa4_dual fa4_dadd(fa4_dual a, fa4_dual b) { return fa4_dmake(a.v + b.v, a.d + b.d); }
@@ -528,7 +553,7 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return x;
 }
-#line 532 "fa4_mod.cuh"
+#line 557 "fa4_mod.cuh"
 #else
 #line 3 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
@@ -561,9 +586,9 @@ __device__ __forceinline__ fa4_dual fa4_hd_smooth(fa4_dual x, fa4_dual k)
 #line 9 "branches.mod"
     return fa4_done ? fa4_ret : (x);
 }
-#line 565 "fa4_mod.cuh"
+#line 590 "fa4_mod.cuh"
 #endif
-#line 567 "fa4_mod.cuh"
+#line 592 "fa4_mod.cuh"
 
 #if FA4_CHECKED
 #line 17 "branches.mod"
@@ -585,7 +610,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 589 "fa4_mod.cuh"
+#line 614 "fa4_mod.cuh"
 #else
 #line 17 "branches.mod"
 __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, int fa4_seed, long long *fa4_at)
@@ -610,9 +635,9 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
     y = fa4_dsub(y, fa4_dconst((float)__float2int_rz(score.v)));
     return fa4_dadd(fa4_dadd(t, y), fa4_dconst((float)fa4_iadd((int)flip, (int)true)));
 }
-#line 614 "fa4_mod.cuh"
+#line 639 "fa4_mod.cuh"
 #endif
-#line 616 "fa4_mod.cuh"
+#line 641 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

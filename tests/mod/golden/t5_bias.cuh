@@ -82,7 +82,8 @@ __device__ __forceinline__ int fa4_iclamp(int x, int lo, int hi) { return fa4_im
 //   fa4_fdiv_u < 2 ulps for |b| in [2^-126, 2^126] (a divisor the same at every position)
 //   fa4_expf  <= 3.4 ulps (2^-22.5 relative + 1/2 ulp)   fa4_exp2f <= 2.9 ulps
 //   fa4_logf  <= 2 ulps   fa4_log2f <= 2 ulps (exact at powers of 2)
-//   fa4_tanhf <= 5.25 ulps (|result| <= 1, exactly 1 from |x| = 9.5)
+//   fa4_tanhf <= 6.75 ulps (|result| <= 1, exactly 1 from |x| = 10.25; with
+//             FA4_TANHF_CORRECTED 1 <= 5.25 ulps, 1 from 9.5, two FMAs more)
 // Results below 2^-126 may flush to 0. Source: src/jit/mod/mathfn.h, bounds checked by
 // tests/mod/test_mod_mathfn.c. FA4_FAST_MATH: the bare approximations (tanh.approx
 // 2^-10.99 relative; lg2.approx 2^-22.6 absolute in log2; ex2.approx of x log2(e),
@@ -191,6 +192,10 @@ __device__ __forceinline__ float fa4_log2f(float x)
     const int ok = (x > 0.0f) & (x <= 0x1.fffffep127f);
     return ok ? r : sp;
 }
+#ifndef FA4_TANHF_CORRECTED
+#define FA4_TANHF_CORRECTED 0
+#endif
+#if FA4_TANHF_CORRECTED
 __device__ __forceinline__ float fa4_tanhf(float x)
 {
     const float a = fa4_clamp_xorsign(x, 0x1.3p+3f);
@@ -209,6 +214,24 @@ __device__ __forceinline__ float fa4_tanhf(float x)
     const float y = n * r;
     return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);
 }
+#else
+__device__ __forceinline__ float fa4_tanhf(float x)
+{
+    const float a = fa4_clamp_xorsign(x, 0x1.48p+3f);
+    const float z = a * a;
+    float p = 0x1.af5f46p-27f;
+    p = fmaf(p, z, 0x1.50035p-16f);
+    p = fmaf(p, z, 0x1.c589d8p-9f);
+    p = fmaf(p, z, 0x1.116f18p-3f);
+    const float n = fmaf(a * z, p, a);
+    float q = 0x1.8fd9a2p-21f;
+    q = fmaf(q, z, 0x1.5275eep-12f);
+    q = fmaf(q, z, 0x1.a5c3c8p-6f);
+    q = fmaf(q, z, 0x1.de0cd4p-2f);
+    q = fmaf(q, z, 1.0f);
+    return fa4_clamp_xorsign(n * fa4_rcp_approx(q), 1.0f);
+}
+#endif
 #endif
 __device__ __forceinline__ float fa4_rcp_u(float b)
 {
@@ -302,7 +325,7 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1)));
 }
-#line 306 "fa4_mod.cuh"
+#line 329 "fa4_mod.cuh"
 #else
 #line 5 "t5_bias.mod"
 __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max_distance)
@@ -337,16 +360,16 @@ __device__ __forceinline__ int fa4_h_t5_bucket(int rel, int num_buckets, int max
     int large = fa4_iadd(max_exact, __float2int_rz(scaled * ((float)fa4_isub(half_buckets, max_exact))));
     return fa4_done ? fa4_ret : (fa4_iadd(bucket, fa4_imin(large, fa4_isub(half_buckets, 1))));
 }
-#line 341 "fa4_mod.cuh"
+#line 364 "fa4_mod.cuh"
 #endif
-#line 343 "fa4_mod.cuh"
+#line 366 "fa4_mod.cuh"
 
 #line 21 "t5_bias.mod"
 __device__ __forceinline__ float fa4_score_mod(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
 {
     return score + fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
 }
-#line 350 "fa4_mod.cuh"
+#line 373 "fa4_mod.cuh"
 
 // ---- score_mod's position-independent part, computed once per score fragment
 #define FA4_SCORE_MOD_UNIFORM 1
@@ -364,6 +387,7 @@ __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int 
 {
     return fa4_score_mod(score, b, h, q_idx, kv_idx, fa4_a);
 }
+#define FA4_SCORE_MOD_PRESCALE 0
 #else
 struct fa4_score_uniform {
     int u0;
@@ -375,15 +399,16 @@ __device__ __forceinline__ fa4_score_uniform fa4_score_mod_uniform(int b, int h,
     fa4_u.u0 = fa4_imul(h, fa4_a.num_buckets);
     return fa4_u;
 }
-#line 379 "fa4_mod.cuh"
+#line 403 "fa4_mod.cuh"
 #line 21 "t5_bias.mod"
 __device__ __forceinline__ float fa4_score_mod_u(float score, int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)
 {
     return score + fa4_aux_bias(fa4_a, fa4_iadd(fa4_u.u0, fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
 }
-#line 385 "fa4_mod.cuh"
+#line 409 "fa4_mod.cuh"
+#define FA4_SCORE_MOD_PRESCALE 0
 #endif
-#line 387 "fa4_mod.cuh"
+#line 412 "fa4_mod.cuh"
 
 // ---- score_mod over a tile whose index-dependent parts are one value there
 #if FA4_CHECKED
@@ -914,7 +939,7 @@ __device__ __forceinline__ bool fa4_score_mod_tile(int b, int h, int fa4_q_lo, i
 #line 23 "t5_bias.mod"
     fa4_t.c0 = fa4_aux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
     fa4_t.gi = fa4_iadd(fa4_imul(h, fa4_a.num_buckets), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance));
-#line 918 "fa4_mod.cuh"
+#line 943 "fa4_mod.cuh"
     (void)fa4_tl0, (void)fa4_th0;
     (void)fa4_tl1, (void)fa4_th1;
     (void)fa4_tl2, (void)fa4_th2;
@@ -933,7 +958,7 @@ __device__ __forceinline__ float fa4_score_mod_t(float score, int b, int h, int 
 {
     return score + fa4_t.c0;
 }
-#line 937 "fa4_mod.cuh"
+#line 962 "fa4_mod.cuh"
 #define FA4_SCORE_MOD_TILE_ADD 1
 #define FA4_SCORE_MOD_TILE_GRAD 1
 #define FA4_SCORE_MOD_TILE_CALLS 1
@@ -958,7 +983,7 @@ __device__ __forceinline__ int fa4_score_mod_tile_grad_index(const fa4_aux &fa4_
     return fa4_t.gi < 0 ? 0 : fa4_t.gi > hi ? hi : fa4_t.gi;
 }
 #endif
-#line 962 "fa4_mod.cuh"
+#line 987 "fa4_mod.cuh"
 
 // ---- score_mod as ds * score + c + dq * (q_idx - q_lo) + dk * (kv_idx - kv_lo) over a box
 #define FA4_SCORE_MOD_AFFINE 0
@@ -973,10 +998,10 @@ __device__ __forceinline__ float fa4_score_mod_rel(int b, int h, int q_idx, int 
     (void)b, (void)h, (void)fa4_a, (void)fa4_u;
 #line 23 "t5_bias.mod"
     return fa4_aux_bias(fa4_a, fa4_iadd(fa4_u.u0, fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
-#line 977 "fa4_mod.cuh"
+#line 1002 "fa4_mod.cuh"
 }
 #endif
-#line 980 "fa4_mod.cuh"
+#line 1005 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -1009,7 +1034,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
     return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr));
 }
-#line 1013 "fa4_mod.cuh"
+#line 1038 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
