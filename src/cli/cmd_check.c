@@ -195,6 +195,10 @@ static void print_summary(const char *path, const fa4__mod *m)
                fwd_tile ? "evaluates g at 34 of a fragment's 64 positions where the tile form does not hold"
                     : "reads g from a table filled once per key tile",
                affine ? "; the affine form comes first where it is used" : "");
+    if (fa4__mod_prescaled(m) == 1)
+        printf("  sm90: score_mod reads its score only as score / D with D the same at every position: the "
+               "forward and the backward multiply q.k by scale / D once per fragment and drop the division "
+               "(the argument rounded once)\n");
 }
 
 /* Build aux values from the --aux arguments; returns 0 or prints why not and returns -1. */

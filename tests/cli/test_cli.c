@@ -131,6 +131,14 @@ static void test_check_points_at_the_error(void **state)
         fail_msg("check good.mod: no forward summary:\n%s", out);
     if (!strstr(out, "sm90: score_mod is affine"))
         fail_msg("check good.mod: no affine form:\n%s", out);
+    if (strstr(out, "reads its score only as score / D"))
+        fail_msg("check good.mod: prescaled:\n%s", out);
+    free(out);
+    write_text("capped.mod", "float score_mod(float score, int b, int h, int q_idx, int kv_idx, float cap) {\n"
+                             "    return cap * tanhf(score / cap);\n}\n");
+    rc = run("check capped.mod", &out);
+    if (rc != 0 || !strstr(out, "score_mod reads its score only as score / D"))
+        fail_msg("check capped.mod: %d: %s", rc, out);
     free(out);
     write_text("relpos.mod", "float score_mod(float score, int b, int h, int q_idx, int kv_idx,\n"
                              "                const float *bias) {\n"

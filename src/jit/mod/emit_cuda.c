@@ -802,6 +802,16 @@ static int define_after(const char *text, const char *anchor, const char *name)
     return d ? atoi(d + strlen(name)) : 0;
 }
 
+int fa4__mod_prescaled(const fa4__mod *m)
+{
+    char *text = fa4__mod_emit_cuda(m, m ? m->name : "mod", 0);
+    if (!text)
+        return -1;
+    const int r = strstr(text, "#define FA4_SCORE_MOD_PRESCALE 1\n") != NULL;
+    free(text);
+    return r;
+}
+
 int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add, int *affine,
                            int *rel, int *tile_calls)
 {
