@@ -395,6 +395,18 @@ elif [ "$PART" = 21 ]; then
     echo "== 45. bench/run.py, selected cases ($(left) s left)"
     run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:softcap_tanh,mods:softcap_fast-math,mods:rel._bias_(trainable),mods:T5_bias_(trainable)"
     tar_out part21
+elif [ "$PART" = 22 ]; then
+    # session 32 (END_S about 330): where the trainable tables' backward time goes, by removal
+    # (diagnostic kernel dirs, wrong gradients, timing only): k_nofadd (no per-lane dS sum in the
+    # tile steps; zero commits stay), k_notile (neither sum nor commit), k_noband (no per-offset
+    # gradient terms in the diagonal band's steps); then the PyTorch package's soft-cap and plain
+    # GPU tests on the new defaults
+    echo "== 46. A/B: the trainable backward's parts, by removal ($(left) s left)"
+    ab ab_diag "$(cap 230 60)" --cases "mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
+        --variants "default,$D/k_nofadd,$D/k_notile,$D/k_noband" --rounds 2 --bwd
+    echo "== 47. PyTorch package: soft-cap and plain ($(left) s left)"
+    py_tests "softcap or plain" "$(cap 60 3)"
+    tar_out part22
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -24,11 +24,14 @@ bf16, so that the A/B switch stays buildable. The passes (PASSES below):
  9. FA4_SM90_BWD_TILE_SAT 2 -> 1 (the boxes only where the test calls a helper: t5_bias): rel_bias's
     backward main at D 128, fixed and trainable;
 10. FA4_SM90_RELT_ALL 1 -> 0 (config.cuh: rel_bias's forward per warp and tile in its tile form
-    instead of t5_bias's table path; default up to D 128 since session 31): rel_bias's forward at
-    D 64 and 128;
+    instead of t5_bias's table path; default up to D 128 since session 31, at D 256 since session
+    32): rel_bias's forward at D 64, 128 and 256;
 11. FA4_SM90_BWD_GDEFER 1 -> 0 (bwd_consumer.cuh: a trainable tile-add read's gradient committed
     at every tile step instead of held per lane across them; default since session 31): rel_bias's
-    and t5_bias's trainable backward main at D 128.
+    and t5_bias's trainable backward main at D 128;
+12. FA4_SM90_PRESCALE_ON 1 -> 0 (config.cuh: soft-cap's score stages divide by the cap per score
+    instead of multiplying q.k by scale / cap once; default since session 32): softcap's forward
+    and backward main at D 128, its forward at D 256.
 Fails unless every build has 168 registers and no spill, serialized wgmma or spill fallback (a
 backward main may keep a stack frame within path_sm90.c's frame tolerance, 192 bytes, as the
 library does), in cubins that differ from the default build's (the knobs reach the code).
@@ -63,8 +66,9 @@ PASSES = [(KNOBS, BUILDS, MODS),
           ([("softmax.cuh", "FA4_SM90_RB_UNIFORM", "1", "0")], T5_FWD, ["t5_bias"]),
           ([("ptx90.cuh", "FA4_SM90_DESC_HI_OPAQUE", "0", "1")], BUILDS, MODS),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_TILE_SAT", "2", "1")], BWD128, ["rel_bias"]),
-          ([("config.cuh", "FA4_SM90_RELT_ALL", "1", "0")], T5_FWD[:2], ["rel_bias"]),
-          ([("bwd_consumer.cuh", "FA4_SM90_BWD_GDEFER", "1", "0")], BWD128[1:], MODS)]
+          ([("config.cuh", "FA4_SM90_RELT_ALL", "1", "0")], T5_FWD, ["rel_bias"]),
+          ([("bwd_consumer.cuh", "FA4_SM90_BWD_GDEFER", "1", "0")], BWD128[1:], MODS),
+          ([("config.cuh", "FA4_SM90_PRESCALE_ON", "1", "0")], BUILDS[1:2] + T5_FWD[2:], ["softcap"])]
 
 
 def kernels_dir():

@@ -125,24 +125,22 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
 #ifndef FA4_SM90_RELT_TILE
 #define FA4_SM90_RELT_TILE 0
 #endif
-/* FA4_SM90_RELT_ALL 1 (session 30; default since session 31): every relative-form mod's forward takes
- * the table path as t5_bias's does (softmax.cuh: RELT_BOUNDS finds the offsets where g is one
- * value, RELT_GARR 2 copies the other tiles' tables from the bounds kernel's array), also where a
- * cheap tile form exists (rel_bias, whose forward otherwise asks the tile form per warp and tile
- * and evaluates the mod at every position of the diagonal band's tiles). Since RELT_BOUNDS and
- * RELT_GARR the table is neither filled for every tile nor evaluated per tile, which is what made
- * it slower for rel_bias in 2026-12-03's measurement above. Measured (H100 2026-12-07 11:28 UTC,
- * B8 H16 S4096 D128 bf16, fa4_ab.py median of 2, fwd / f+b TFLOP/s, 0 -> 1): rel. bias fixed
- * 604.4 / 537.5 -> 618.4 / 540.0, trainable 601.9 / 467.4 -> 618.8 / 471.4; the suite's relbias
- * and widebias cases 36 / 36 (bench/results/2026-12-07-h100-s31-st2-reltall.md). On by default up
- * to head dim 128 (D 64 not timed); at D 256, where the forward's register budget is tightest, it
- * stays off until measured. */
+/* FA4_SM90_RELT_ALL 1 (session 30; default since session 31, at every head dim since session 32):
+ * every relative-form mod's forward takes the table path as t5_bias's does (softmax.cuh:
+ * RELT_BOUNDS finds the offsets where g is one value, RELT_GARR 2 copies the other tiles' tables
+ * from the bounds kernel's array), also where a cheap tile form exists (rel_bias, whose forward
+ * otherwise asks the tile form per warp and tile and evaluates the mod at every position of the
+ * diagonal band's tiles). Since RELT_BOUNDS and RELT_GARR the table is neither filled for every
+ * tile nor evaluated per tile, which is what made it slower for rel_bias in 2026-12-03's
+ * measurement above. Measured (H100, bf16, fa4_ab.py median of 2, TFLOP/s, 0 -> 1):
+ *   2026-12-07 11:28 UTC, B8 H16 S4096 D128, fwd / f+b: rel. bias fixed 604.4 / 537.5 -> 618.4 /
+ *   540.0, trainable 601.9 / 467.4 -> 618.8 / 471.4; the suite's relbias and widebias cases 36 / 36
+ *   (bench/results/2026-12-07-h100-s31-st2-reltall.md);
+ *   2026-12-07 13:35 UTC, B8 H16 S4096 D256, fwd: rel. bias 606.3 -> 699.7 (plain D 256 in the same
+ *   rounds 690.7 / 716.0, its spread); relbias and widebias cases 36 / 36
+ *   (bench/results/2026-12-07-h100-s32-reltall256.md). D 64 not timed. */
 #ifndef FA4_SM90_RELT_ALL
-#if FA4_HEAD_DIM <= 128 && FA4_HEAD_DIM_V <= 128
 #define FA4_SM90_RELT_ALL 1
-#else
-#define FA4_SM90_RELT_ALL 0
-#endif
 #endif
 #if defined(FA4_SCORE_MOD_REL) && FA4_SCORE_MOD_REL && FA4_HAS_SCORE_MOD && FA4_SM90_REL == 2 && \
     FA4_SM90_CONSUMERS != 3 && !(defined(FA4_SCORE_MOD_AFFINE) && FA4_SCORE_MOD_AFFINE) &&             \
