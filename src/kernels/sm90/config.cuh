@@ -220,8 +220,10 @@ constexpr int kSmemBytes = 1024 + kSmemTiles + 256 + FA4_SM90_STASH_BYTES + FA4_
 #ifndef FA4_SM90_PRESCALE_ON
 #define FA4_SM90_PRESCALE_ON 1
 #endif
+/* not in the forward at head dims over 192: softcap's D 256 forward then spilled at path_sm90.c's
+ * fallback level 1 and compiled level 2 (no late rescale); without the prescale level 1 is clean */
 #if FA4_HAS_SCORE_MOD && defined(FA4_SCORE_MOD_PRESCALE) && FA4_SCORE_MOD_PRESCALE && FA4_SM90_PRESCALE_ON && \
-    !(defined(FA4_CHECKED) && FA4_CHECKED)
+    !(defined(FA4_CHECKED) && FA4_CHECKED) && !(defined(FA4_SM90_FWD_PROGRAM) && FA4_HEAD_DIM_V > 192)
 #define FA4_SM90_PRESCALE 1
 #else
 #define FA4_SM90_PRESCALE 0
