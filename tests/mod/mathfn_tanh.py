@@ -122,14 +122,17 @@ def coefficients(n=N_DEGREE, m=M_DEGREE, c=FIT_END):
 
 
 def header_coefficients(path, macro):
-    """The literals of the two Horner chains of the header's form `macro`, highest first, and C."""
+    """The literals of the two Horner chains of the header's rational (FA4__MATHFN_TANH_NQ), highest
+    first, and the clamp C that the form `macro` passes it."""
     text = open(path).read()
-    body = text[text.index("#define %s(" % macro):]
-    body = body[:body.index("#define", 10)]
     lit = r"(-?0x[0-9a-f.]+p[+-]\d+f)"
+    body = text[text.index("#define FA4__MATHFN_TANH_NQ("):]
+    body = body[:body.index("#define", 10)]
     chain = lambda v, t: (re.findall(r"float %s = %s;" % (v, lit), body) +
                           re.findall(r"%s = fmaf\(%s, %s, %s\);" % (v, v, t, lit), body))
-    clamp = re.findall(r"fa4_clamp_xorsign\(x, %s\)" % lit, body)
+    form = text[text.index("#define %s(" % macro):]
+    form = form[:form.index("#define", 10)]
+    clamp = re.findall(r"FA4__MATHFN_TANH_NQ\(%s\)" % lit, form)
     return chain("p", "z"), chain("q", "z"), clamp
 
 

@@ -94,7 +94,7 @@
         const float t = x * 0x1.715476p+0f;                                                          \
         const float c = fmaf(x, 0x1.4ae0cp-26f, fmaf(x, 0x1.715476p+0f, -t));                        \
         const float y = fa4_ex2_approx(t);                                                        \
-        return fabsf(t) < 128.0f ? fmaf(y, c * 0x1.62e43p-1f, y) : y;                              \
+        return fabsf(t) < 128.0f ? fmaf(y, c * 0x1.62e43p-1f, y) : y;                             \
     }
 
 #define FA4__MATHFN_EXP2F(FN)                                                                     \
@@ -145,46 +145,39 @@
         return ok ? r : sp;                                                                       \
     }
 
-/* tanh: N / Q on a = x clamped to [-10.25, 10.25], N = a + a^3 P(a^2), Q = 1 + a^2 R(a^2) (the
- * minimax on (0, 9.5]; tanh rounds to 1 from 13 ln 2 ~ 9.011); the quotient by rcp.approx alone,
- * held to [-1, 1]. At the clamp N / Q exceeds 1 by 23 units of 2^-24, more than the roundings of
- * N, Q and the reciprocal take away, so the result is exactly +-1 there (at 9.5 it is not). */
+/* tanh's rational, N = a + a^3 P(a^2) and Q = 1 + a^2 R(a^2) on a = x clamped to [-C, C] (the
+ * minimax on (0, 9.5]; tanh rounds to 1 from 13 ln 2 ~ 9.011): the body both forms below share */
+#define FA4__MATHFN_TANH_NQ(C)                                                                    \
+        const float a = fa4_clamp_xorsign(x, C);                                                  \
+        const float z = a * a;                                                                    \
+        float p = 0x1.af5f46p-27f;                                                                \
+        p = fmaf(p, z, 0x1.50035p-16f);                                                           \
+        p = fmaf(p, z, 0x1.c589d8p-9f);                                                           \
+        p = fmaf(p, z, 0x1.116f18p-3f);                                                           \
+        const float n = fmaf(a * z, p, a);                                                        \
+        float q = 0x1.8fd9a2p-21f;                                                                \
+        q = fmaf(q, z, 0x1.5275eep-12f);                                                          \
+        q = fmaf(q, z, 0x1.a5c3c8p-6f);                                                           \
+        q = fmaf(q, z, 0x1.de0cd4p-2f);                                                           \
+        q = fmaf(q, z, 1.0f);
+
+/* tanh: N / Q for C = 10.25, the quotient by rcp.approx alone, held to [-1, 1]. At the clamp N / Q
+ * exceeds 1 by 23 units of 2^-24, more than the roundings of N, Q and the reciprocal take away,
+ * so the result is exactly +-1 there (at 9.5 it is not). */
 #define FA4__MATHFN_TANHF(FN)                                                                     \
     FN float fa4_tanhf(float x)                                                                   \
     {                                                                                             \
-        const float a = fa4_clamp_xorsign(x, 0x1.48p+3f);                                         \
-        const float z = a * a;                                                                    \
-        float p = 0x1.af5f46p-27f;                                                                \
-        p = fmaf(p, z, 0x1.50035p-16f);                                                           \
-        p = fmaf(p, z, 0x1.c589d8p-9f);                                                           \
-        p = fmaf(p, z, 0x1.116f18p-3f);                                                           \
-        const float n = fmaf(a * z, p, a);                                                        \
-        float q = 0x1.8fd9a2p-21f;                                                                \
-        q = fmaf(q, z, 0x1.5275eep-12f);                                                          \
-        q = fmaf(q, z, 0x1.a5c3c8p-6f);                                                           \
-        q = fmaf(q, z, 0x1.de0cd4p-2f);                                                           \
-        q = fmaf(q, z, 1.0f);                                                                     \
+        FA4__MATHFN_TANH_NQ(0x1.48p+3f)                                                           \
         return fa4_clamp_xorsign(n * fa4_rcp_approx(q), 1.0f);                                    \
     }
 
-/* The same rational on x clamped to [-9.5, 9.5], with the quotient corrected once by the exact
- * residual (negated, which keeps the sign of 0): <= 5.25 ulps at two more FMAs on the reciprocal's
- * dependency chain (FA4_TANHF_CORRECTED 1 in the emitted header selects it; A/B runs). */
+/* The same rational for C = 9.5, with the quotient corrected once by the exact residual (negated,
+ * which keeps the sign of 0): <= 5.25 ulps at two more FMAs on the reciprocal's dependency chain
+ * (FA4_TANHF_CORRECTED 1 in the emitted header selects it; A/B runs). */
 #define FA4__MATHFN_TANHF_CORRECTED(FN)                                                           \
     FN float fa4_tanhf(float x)                                                                   \
     {                                                                                             \
-        const float a = fa4_clamp_xorsign(x, 0x1.3p+3f);                                          \
-        const float z = a * a;                                                                    \
-        float p = 0x1.af5f46p-27f;                                                                \
-        p = fmaf(p, z, 0x1.50035p-16f);                                                           \
-        p = fmaf(p, z, 0x1.c589d8p-9f);                                                           \
-        p = fmaf(p, z, 0x1.116f18p-3f);                                                           \
-        const float n = fmaf(a * z, p, a);                                                        \
-        float q = 0x1.8fd9a2p-21f;                                                                \
-        q = fmaf(q, z, 0x1.5275eep-12f);                                                          \
-        q = fmaf(q, z, 0x1.a5c3c8p-6f);                                                           \
-        q = fmaf(q, z, 0x1.de0cd4p-2f);                                                           \
-        q = fmaf(q, z, 1.0f);                                                                     \
+        FA4__MATHFN_TANH_NQ(0x1.3p+3f)                                                            \
         const float r = fa4_rcp_approx(q);                                                        \
         const float y = n * r;                                                                    \
         return fa4_clamp_xorsign(fmaf(-fmaf(q, y, -n), r, y), 1.0f);                              \
