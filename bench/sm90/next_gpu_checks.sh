@@ -407,6 +407,12 @@ elif [ "$PART" = 22 ]; then
     echo "== 47. PyTorch package: soft-cap and plain ($(left) s left)"
     py_tests "softcap or plain" "$(cap 60 3)"
     tar_out part22
+elif [ "$PART" = 23 ]; then
+    # session 32's last check (END_S about 120): the suite's soft-cap cases (D 256 among them) on the
+    # carried HEAD, whose D 256 forward keeps the plain form (no prescale over head dim 192)
+    echo "== 48. suite: soft-cap ($(left) s left)"
+    suite suite_sc "$(cap 110 3)" default --filter "softcap"
+    tar_out part23
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
