@@ -15,10 +15,12 @@
 #      (session 25: the split's key-only full copy against a08a058's kernels).
 #   PART 2: 4. a knob's suite cases and A/B (session 25: FA4_SM90_TILE_FOLD 1, k_tf1); 5. bench/run.py
 #      full, with FlexAttention.
+# Session 32 ran PARTS 20, 21 and 22 (bench/results/2026-12-07-h100-s32-*: the full suite, the
+# soft-cap A/B, RELT_ALL at D 256, run.py with peers, the trainable backward by removal; PARTS 18
+# and 19 folded into 20 / 21). PART 23 (END_S=120; set-up `bash scripts/device_carry.sh && cp
+# bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/`): the suite's soft-cap cases
+# on HEAD, whose D 256 forward dropped the prescale after PART 20.
 # Session 31 ran PART 17 (bench/results/2026-12-07-h100-s31-*: GDEFER, the 2-stage ring, RELT_ALL).
-# **Pending: PART 18** (END_S=420; set-up: `bash scripts/device_carry.sh && cp
-# bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/`): the full suite and
-# bench/run.py's changed cases on the new defaults.
 # Session 30 ran PARTS 10, 11, 8 (again, for its suite and run.py), 12, 13, 14 and 15
 # (bench/results/2026-12-07-h100-s30-*). PART 16 (session 31 ran its steps in PART 17; END_S=220; set-up: `bash
 # scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ &&
