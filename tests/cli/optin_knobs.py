@@ -76,6 +76,25 @@ def kernels_dir():
     return os.path.join(root, "src", "kernels")
 
 
+# (mod path, options, programs) -> the folder with that default build's cubins: passes share them
+# (the same mods and builds again and again), so each is compiled once
+DEFAULTS = {}
+
+
+def default_build(fa4jit, mod, base, tmp, opts, kernels):
+    """The folder of mod's default build (opts, kernels), compiled on first use; (None, rc) where
+    the command failed"""
+    key = (mod, opts, kernels)
+    if key not in DEFAULTS:
+        d0 = os.path.join(tmp, f"def{len(DEFAULTS)}")
+        os.makedirs(d0)
+        ref, rc = compile_sm90(fa4jit, [mod], base, d0, opts, kernels)
+        if ref is None:
+            return None, rc
+        DEFAULTS[key] = d0
+    return DEFAULTS[key], 0
+
+
 def run_pass(fa4jit, base, tmp, knobs, builds, mods, tag):
     """Returns the problems found (0: as expected), or (None, rc) where a command failed"""
     bad = 0
@@ -93,13 +112,14 @@ def run_pass(fa4jit, base, tmp, knobs, builds, mods, tag):
             f.write(re.sub(pat, f"#define {knob} {on}", text, flags=re.M))
     names = " ".join(k[1] for k in knobs)
     for n, (d, kernels, files, more) in enumerate(builds):
-        d0, d1 = os.path.join(tmp, f"def{tag}_{n}"), os.path.join(tmp, f"on{tag}_{n}")
-        os.makedirs(d0)
+        d1 = os.path.join(tmp, f"on{tag}_{n}")
         os.makedirs(d1)
         opts = ("--head-dim", str(d)) + more
-        ref, rc = compile_sm90(fa4jit, mods, base, d0, opts, kernels)
-        if ref is None:
-            return None, rc
+        d0 = {}
+        for m in mods:
+            d0[m.rsplit("/", 1)[-1].removesuffix(".mod")], rc = default_build(fa4jit, m, base, tmp, opts, kernels)
+            if rc:
+                return None, rc
         on, rc = compile_sm90(fa4jit, mods, dict(base, FA4JIT_KERNEL_DIR=kd), d1, opts, kernels)
         if on is None:
             return None, rc
@@ -125,7 +145,7 @@ def run_pass(fa4jit, base, tmp, knobs, builds, mods, tag):
                 bad += 1
         for name in [m.rsplit("/", 1)[-1].removesuffix(".mod") for m in mods]:
             for prog in files:
-                a = os.path.join(d0, f"{name}.{prog}.sm_90a.cubin")
+                a = os.path.join(d0[name], f"{name}.{prog}.sm_90a.cubin")
                 b = os.path.join(d1, f"{name}.{prog}.sm_90a.cubin")
                 if not (os.path.exists(a) and os.path.exists(b)):
                     print(f"FAIL {label} {name} {prog}: cubin missing ({a}, {b})")
