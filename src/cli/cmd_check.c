@@ -166,8 +166,8 @@ static void print_summary(const char *path, const fa4__mod *m)
                    a->name);
     }
     printf("\n");
-    int hoisted = 0, tile = 0, add = 0, affine = 0, rel = 0, calls = 0;
-    if (!fa4__mod_has_score(m) || fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine, &rel, &calls) != 0)
+    int hoisted = 0, tile = 0, add = 0, affine = 0, rel = 0, calls = 0, pre = 0;
+    if (!fa4__mod_has_score(m) || fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine, &rel, &calls, &pre) != 0)
         return;
     /* a tile test through helper calls: the forward keeps the relative form's table instead */
     const int fwd_tile = tile && !(calls && rel && !affine);
@@ -195,7 +195,7 @@ static void print_summary(const char *path, const fa4__mod *m)
                fwd_tile ? "evaluates g at 34 of a fragment's 64 positions where the tile form does not hold"
                     : "reads g from a table filled once per key tile",
                affine ? "; the affine form comes first where it is used" : "");
-    if (fa4__mod_prescaled(m) == 1)
+    if (pre)
         printf("  sm90: score_mod reads its score only as score / D with D the same at every position: the "
                "forward and the backward multiply q.k by scale / D once per fragment and drop the division "
                "(the argument rounded once)\n");

@@ -895,7 +895,7 @@ static int bwd_det_rotate(fa4_kernel *k)
         int hoisted = 0, tile = 0, add = 0, affine = 0, rel = 0;
         /* not where the affine form runs (alibi: every step costs the same, as plain's) */
         const int forms = k->mod && fa4__mod_has_score(k->mod) &&
-                          fa4__mod_forward_forms(k->mod, &hoisted, &tile, &add, &affine, &rel, NULL) == 0 &&
+                          fa4__mod_forward_forms(k->mod, &hoisted, &tile, &add, &affine, &rel, NULL, NULL) == 0 &&
                           (tile || (rel && !affine));
         pref = forms ? 2 : 1;
         atomic_store_explicit(&k->bwd_rot_pref, pref, memory_order_relaxed);

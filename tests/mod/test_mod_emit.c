@@ -768,7 +768,7 @@ static void rel_forms(void **state)
             fail_msg("case %zu: expected no relative form", i);
         }
         int hoisted, tile, add, affine, rel = -1;
-        assert_int_equal(fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine, &rel, NULL), 0);
+        assert_int_equal(fa4__mod_forward_forms(m, &hoisted, &tile, &add, &affine, &rel, NULL, NULL), 0);
         assert_int_equal(rel, cases[i].rel);
         free(out);
         fa4__mod_free(m);

@@ -606,23 +606,19 @@ static void pre_stmt(const fa4__stmt *s, const fa4__var *sv, const fa4__expr **d
     pre_stmt(s->else_s, sv, div, bad);
 }
 
-/* E->pre_div / pre_k: the divisor of score_mod's every score read where the uniform forms hoist
- * its reciprocal (softcap's cap * tanhf(score / cap)); NULL where there is none such */
+/* E->pre_div: the divisor of score_mod's every score read where the uniform forms hoist its
+ * reciprocal (softcap's cap * tanhf(score / cap)); NULL where there is none such */
 static void find_prescale(fa4__emitter *E)
 {
     const fa4__func *f = E->m->score;
     E->pre_div = NULL;
-    E->pre_k = -1;
     if (!f || E->nhoist == 0 || f->nparams < 1 || f->params[0]->type != TY_FLOAT)
         return;
     const fa4__expr *div = NULL;
     int bad = 0;
     pre_stmt(f->body, f->params[0], &div, &bad);
-    const int k = div && !bad ? fa4__hoisted(E, div, 1) : -1;
-    if (k >= 0) {
+    if (div && !bad && fa4__hoisted(E, div, 1) >= 0)
         E->pre_div = div;
-        E->pre_k = k;
-    }
 }
 
 /*
@@ -642,7 +638,7 @@ static void emit_prescale_fwd(fa4__emitter *E)
         return;
     fa4__out(E, "__device__ __forceinline__ float fa4_score_mod_pre_mul(int b, int h, const fa4_aux &fa4_a)\n{\n"
                 "    return fa4_score_mod_uniform(b, h, fa4_a).u%d;\n}\n",
-             E->pre_k);
+             fa4__hoisted(E, E->pre_div, 1));
     E->use_hoist = 1;
     E->prescale = 1;
     emit_function(E, f, 0, fa4__stmt_branches(f->body));
@@ -802,18 +798,8 @@ static int define_after(const char *text, const char *anchor, const char *name)
     return d ? atoi(d + strlen(name)) : 0;
 }
 
-int fa4__mod_prescaled(const fa4__mod *m)
-{
-    char *text = fa4__mod_emit_cuda(m, m ? m->name : "mod", 0);
-    if (!text)
-        return -1;
-    const int r = strstr(text, "#define FA4_SCORE_MOD_PRESCALE 1\n") != NULL;
-    free(text);
-    return r;
-}
-
 int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add, int *affine,
-                           int *rel, int *tile_calls)
+                           int *rel, int *tile_calls, int *prescaled)
 {
     char *text = fa4__mod_emit_cuda(m, m ? m->name : "mod", 0);
     if (!text)
@@ -830,6 +816,8 @@ int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int
                                   : 0;
     *affine = strstr(text, "#else\n#define FA4_SCORE_MOD_AFFINE 1\n") != NULL;
     *rel = strstr(text, "#else\n#define FA4_SCORE_MOD_REL 1\n") != NULL;
+    if (prescaled)
+        *prescaled = strstr(text, "#define FA4_SCORE_MOD_PRESCALE 1\n") != NULL;
     free(text);
     return 0;
 }

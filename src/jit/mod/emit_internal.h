@@ -39,11 +39,10 @@ typedef struct fa4__emitter {
     unsigned char hoist_rcp[FA4__MAX_HOIST];
     int nhoist;
     int use_hoist;     /* emitting fa4_score_mod_u */
-    /* score_mod reads its score only as score / pre_div (a hoisted divisor, entry pre_k of
-     * fa4_score_uniform): the prescaled forms take score / pre_div as their score argument
+    /* score_mod reads its score only as score / pre_div (a divisor whose reciprocal
+     * fa4_score_uniform holds): the prescaled forms take score / pre_div as their score argument
      * (FA4_SCORE_MOD_PRESCALE); prescale: emitting one of them */
     const fa4__expr *pre_div;
-    int pre_k;
     int prescale;
     int rel_form;      /* score_mod has the relative form (emit_rel.c): the backward's offset entry points are emitted */
     /* emitting fa4_score_mod_t (emit_tile.c): these subexpressions read fa4_t.c<k> */

@@ -149,12 +149,11 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
  * backward's add form), whether it has the affine form (emit_affine.c) and whether the relative
  * form (score + g(kv_idx - q_idx), emit_rel.c); tile_calls (may be NULL): whether the tile
  * form's test evaluates a helper call over the box (which the sm90 forward leaves to its
- * relative-form table). Returns 0, or -1 when out of memory. */
+ * relative-form table); prescaled (may be NULL): whether it has the prescaled forms
+ * (FA4_SCORE_MOD_PRESCALE: the score read only as score / D, D the same at every position).
+ * Returns 0, or -1 when out of memory. */
 int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add, int *affine,
-                           int *rel, int *tile_calls);
-/* Whether the release header has score_mod's prescaled forms (FA4_SCORE_MOD_PRESCALE: the score read
- * only as score / D, D the same at every position): 1, 0, or -1 when out of memory. */
-int fa4__mod_prescaled(const fa4__mod *m);
+                           int *rel, int *tile_calls, int *prescaled);
 
 /* CPU evaluator. Aux values are fa4_aux_value with HOST pointers in data (same order and types as
  * declared). Floats are evaluated in double, ints with int32 wrap-around semantics. Out-of-range
