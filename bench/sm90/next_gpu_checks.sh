@@ -415,6 +415,19 @@ elif [ "$PART" = 23 ]; then
     echo "== 48. suite: soft-cap ($(left) s left)"
     suite suite_sc "$(cap 110 3)" default --filter "softcap"
     tar_out part23
+elif [ "$PART" = 24 ]; then
+    # session 33 (END_S about 360): PART 23's soft-cap cases on the carried HEAD, then the band
+    # scratch of the trainable relative tables (FA4_SM90_BWD_REL_SCR, k_scr = the working tree's
+    # kernels): the suite's t5, relbias and widebias cases (deterministic bitwise-equal among them)
+    # and its A/B against the carried build's kernels
+    echo "== 48. suite: soft-cap ($(left) s left)"
+    suite suite_sc "$(cap 110 240)" default --filter "softcap"
+    echo "== 49. suite: t5, relbias, widebias on k_scr ($(left) s left)"
+    suite suite_scr "$(cap 120 120)" k_scr --filter "t5|relbias|widebias"
+    echo "== 50. A/B: the band scratch ($(left) s left)"
+    ab ab_scr "$(cap 150 5)" --cases "mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
+        --variants "default,$D/k_scr" --rounds 2 --bwd
+    tar_out part24
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

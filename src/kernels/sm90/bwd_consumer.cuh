@@ -250,6 +250,25 @@ constexpr int kRelSites = FA4_NUM_AUX_GRAD_SITES;
 #define FA4_SM90_BWD_REL_SITES 0
 constexpr int kRelSites = 1;
 #endif
+/* FA4_SM90_BWD_REL_SCR 1 (grads_rel with trainable reads and the CTA's window): a thread's 18
+ * gradient terms of a step (one per offset of its fragment) are not committed one by one (each a
+ * 96-bit integer add into the window whose carry waits on the shared atomic's return: 18 serial
+ * round trips and about 30 instructions a term). The lanes that hold one offset at one (chunk, j),
+ * (g, t), (g + 2, t + 1), (g + 4, t + 2), (g + 6, t + 3), sum by two shuffles; the 14 chain heads
+ * add the sums into the warp's 79-float scratch (one entry per offset of the step; rounds with
+ * disjoint entries batched, __syncwarp between); then lane L takes the offsets L - 63 + 32 r
+ * (r = 0, 1, 2), evaluates the sites' indices and coefficients there, sums runs of equal indices
+ * across lanes and commits once a run: 3 commits a lane and step. 0: the per-term runs (A/B). */
+#ifndef FA4_SM90_BWD_REL_SCR
+#if FA4_SM90_BWD_REL_SITES && FA4_SM90_BWD_AUX_WIN
+#define FA4_SM90_BWD_REL_SCR 1
+#else
+#define FA4_SM90_BWD_REL_SCR 0
+#endif
+#endif
+#if FA4_SM90_BWD_REL_SCR && !(FA4_SM90_BWD_REL_SITES && FA4_SM90_BWD_AUX_WIN && FA4_SM90_BWD_BM == 64)
+#error "FA4_SM90_BWD_REL_SCR needs trainable relative sites, the aux window and 64-query steps"
+#endif
 
 /* 1: where score_mod has an affine form over a step's box (emit_affine.c: alibi, head_scale), the
  * first pass takes P from ds * scale * s + c + dq * (q - q_lo) + dk * (kv - k_lo) (two FMAs a
@@ -765,8 +784,12 @@ struct fa4_bwd_consumer {
         const int kl = (int)(key0 + p.kv_offset);
         const int ql = (int)(m0 + 2 * t + p.q_offset);
 #if FA4_SM90_BWD_REL_SITES
+#if FA4_SM90_BWD_REL_SCR
+        float xs[2]; /* the terms of chunk c (j): offsets g - 2t - j + 8 - 8c from the warp's first key and m0 */
+#else
         fa4_aux_grad_acc acc;
         fa4_aux_grad_begin(acc);
+#endif
         const fa4_score_uniform su{};
 #else
         const fa4_score_uniform su = fa4_score_mod_uniform(b, h, aux);
@@ -829,7 +852,10 @@ struct fa4_bwd_consumer {
             }
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-#if FA4_SM90_BWD_REL_SITES
+#if FA4_SM90_BWD_REL_SCR
+                xs[j] = dc[j] + ds[2 + j]; /* chunk c - 1's (j) and chunk c's (2 + j): one offset */
+                dc[j] = ds[j];
+#elif FA4_SM90_BWD_REL_SITES
                 /* chunk c - 1's (j) and chunk c's (2 + j): one offset, one term */
                 fa4_score_mod_rel_grad_acc(aux, ic[j], cc[j], dc[j] + ds[2 + j], acc);
                 dc[j] = ds[j];
@@ -841,6 +867,9 @@ struct fa4_bwd_consumer {
 #endif
                 gc[j] = gn[j];
             }
+#if FA4_SM90_BWD_REL_SCR
+            rel_scr_add(c, xs);
+#endif
             const int kk = c / 2, hi = (c & 1) * 2;
             pp[kk][hi] = fa4_pack2(pr[0], pr[1]);
             pp[kk][hi + 1] = fa4_pack2(pr[2], pr[3]);
@@ -849,13 +878,103 @@ struct fa4_bwd_consumer {
             asm volatile("" : "+r"(pp[kk][hi]), "+r"(pp[kk][hi + 1]), "+r"(pds[kk][hi]), "+r"(pds[kk][hi + 1])::"memory");
         }
         (void)dc;
-#if FA4_SM90_BWD_REL_SITES
+#if FA4_SM90_BWD_REL_SCR
+        /* the last chunk's first-row offsets have no second-row partner in this step */
+        rel_scr_add(kBM / 8, dc);
+        rel_scr_commit(h, (int)(m0 + p.q_offset), kl - g, su);
+#elif FA4_SM90_BWD_REL_SITES
         /* the last chunk's first-row offsets have no second-row partner in this step */
 #pragma unroll
         for (int j = 0; j < 2; ++j)
             fa4_score_mod_rel_grad_acc(aux, ic[j], cc[j], dc[j], acc);
         fa4_aux_grad_flush(aux, acc); /* the warpgroup is converged here */
 #endif
+    }
+#endif
+
+#if FA4_SM90_BWD_REL_SCR
+    /* grads_rel's step terms (FA4_SM90_BWD_REL_SCR): xs[j] is the thread's dS summed over offset
+     * g - 2t - j + 8 - 8c (keys from the warp's first, queries from m0). The chain of lanes
+     * (g, t), (g + 2, t + 1), ... that holds one offset sums into its head (g < 2 or t == 0): lane
+     * + 9 is the next link, lane + 18 the one after (holding its own next's by then); the heads add
+     * into the warp's scratch for j, entry offset + kBM - 1. Every lane of the warp takes part. */
+    __device__ __forceinline__ void rel_scr_add(int c, const float (&xs)[2]) const
+    {
+        const int g = lane >> 2, t = lane & 3;
+        const bool n1 = g <= 5 && t <= 2, n2 = g <= 3 && t <= 1, head = g < 2 || t == 0;
+        float y[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            float v = xs[j];
+            const float w1 = __shfl_down_sync(0xffffffffu, v, 9);
+            v = n1 ? v + w1 : v;
+            const float w2 = __shfl_down_sync(0xffffffffu, v, 18);
+            y[j] = n2 ? v + w2 : v;
+        }
+        const unsigned a = sm.aux_scr(cw * 4 + warp) + 4u * (unsigned)(g - 2 * t - 8 * c + 8 + kBM - 1);
+        __syncwarp(); /* chunk c - 1's heads added into 6 of these entries */
+        if (head) {
+            float o[2];
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+                asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(o[j]) : "r"(a + 320u * j - 4u * j) : "memory");
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(a + 320u * j - 4u * j), "f"(o[j] + y[j]) : "memory");
+        }
+    }
+    /* the step's end: lane L takes the offsets L - 63 + 32 r (entries L + 32 r of both scratches, r = 2
+     * for L < 15 only), zeroes them for the next step, evaluates the read sites' indices and
+     * coefficients there (qb, kb: m0 and the warp's first key with their offsets), sums runs of
+     * equal indices over consecutive lanes and commits each run once */
+    __device__ __forceinline__ void rel_scr_commit(int h, int qb, int kb, const fa4_score_uniform &su) const
+    {
+        const unsigned scr = sm.aux_scr(cw * 4 + warp);
+        __syncwarp();
+        /* lane L: the offsets L - 63 + 32 r, entries L + 32 r (r = 2 for L < 15 only), read and
+         * zeroed for the next step */
+#pragma unroll
+        for (int r = 0; r < 3; ++r) {
+            const bool own = r < 2 || lane < kBM + 15 - 64;
+            float d = 0.f;
+            if (own) {
+                const unsigned a = scr + 4u * (unsigned)(lane + 32 * r);
+                float d0, d1;
+                asm volatile("ld.shared.f32 %0, [%2];\n"
+                             "ld.shared.f32 %1, [%2+320];\n"
+                             : "=f"(d0), "=f"(d1)
+                             : "r"(a)
+                             : "memory");
+                asm volatile("st.shared.f32 [%0], %1;\n"
+                             "st.shared.f32 [%0+320], %1;\n" ::"r"(a), "f"(0.f)
+                             : "memory");
+                d = d0 + d1;
+            }
+            int at[kRelSites];
+            float coef[kRelSites];
+            (void)rel_g(h, qb, kb + lane + 32 * r - (kBM - 1), su, at, coef);
+#pragma unroll
+            for (int k = 0; k < kRelSites; ++k) {
+                const int i = own ? at[k] : -1;
+                float v = d != 0.f ? d * coef[k] : 0.f;
+                /* runs of equal indices over consecutive lanes (a clamped or bucketed table) sum
+                 * into their first lane: a segmented reduction, where any run is longer than one */
+                const int nx = __shfl_down_sync(0xffffffffu, i, 1);
+                const unsigned ends = __ballot_sync(0xffffffffu, lane == 31 || nx != i);
+                if (ends != 0xffffffffu) {
+                    const int e = __ffs(ends & (0xffffffffu << lane)) - 1;
+#pragma unroll
+                    for (int o = 1; o < 32; o <<= 1) {
+                        const float w = __shfl_down_sync(0xffffffffu, v, o);
+                        if (lane + o <= e)
+                            v += w;
+                    }
+                }
+                const int pv = __shfl_up_sync(0xffffffffu, i, 1);
+                if ((lane == 0 || pv != i) && i >= 0 && v != 0.f)
+                    fa4_aux_grad_commit(k, fa4_aux_grad_site_grad(k, aux), i, v);
+            }
+        }
     }
 #endif
 

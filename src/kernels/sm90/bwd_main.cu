@@ -190,6 +190,8 @@ __device__ __forceinline__ void fa4_bwd_aux_window_init(const fa4_params &p, con
 {
     for (int j = ct; j < FA4_NUM_AUX_GRAD_SITES * kBAuxSiteEntries; j += 256)
         asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sm.aux_win(0) + 4u * j), "f"(0.f) : "memory");
+    for (int j = ct; j < kBAuxScrBytes / 4; j += 256) /* the band scratch (bwd_consumer.cuh grads_rel) */
+        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sm.aux_scr(0) + 4u * j), "f"(0.f) : "memory");
     if (ct < FA4_NUM_AUX_GRAD_SITES) {
         const long long lim = 2147483647LL;
         const auto cl = [&](long long x) { return (int)(x < -lim - 1 ? -lim - 1 : x > lim ? lim : x); };
