@@ -428,6 +428,19 @@ elif [ "$PART" = 24 ]; then
     ab ab_scr "$(cap 150 5)" --cases "mods:rel._bias_(trainable),mods:T5_bias_(trainable)" \
         --variants "default,$D/k_scr" --rounds 2 --bwd
     tar_out part24
+elif [ "$PART" = 25 ]; then
+    # session 33 (END_S about 330): the band scratch's owners reading REL_SHFL's slots (k_ss =
+    # the working tree's kernels with FA4_SM90_BWD_REL_SHFL 1): the suite's relative cases and the
+    # A/B against the carried HEAD (REL_SCR with each lane's own evaluations), fixed rel. bias too;
+    # then the soft-cap cases on the sm80 path (the new tanhf there had not run on a GPU)
+    echo "== 51. suite: t5, relbias, widebias on k_ss ($(left) s left)"
+    suite suite_ss "$(cap 120 200)" k_ss --filter "t5|relbias|widebias"
+    echo "== 52. suite: soft-cap on the sm80 path ($(left) s left)"
+    FA4_TEST_PATH=sm80 suite suite_sc80 "$(cap 60 170)" default --filter "softcap"
+    echo "== 53. A/B: REL_SHFL with the band scratch ($(left) s left)"
+    ab ab_ss "$(cap 170 5)" --cases "mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed)" \
+        --variants "default,$D/k_ss" --rounds 2 --bwd
+    tar_out part25
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -804,6 +804,19 @@ struct fa4_bwd_consumer {
         const int qb = (int)(m0 + p.q_offset), kb = kl - g, d0 = g - 2 * t;
         rel_slot sl;
         rel_slot_eval(h, rel_slot_of(0), qb, kb, su, sl);
+#if FA4_SM90_BWD_REL_SCR
+        /* the owners' sites (rel_scr_commit): offsets L - 63 + 32 r are slot 0's and slot 2's at lane L
+         * and slot 3's at lane L + 16 */
+        static_assert(kBM == 64 && rel_slot_of(0) == 3 && rel_slot_of(2) == 2 && rel_slot_of(kBM / 8 - 1) == 0,
+                      "the band scratch's owners read slots 0, 2 and 3");
+        int own_at[3][kRelSites];
+        float own_coef[3][kRelSites];
+#pragma unroll
+        for (int k = 0; k < kRelSites; ++k) {
+            own_at[2][k] = __shfl_down_sync(0xffffffffu, sl.at[k], 16);
+            own_coef[2][k] = __shfl_down_sync(0xffffffffu, sl.coef[k], 16);
+        }
+#endif
 #pragma unroll
         for (int j = 0; j < 2; ++j)
             gc[j] = rel_slot_get(sl, d0 - j + 8 + kBM - 16 * rel_slot_of(0) - 1, ic[j], cc[j]);
@@ -823,6 +836,14 @@ struct fa4_bwd_consumer {
 #if FA4_SM90_BWD_REL_SHFL
             if (c > 0 && rel_slot_of(c) != rel_slot_of(c - 1))
                 rel_slot_eval(h, rel_slot_of(c), qb, kb, su, sl);
+#if FA4_SM90_BWD_REL_SCR
+            if (c > 0 && rel_slot_of(c) == 2 && rel_slot_of(c - 1) != 2)
+#pragma unroll
+                for (int k = 0; k < kRelSites; ++k) {
+                    own_at[1][k] = sl.at[k];
+                    own_coef[1][k] = sl.coef[k];
+                }
+#endif
 #pragma unroll
             for (int j = 0; j < 2; ++j)
                 gn[j] = rel_slot_get(sl, d0 - j - 8 * c + kBM - 16 * rel_slot_of(c) - 1, in[j], cn[j]);
@@ -881,7 +902,18 @@ struct fa4_bwd_consumer {
 #if FA4_SM90_BWD_REL_SCR
         /* the last chunk's first-row offsets have no second-row partner in this step */
         rel_scr_add(kBM / 8, dc);
-        rel_scr_commit(h, (int)(m0 + p.q_offset), kl - g, su);
+#if FA4_SM90_BWD_REL_SHFL
+#pragma unroll
+        for (int k = 0; k < kRelSites; ++k) {
+            own_at[0][k] = sl.at[k];
+            own_coef[0][k] = sl.coef[k];
+        }
+        rel_scr_commit<true>(h, 0, 0, su, own_at, own_coef);
+#else
+        int own_at[3][kRelSites];
+        float own_coef[3][kRelSites];
+        rel_scr_commit<false>(h, (int)(m0 + p.q_offset), kl - g, su, own_at, own_coef);
+#endif
 #elif FA4_SM90_BWD_REL_SITES
         /* the last chunk's first-row offsets have no second-row partner in this step */
 #pragma unroll
@@ -927,7 +959,9 @@ struct fa4_bwd_consumer {
      * for L < 15 only), zeroes them for the next step, evaluates the read sites' indices and
      * coefficients there (qb, kb: m0 and the warp's first key with their offsets), sums runs of
      * equal indices over consecutive lanes and commits each run once */
-    __device__ __forceinline__ void rel_scr_commit(int h, int qb, int kb, const fa4_score_uniform &su) const
+    template <bool kHeld> /* the sites' indices and coefficients given in own_at, own_coef (REL_SHFL's slots) */
+    __device__ __forceinline__ void rel_scr_commit(int h, int qb, int kb, const fa4_score_uniform &su,
+                                                   int (&own_at)[3][kRelSites], float (&own_coef)[3][kRelSites]) const
     {
         const unsigned scr = sm.aux_scr(cw * 4 + warp);
         __syncwarp();
@@ -950,13 +984,12 @@ struct fa4_bwd_consumer {
                              : "memory");
                 d = d0 + d1;
             }
-            int at[kRelSites];
-            float coef[kRelSites];
-            (void)rel_g(h, qb, kb + lane + 32 * r - (kBM - 1), su, at, coef);
+            if (!kHeld)
+                (void)rel_g(h, qb, kb + lane + 32 * r - (kBM - 1), su, own_at[r], own_coef[r]);
 #pragma unroll
             for (int k = 0; k < kRelSites; ++k) {
-                const int i = own ? at[k] : -1;
-                float v = d != 0.f ? d * coef[k] : 0.f;
+                const int i = own ? own_at[r][k] : -1;
+                float v = d != 0.f ? d * own_coef[r][k] : 0.f;
                 /* runs of equal indices over consecutive lanes (a clamped or bucketed table) sum
                  * into their first lane: a segmented reduction, where any run is longer than one */
                 const int nx = __shfl_down_sync(0xffffffffu, i, 1);
