@@ -174,6 +174,11 @@ def build_cases(quick: bool, optional: bool = False) -> List[Case]:
                 notes=f"T5's log-spaced buckets of kv - q ({T5_BUCKETS}, max distance "
                       f"{T5_MAX_DISTANCE}), table H x {T5_BUCKETS}, fp32, gradient in the "
                       "backward"),
+           Case("mods", "T5 bias (fixed)", B0, HEADS, HEADS, BASE_S, 128,
+                score_mod="t5_bias", peers=mod_peers,
+                extra={"num_buckets": T5_BUCKETS, "max_distance": T5_MAX_DISTANCE},
+                notes="the trainable T5 case's table without its gradient: what the backward's "
+                      "trainability costs"),
            Case("mods", "rel. bias (fixed)", B0, HEADS, HEADS, BASE_S, 128,
                 score_mod="rel_bias", peers=mod_peers, extra={"max_dist": REL_MAX_DIST},
                 notes=f"the trainable case's table H x {2 * REL_MAX_DIST + 1} without its "

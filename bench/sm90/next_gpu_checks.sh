@@ -441,6 +441,12 @@ elif [ "$PART" = 25 ]; then
     ab ab_ss "$(cap 170 5)" --cases "mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:rel._bias_(fixed)" \
         --variants "default,$D/k_ss" --rounds 2 --bwd
     tar_out part25
+elif [ "$PART" = 26 ]; then
+    # session 33 (END_S about 330): bench/run.py with the peers on the headline cases, soft-cap, the
+    # relative tables (trainable and fixed, T5 and rel. bias) and head dims 64 / 256, on HEAD
+    echo "== 54. bench/run.py, selected cases ($(left) s left)"
+    run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:softcap_tanh,mods:softcap_fast-math,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:T5_bias_(fixed),mods:rel._bias_(fixed),headdim:D=64,headdim:D=256"
+    tar_out part26
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -31,7 +31,12 @@ bf16, so that the A/B switch stays buildable. The passes (PASSES below):
     and t5_bias's trainable backward main at D 128;
 12. FA4_SM90_PRESCALE_ON 1 -> 0 (config.cuh: soft-cap's score stages divide by the cap per score
     instead of multiplying q.k by scale / cap once; default since session 32, not in the forward
-    at D 256): softcap's forward and backward main at D 128.
+    at D 256): softcap's forward and backward main at D 128;
+13. FA4_SM90_BWD_REL_SCR 1 -> 0 (bwd_consumer.cuh: a trainable relative table's band terms
+    committed one by one instead of through the warp's scratch; default since session 33; it also
+    turns REL_SHFL's default off): rel_bias's and t5_bias's trainable backward main at D 128;
+14. FA4_SM90_BWD_REL_SHFL 0 -> 1 (g shared by shuffles from 4 evaluations a step; default only
+    where g is costly, t5_bias): rel_bias's trainable backward main at D 128.
 Fails unless every build has 168 registers and no spill, serialized wgmma or spill fallback (a
 backward main may keep a stack frame within path_sm90.c's frame tolerance, 192 bytes, as the
 library does), in cubins that differ from the default build's (the knobs reach the code).
@@ -68,7 +73,9 @@ PASSES = [(KNOBS, BUILDS, MODS),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_TILE_SAT", "2", "1")], BWD128, ["rel_bias"]),
           ([("config.cuh", "FA4_SM90_RELT_ALL", "1", "0")], T5_FWD, ["rel_bias"]),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_GDEFER", "1", "0")], BWD128[1:], MODS),
-          ([("config.cuh", "FA4_SM90_PRESCALE_ON", "1", "0")], BUILDS[1:2], ["softcap"])]
+          ([("config.cuh", "FA4_SM90_PRESCALE_ON", "1", "0")], BUILDS[1:2], ["softcap"]),
+          ([("bwd_consumer.cuh", "FA4_SM90_BWD_REL_SCR", "1", "0")], BWD128[1:], MODS),
+          ([("bwd_consumer.cuh", "FA4_SM90_BWD_REL_SHFL", "0", "1")], BWD128[1:], ["rel_bias"])]
 
 
 def kernels_dir():

@@ -720,35 +720,51 @@ static void rel_forms(void **state)
         const char *src;
         int rel;
         const char *body; /* in fa4_score_mod_rel */
+        int heavy;        /* FA4_SCORE_MOD_REL_HEAVY, where rel */
     } cases[] = {
         {"float score_mod(float score, int b, int h, int q_idx, int kv_idx, const float *bias, int d) "
          "{ const int span = 2 * d + 1; int rel = clamp(kv_idx - q_idx, -d, d); return score + "
          "bias[h * span + rel + d]; }",
-         1, "return fa4_aux_bias(fa4_a, fa4_iadd(fa4_iadd(fa4_imul(h, span), rel), fa4_a.d));"},
+         1, "return fa4_aux_bias(fa4_a, fa4_iadd(fa4_iadd(fa4_imul(h, span), rel), fa4_a.d));", 0},
         {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return t[h] * (float)(q - kv) + s; }",
-         1, "return fa4_u.u0 * ((float)fa4_isub(q, kv));"},
+         1, "return fa4_u.u0 * ((float)fa4_isub(q, kv));", 0},
         {"int f(int r) { return r > 0 ? 1 : 0; }\n"
          "float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[f(kv - q)]; }",
-         1, "return fa4_aux_t(fa4_a, fa4_h_f(fa4_isub(kv, q)));"},
+         1, "return fa4_aux_t(fa4_a, fa4_h_f(fa4_isub(kv, q)));", 0},
         {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[h]; }", 1,
-         "return fa4_u.u0;"},
+         "return fa4_u.u0;", 0},
+        /* costly g (a log in a helper, as t5_bias; a float division; a root in a local's initialiser;
+         * a division-assignment), and cheap ones (fabsf, min, an integer division) */
+        {"int f(int r) { return (int)logf((float)(r > 0 ? r : 1)); }\n"
+         "float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[f(kv - q)]; }",
+         1, "return fa4_aux_t(fa4_a, fa4_h_f(fa4_isub(kv, q)));", 1},
+        {"float score_mod(float s, int b, int h, int q, int kv, float c) { return s + (float)(kv - q) / c; }", 1,
+         "fa4_isub(kv, q)", 1},
+        {"float score_mod(float s, int b, int h, int q, int kv) { float r = sqrtf(fabsf((float)(kv - q))); "
+         "return s + r; }",
+         1, "return r;", 1},
+        {"float f(float x) { x /= 3.0f; return x; }\n"
+         "float score_mod(float s, int b, int h, int q, int kv) { return s + f((float)(kv - q)); }",
+         1, "fa4_h_f(", 1},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s + fabsf(fminf((float)((kv - q) / 3), 8.0f)); }",
+         1, "fa4_isub(kv, q)", 0},
         /* positions read apart from their difference */
-        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[q]; }", 0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[q]; }", 0, NULL, 0},
         {"float score_mod(float s, int b, int h, int q, int kv, const float *t) { return s + t[kv - q + q]; }", 0,
-         NULL},
-        {"float score_mod(float s, int b, int h, int q, int kv) { return s + (float)(kv - 2 * q); }", 0, NULL},
-        {"float score_mod(float s, int b, int h, int q, int kv) { int x = kv; return s + (float)(x - q); }", 0, NULL},
-        {"float score_mod(float s, int b, int h, int q, int kv) { return s + (float)((kv + 1) - q); }", 0, NULL},
+         NULL, 0},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s + (float)(kv - 2 * q); }", 0, NULL, 0},
+        {"float score_mod(float s, int b, int h, int q, int kv) { int x = kv; return s + (float)(x - q); }", 0, NULL, 0},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s + (float)((kv + 1) - q); }", 0, NULL, 0},
         /* the score not simply added */
-        {"float score_mod(float s, int b, int h, int q, int kv) { return s * 0.5f + (float)(kv - q); }", 0, NULL},
-        {"float score_mod(float s, int b, int h, int q, int kv) { return s + s * (float)(kv - q); }", 0, NULL},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s * 0.5f + (float)(kv - q); }", 0, NULL, 0},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s + s * (float)(kv - q); }", 0, NULL, 0},
         {"float score_mod(float s, int b, int h, int q, int kv) { float t = s; return t + (float)(kv - q); }", 0,
-         NULL},
-        {"float score_mod(float s, int b, int h, int q, int kv) { return s - (float)(kv - q); }", 0, NULL},
+         NULL, 0},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s - (float)(kv - q); }", 0, NULL, 0},
         {"float score_mod(float s, int b, int h, int q, int kv) { if (kv > q) { return s; } return s + 1.0f; }", 0,
-         NULL},
-        {"float score_mod(float s, int b, int h, int q, int kv) { return s; }", 0, NULL},
-        {"bool mask_mod(int b, int h, int q, int kv) { return q >= kv; }", 0, NULL},
+         NULL, 0},
+        {"float score_mod(float s, int b, int h, int q, int kv) { return s; }", 0, NULL, 0},
+        {"bool mask_mod(int b, int h, int q, int kv) { return q >= kv; }", 0, NULL, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fa4__mod *m = mt_parse(cases[i].src, strlen(cases[i].src), "t");
@@ -763,6 +779,10 @@ static void rel_forms(void **state)
                 fail_msg("case %zu: expected the relative form", i);
             if (!strstr(fn, cases[i].body))
                 fail_msg("case %zu: expected '%s' in fa4_score_mod_rel:\n%s", i, cases[i].body, fn);
+            char want[48];
+            snprintf(want, sizeof want, "#define FA4_SCORE_MOD_REL_HEAVY %d\n", cases[i].heavy);
+            if (!strstr(sec, want))
+                fail_msg("case %zu: expected '%s'", i, want);
         } else if (strncmp(strstr(sec, "#define FA4_SCORE_MOD_REL "), "#define FA4_SCORE_MOD_REL 0\n", 28) != 0 ||
                    (fn && fn < sec + 200)) {
             fail_msg("case %zu: expected no relative form", i);

@@ -20,8 +20,8 @@
  * (FA4_SCORE_MOD_REL 0 there): an aux read at a position the kernel reuses would not be the
  * position the user's read is reported at.
  *
- * Emitted: FA4_SCORE_MOD_REL (0 or 1) and, where 1, fa4_score_mod_rel(b, h, q_idx, kv_idx, aux,
- * uniform) = g, with score_mod's position-independent parts read from fa4_score_mod_uniform's
+ * Emitted: FA4_SCORE_MOD_REL (0 or 1) and, where 1, FA4_SCORE_MOD_REL_HEAVY (below) and
+ * fa4_score_mod_rel(b, h, q_idx, kv_idx, aux, uniform) = g, with score_mod's position-independent parts read from fa4_score_mod_uniform's
  * result as fa4_score_mod_u reads them. test_mod_host checks at random points that score + g equals
  * fa4_score_mod_u bit for bit and that g is unchanged when both positions shift.
  */
@@ -81,6 +81,51 @@ static const fa4__expr *relative_part(const fa4__func *f)
     return g && g->type == TY_FLOAT ? g : NULL;
 }
 
+/* Whether g costs more than a few integer operations and a gather: a transcendental or root builtin
+ * or a float division anywhere in score_mod or the helpers it calls (t5_bias's log, against
+ * rel_bias's clamped gather). The sm90 backward then evaluates g once per offset of a warp's step
+ * and shares it by shuffles (FA4_SM90_BWD_REL_SHFL), which measured faster for trainable t5_bias
+ * and slower for rel_bias (notes/sm90-bwd.md, session 33). */
+static int stmt_heavy(const fa4__stmt *s, int depth);
+
+static int expr_heavy(const fa4__expr *e, int depth)
+{
+    if (!e)
+        return 0;
+    if (e->kind == EX_BUILTIN)
+        switch (e->op) {
+        case BI_EXP: case BI_EXP2: case BI_LOG: case BI_LOG2: case BI_LOG1P: case BI_EXPM1:
+        case BI_SQRT: case BI_RSQRT: case BI_TANH: case BI_SIN: case BI_COS: case BI_POW:
+        case BI_FMOD: case BI_ERF:
+            return 1;
+        default:
+            break;
+        }
+    if (e->kind == EX_BINARY && e->op == TK_SLASH && e->type == TY_FLOAT)
+        return 1;
+    /* helpers do not recurse (the checker's rule); the bound only keeps a malformed AST finite */
+    if (e->kind == EX_CALL && e->func && (depth > 32 || stmt_heavy(e->func->body, depth + 1)))
+        return 1;
+    if (expr_heavy(e->a, depth) || expr_heavy(e->b, depth) || expr_heavy(e->c, depth))
+        return 1;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_heavy(e->args[i], depth))
+            return 1;
+    return 0;
+}
+
+static int stmt_heavy(const fa4__stmt *s, int depth)
+{
+    if (!s)
+        return 0;
+    if (s->kind == ST_ASSIGN && s->op == TK_SLASHEQ && s->var && s->var->type == TY_FLOAT)
+        return 1;
+    for (int i = 0; i < s->nitems; i++)
+        if (stmt_heavy(s->items[i], depth))
+            return 1;
+    return expr_heavy(s->e, depth) || stmt_heavy(s->then_s, depth) || stmt_heavy(s->else_s, depth);
+}
+
 void fa4__emit_rel_form(fa4__emitter *E)
 {
     const fa4__func *f = E->m->score;
@@ -92,6 +137,7 @@ void fa4__emit_rel_form(fa4__emitter *E)
     }
     E->rel_form = 1;
     fa4__out(E, "#if FA4_CHECKED\n#define FA4_SCORE_MOD_REL 0\n#else\n#define FA4_SCORE_MOD_REL 1\n");
+    fa4__out(E, "#define FA4_SCORE_MOD_REL_HEAVY %d\n", stmt_heavy(f->body, 0));
     fa4__out(E, "__device__ __forceinline__ float fa4_score_mod_rel(int %s, int %s, int %s, int %s, "
                 "const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)\n{\n",
              f->params[1]->name, f->params[2]->name, f->params[3]->name, f->params[4]->name);

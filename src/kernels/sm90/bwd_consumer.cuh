@@ -238,11 +238,8 @@
  * reads the index and coefficient too). Slot k covers 32 offsets and slots start 16 apart, so
  * every chunk's 15 first-row offsets lie in one slot, chosen at compile time: 4 evaluations a
  * thread and step instead of 18 (SASS: t5_bias D 128 bwd_main90 5992 -> 4488 instructions,
- * trainable 7928 -> 6264; rel_bias, whose g is one gather, 4904 -> 5592). Not yet run on a GPU,
- * so off by default. 0: each thread evaluates its own 18 (measured, notes/sm90-bwd.md). */
-#ifndef FA4_SM90_BWD_REL_SHFL
-#define FA4_SM90_BWD_REL_SHFL 0
-#endif
+ * trainable 7928 -> 6264; rel_bias, whose g is one gather, 4904 -> 5592). 0: each thread
+ * evaluates its own 18 (measured, notes/sm90-bwd.md). */
 #if FA4_SM90_BWD_REL && FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0
 #define FA4_SM90_BWD_REL_SITES 1
 constexpr int kRelSites = FA4_NUM_AUX_GRAD_SITES;
@@ -268,6 +265,17 @@ constexpr int kRelSites = 1;
 #endif
 #if FA4_SM90_BWD_REL_SCR && !(FA4_SM90_BWD_REL_SITES && FA4_SM90_BWD_AUX_WIN && FA4_SM90_BWD_BM == 64)
 #error "FA4_SM90_BWD_REL_SCR needs trainable relative sites, the aux window and 64-query steps"
+#endif
+/* Default 1 where g is costly (FA4_SCORE_MOD_REL_HEAVY, emit_rel.c: t5_bias's log) and the table is
+ * trainable, with the band scratch above (its owners then take the sites from the slots): H100
+ * 2026-12-07, B8 H16 S4096 D128, f+b TFLOP/s, 0 / 1: trainable T5 452.2 / 479.2, trainable rel. bias
+ * 515.4 / 509.1, fixed rel. bias 540.8 / 535.0 (notes/sm90-bwd.md, session 33). */
+#ifndef FA4_SM90_BWD_REL_SHFL
+#if FA4_SM90_BWD_REL_SCR && defined(FA4_SCORE_MOD_REL_HEAVY) && FA4_SCORE_MOD_REL_HEAVY
+#define FA4_SM90_BWD_REL_SHFL 1
+#else
+#define FA4_SM90_BWD_REL_SHFL 0
+#endif
 #endif
 
 /* 1: where score_mod has an affine form over a step's box (emit_affine.c: alibi, head_scale), the

@@ -421,15 +421,16 @@ __device__ __forceinline__ bool fa4_score_mod_affine(int b, int h, int fa4_q_lo,
 #define FA4_SCORE_MOD_REL 0
 #else
 #define FA4_SCORE_MOD_REL 1
+#define FA4_SCORE_MOD_REL_HEAVY 0
 __device__ __forceinline__ float fa4_score_mod_rel(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)
 {
     (void)b, (void)h, (void)fa4_a, (void)fa4_u;
 #line 5 "alibi.mod"
     return fa4_u.u0 * ((float)fa4_isub(kv_idx, q_idx));
-#line 430 "fa4_mod.cuh"
+#line 431 "fa4_mod.cuh"
 }
 #endif
-#line 433 "fa4_mod.cuh"
+#line 434 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -460,7 +461,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 #line 5 "alibi.mod"
     return fa4_dadd(score, fa4_dmul(fa4_daux_slopes(fa4_a, h, fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr), fa4_dconst((float)fa4_isub(kv_idx, q_idx))));
 }
-#line 464 "fa4_mod.cuh"
+#line 465 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,

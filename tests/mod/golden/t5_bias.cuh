@@ -993,15 +993,16 @@ __device__ __forceinline__ int fa4_score_mod_tile_grad_index(const fa4_aux &fa4_
 #define FA4_SCORE_MOD_REL 0
 #else
 #define FA4_SCORE_MOD_REL 1
+#define FA4_SCORE_MOD_REL_HEAVY 1
 __device__ __forceinline__ float fa4_score_mod_rel(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a, const fa4_score_uniform &fa4_u)
 {
     (void)b, (void)h, (void)fa4_a, (void)fa4_u;
 #line 23 "t5_bias.mod"
     return fa4_aux_bias(fa4_a, fa4_iadd(fa4_u.u0, fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_a.num_buckets, fa4_a.max_distance)));
-#line 1002 "fa4_mod.cuh"
+#line 1003 "fa4_mod.cuh"
 }
 #endif
-#line 1005 "fa4_mod.cuh"
+#line 1006 "fa4_mod.cuh"
 
 // no mask_mod: every pair attends
 __device__ __forceinline__ bool fa4_mask_mod(int b, int h, int q_idx, int kv_idx, const fa4_aux &fa4_a)
@@ -1034,7 +1035,7 @@ __device__ __forceinline__ fa4_dual fa4_score_mod_dual(fa4_dual score, int b, in
 {
     return fa4_dadd(score, fa4_daux_bias(fa4_a, fa4_iadd(fa4_imul(h, fa4_opaque_i(fa4_a.num_buckets)), fa4_h_t5_bucket(fa4_isub(kv_idx, q_idx), fa4_opaque_i(fa4_a.num_buckets), fa4_opaque_i(fa4_a.max_distance))), fa4_seed == 0, fa4_at ? fa4_at + 0 : nullptr));
 }
-#line 1038 "fa4_mod.cuh"
+#line 1039 "fa4_mod.cuh"
 
 // d score_mod / d score by forward-mode differentiation.
 __device__ __forceinline__ float fa4_score_mod_fwd_deriv(float score, int b, int h, int q_idx, int kv_idx,
