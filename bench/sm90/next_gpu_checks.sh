@@ -443,7 +443,10 @@ elif [ "$PART" = 25 ]; then
     tar_out part25
 elif [ "$PART" = 26 ]; then
     # session 33 (END_S about 330): bench/run.py with the peers on the headline cases, soft-cap, the
-    # relative tables (trainable and fixed, T5 and rel. bias) and head dims 64 / 256, on HEAD
+    # relative tables (trainable and fixed, T5 and rel. bias) and head dims 64 / 256, on HEAD,
+    # after the suite's relative cases on HEAD's own kernels
+    echo "== 54a. suite: t5, relbias, widebias on HEAD ($(left) s left)"
+    suite suite_rel "$(cap 100 230)" default --filter "t5|relbias|widebias"
     echo "== 54. bench/run.py, selected cases ($(left) s left)"
     run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:softcap_tanh,mods:softcap_fast-math,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:T5_bias_(fixed),mods:rel._bias_(fixed),headdim:D=64,headdim:D=256"
     tar_out part26
