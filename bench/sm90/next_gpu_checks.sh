@@ -450,6 +450,39 @@ elif [ "$PART" = 26 ]; then
     echo "== 54. bench/run.py, selected cases ($(left) s left)"
     run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:softcap_tanh,mods:softcap_fast-math,mods:rel._bias_(trainable),mods:T5_bias_(trainable),mods:T5_bias_(fixed),mods:rel._bias_(fixed),headdim:D=64,headdim:D=256"
     tar_out part26
+elif [ "$PART" = 27 ]; then
+    # session 33 (END_S about 480): the full sm90 suite on HEAD, then compute-sanitizer memcheck and
+    # racecheck on one trainable T5 and one trainable rel. bias case (the band scratch's shared
+    # memory: its per-lane addresses and the __syncwarp ordering between chunks)
+    echo "== 55. full suite ($(left) s left)"
+    full_suite "$(cap 300 170)"
+    echo "== 56. memcheck and racecheck ($(left) s left)"
+    for tool in memcheck racecheck; do
+        for f in "t5_train" "relbias"; do
+            [ "$(left)" -gt 30 ] || break
+            FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 60 5)" compute-sanitizer --tool $tool --print-limit 10 \
+                "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$O/${tool}_$f.log" 2>&1
+            echo "$tool [$f] rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^TOTAL' "$O/${tool}_$f.log" | tr '\n' ' ')"
+        done
+    done
+    tar_out part27
+elif [ "$PART" = 28 ]; then
+    # session 33 (END_S about 200): PART 27's racecheck hazards, all it printed in fa4_sm90_fwd's
+    # relative table (writes of the fills, reads of the score stage): every hazard's kernel on the
+    # default kernels, and the same case with FA4_SM90_RELT_GARR 1 (k_garr1: the fill's copy behind
+    # the warpgroup's named barrier instead of each warp's own span and bar.warp.sync)
+    echo "== 57. racecheck, all hazards ($(left) s left)"
+    for v in default k_garr1; do
+        for f in "t5_train" "relbias"; do
+            [ "$(left)" -gt 20 ] || break
+            [ "$v" = default ] && kd= || kd="FA4JIT_KERNEL_DIR=$D/$v"
+            env $kd FA4JIT_CACHE_DIR=/tmp/nx-$v timeout "$(cap 60 5)" compute-sanitizer --tool racecheck --print-limit 1000 \
+                "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$O/race_${v}_$f.log" 2>&1
+            echo "racecheck $v [$f] rc=$? $(grep -E 'RACECHECK SUMMARY|^TOTAL' "$O/race_${v}_$f.log" | tr '\n' ' ')"
+            grep -oE "(Write|Read) access at [a-z0-9_]+" "$O/race_${v}_$f.log" | sort | uniq -c
+        done
+    done
+    tar_out part28
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
