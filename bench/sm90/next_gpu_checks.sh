@@ -20,6 +20,11 @@
 # and 19 folded into 20 / 21). PART 23 (END_S=120; set-up `bash scripts/device_carry.sh && cp
 # bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/`): the suite's soft-cap cases
 # on HEAD, whose D 256 forward dropped the prescale after PART 20.
+# Session 33 ran PARTS 24-27 (bench/results/2026-12-07-h100-s33-*). **PART 28 is pending** (END_S=220;
+# set-up: `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py}
+# .devcarry/ && cp -r src/kernels .devcarry/k_garr1 && sed -i 's/^#define FA4_SM90_RELT_GARR 2$/#define
+# FA4_SM90_RELT_GARR 1/' .devcarry/k_garr1/sm90/softmax.cuh`): racecheck's hazards by kernel, default
+# against RELT_GARR 1 (notes/sm90-bwd.md, session 33).
 # Session 31 ran PART 17 (bench/results/2026-12-07-h100-s31-*: GDEFER, the 2-stage ring, RELT_ALL).
 # Session 30 ran PARTS 10, 11, 8 (again, for its suite and run.py), 12, 13, 14 and 15
 # (bench/results/2026-12-07-h100-s30-*). PART 16 (session 31 ran its steps in PART 17; END_S=220; set-up: `bash
