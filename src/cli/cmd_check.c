@@ -189,12 +189,16 @@ static void print_summary(const char *path, const fa4__mod *m)
     else
         printf("  sm90: score_mod is not affine in the score and the positions\n");
     if (rel)
-        printf("  sm90: score_mod is score + g(kv_idx - q_idx): the forward %s; the backward evaluates g (and "
-               "a trainable read's index and derivative) once per offset, at 18 of a thread's 32 elements "
-               "(10 of 16 at D 256)%s\n",
+        printf("  sm90: score_mod is score + g(kv_idx - q_idx): the forward %s; the backward evaluates g once "
+               "per offset, at 18 of a thread's 32 elements (10 of 16 at D 256)%s, and a trainable read's "
+               "gradient sums a step's terms by offset before its adds (D up to 128)%s\n",
                fwd_tile ? "evaluates g at 34 of a fragment's 64 positions where the tile form does not hold"
                     : "reads g from a table filled once per key tile",
-               affine ? "; the affine form comes first where it is used" : "");
+               affine ? "; the affine form comes first where it is used" : "",
+               rel == 2 ? "; g is costly (a transcendental, a root or a float division), so with a trainable "
+                          "read the backward evaluates it at 4 slots of 32 offsets a lane and step instead and "
+                          "shares it by shuffles"
+                        : "");
     if (pre)
         printf("  sm90: score_mod reads its score only as score / D with D the same at every position: the "
                "forward and the backward multiply q.k by scale / D once per fragment and drop the division "

@@ -145,8 +145,16 @@ static void test_check_points_at_the_error(void **state)
                              "    return score + bias[clamp(kv_idx - q_idx, -8, 8) + 8];\n}\n");
     rc = run("check relpos.mod", &out);
     if (rc != 0 || !strstr(out, "a tile form (score + c") || !strstr(out, "score_mod is not affine") ||
-        !strstr(out, "score_mod is score + g(kv_idx - q_idx)"))
+        !strstr(out, "score_mod is score + g(kv_idx - q_idx)") || strstr(out, "g is costly"))
         fail_msg("check relpos.mod: %d: %s", rc, out);
+    free(out);
+    /* a log in g (t5_bias's buckets): shared by shuffles in the trainable backward */
+    write_text("logpos.mod", "float score_mod(float score, int b, int h, int q_idx, int kv_idx,\n"
+                             "                const float *bias) {\n"
+                             "    return score + bias[clamp((int)logf((float)abs(kv_idx - q_idx) + 1.0f), 0, 7)];\n}\n");
+    rc = run("check logpos.mod", &out);
+    if (rc != 0 || !strstr(out, "score_mod is score + g(kv_idx - q_idx)") || !strstr(out, "g is costly"))
+        fail_msg("check logpos.mod: %d: %s", rc, out);
     free(out);
     /* a bucket helper (t5_bias's shape): the tile test runs the helper over the box, which only the
      * backward asks; the forward keeps the relative form's table */

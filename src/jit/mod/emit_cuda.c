@@ -816,6 +816,8 @@ int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int
                                   : 0;
     *affine = strstr(text, "#else\n#define FA4_SCORE_MOD_AFFINE 1\n") != NULL;
     *rel = strstr(text, "#else\n#define FA4_SCORE_MOD_REL 1\n") != NULL;
+    if (*rel && strstr(text, "#define FA4_SCORE_MOD_REL_HEAVY 1\n"))
+        *rel = 2;
     if (prescaled)
         *prescaled = strstr(text, "#define FA4_SCORE_MOD_PRESCALE 1\n") != NULL;
     free(text);
