@@ -7,11 +7,19 @@
  */
 #include "compiler.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <nvrtc.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "hash.h"
 
 double fa4__now_ms(void)
 {
@@ -175,12 +183,239 @@ int fa4__nvrtc_user_line(const char *log)
     return !is_kernel && nlen > 0 ? atoi(open + 1) : 0;
 }
 
-static void *run_job(void *arg)
+
+/* ------------------------------------------------ test runs' NVRTC memo (FA4JIT_TEST_NVRTC_MEMO)
+ * One CI run compiles the same program (the same source, headers and options) in many tests: each
+ * shipped mod's forward in the resource guard and again as a default build of the knob checks, a
+ * backward's helper programs in every build of a knob that does not reach them, the same
+ * backward main in the guard and in bwd_compile_check. With FA4JIT_TEST_NVRTC_MEMO=DIR (ctest
+ * and scripts/test.sh set it to a folder of the build tree that each run starts empty) a successful
+ * NVRTC run leaves its cubin and its log in DIR under the hash of everything NVRTC read, and a job
+ * with the same hash takes them instead of compiling. The log is NVRTC's own, so ptxas' report,
+ * its warnings and all that the guards judge from them are those of a real compile of these very
+ * bytes; only compile_ms is the lookup's. A test aid, not a cache for users: DIR is trusted (no
+ * checksum, no key check, no locking beyond the atomic rename; a damaged file is a miss at worst
+ * only where it is short), which the kernel cache (src/cache) is not. Each lookup and store is a
+ * line of DIR/memo.log, so a run can say what it saved.
+ * With FA4JIT_TEST_NVRTC_HELPER=PROGRAM as well (tests/tools/nvrtc_memo_helper.c, built without
+ * sanitizers) a miss is compiled by that program in a process of its own, which leaves the entry:
+ * under AddressSanitizer's allocator NVRTC takes about 1.8 times the CPU time, and NVRTC is not
+ * our code. Where the helper leaves no entry (a failed compile) the job compiles here as always. */
+
+#define MEMO_MAGIC "FA4MEMO1"
+#define MEMO_REQ_MAGIC "FA4MREQ1"
+
+extern char **environ;
+
+static void memo_add(fa4__hasher *h, const void *data, size_t n)
 {
-    fa4__nvrtc_job *job = arg;
+    uint64_t len = n; /* length-prefixed: no two sequences of fields hash the same bytes */
+    fa4__hasher_update(h, &len, sizeof len);
+    fa4__hasher_update(h, data, n);
+}
+
+static void memo_add_str(fa4__hasher *h, const char *s)
+{
+    memo_add(h, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* Marks in used[] the headers that the #include directives of text name (a name matches a header
+ * of that name or one ending in "/name", so that a name relative to the including file matches
+ * too) and pushes those not marked before on todo; -1 for an include by macro or of a file that
+ * is none of ours. */
+static int memo_scan(const fa4__nvrtc_job *job, const char *text, unsigned char *used, int *todo, int *nt)
+{
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *q = p;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (*q++ != '#')
+            continue;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (strncmp(q, "include", 7))
+            continue;
+        q += 7;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        const char close = *q == '"' ? '"' : *q == '<' ? '>' : 0;
+        if (!close)
+            return -1;
+        const char *name = ++q;
+        while (*q && *q != close && *q != '\n')
+            q++;
+        const size_t len = (size_t)(q - name);
+        int found = 0;
+        for (int i = 0; i < job->num_headers; i++) {
+            const char *h = job->header_names[i];
+            const size_t hl = h ? strlen(h) : 0;
+            if (hl < len || strncmp(h + hl - len, name, len) || (hl > len && h[hl - len - 1] != '/'))
+                continue;
+            found = 1;
+            if (!used[i]) {
+                used[i] = 1;
+                todo[(*nt)++] = i;
+            }
+        }
+        /* a quoted name that is none of ours ("../x.cuh", a file on disk): NVRTC finds it some
+         * other way, so count everything */
+        if (close == '"' && (!found || memchr(name, '.', len) == name))
+            return -1;
+    }
+    return 0;
+}
+
+/* Which headers the job can read, in used[]: the closure of its #include directives, counting
+ * those under #if too (a superset of what NVRTC reads); every header where a source includes by
+ * macro or an option could add one. Keying the memo on these alone, a program hits where a
+ * kernel file that it does not include changed (the knob checks switch a knob in one file and
+ * build the backward, whose programs but one never include it). 0, or -1 when out of memory. */
+static int memo_reads(const fa4__nvrtc_job *job, unsigned char *used)
+{
+    int all = 0;
+    for (int i = 0; i < job->num_opts; i++)
+        all |= !strncmp(job->opts[i], "-I", 2) || !strncmp(job->opts[i], "--include", 9) ||
+               strstr(job->opts[i], "-include") != NULL;
+    int *todo = malloc(((size_t)job->num_headers + 1) * sizeof *todo);
+    if (!todo)
+        return -1;
+    int nt = 0;
+    all = all || memo_scan(job, job->main_src, used, todo, &nt) != 0;
+    while (!all && nt > 0) {
+        const char *src = job->header_src[todo[--nt]];
+        all = memo_scan(job, src ? src : "", used, todo, &nt) != 0;
+    }
+    free(todo);
+    if (all)
+        memset(used, 1, (size_t)job->num_headers);
+    return 0;
+}
+
+/* The memo key of a job: 32 hex digits; 0, or -1 when out of memory. */
+static int memo_key(const fa4__nvrtc_job *job, char hex[33])
+{
+    unsigned char *used = calloc((size_t)job->num_headers + 1, 1);
+    fa4__hasher *h = fa4__hasher_new();
+    if (!h || !used || memo_reads(job, used) != 0) {
+        free(used);
+        fa4__hasher_free(h);
+        return -1;
+    }
+    int v[2] = {0, 0};
+    nvrtcVersion(&v[0], &v[1]);
+    memo_add(h, MEMO_MAGIC, 8);
+    memo_add(h, v, sizeof v);
+    memo_add_str(h, job->main_name);
+    memo_add_str(h, job->main_src);
+    for (int i = 0; i < job->num_headers; i++) {
+        if (!used[i])
+            continue;
+        memo_add_str(h, job->header_names[i]);
+        memo_add_str(h, job->header_src[i]);
+    }
+    free(used);
+    for (int i = 0; i < job->num_opts; i++)
+        memo_add_str(h, job->opts[i]);
+    uint8_t d[16];
+    fa4__hasher_digest(h, d);
+    fa4__hasher_free(h);
+    fa4__hex(d, 16, hex);
+    return 0;
+}
+
+static void memo_note(const char *dir, const char *what, const fa4__nvrtc_job *job, const char *key,
+                      double ms)
+{
+    char path[4096], line[256];
+    snprintf(path, sizeof path, "%s/memo.log", dir);
+    int n = snprintf(line, sizeof line, "%s %s %s %.0f\n", what, key, job->name, ms);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        if (n > 0 && write(fd, line, (size_t)n) < 0) { /* one write: whole lines from every process */
+        }
+        close(fd);
+    }
+}
+
+/* The memo's cubin and log for key into job (malloc'd); 0 on a hit, -1 on a miss. */
+static int memo_get(const char *dir, const char *key, fa4__nvrtc_job *job)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.nvrtc", dir, key);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    uint8_t *buf = NULL;
+    int rc = -1;
+    if (fstat(fd, &st) != 0 || st.st_size < 24 || st.st_size > (1 << 30))
+        goto out;
+    buf = malloc((size_t)st.st_size);
+    if (!buf)
+        goto out;
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r <= 0)
+            goto out;
+        got += (size_t)r;
+    }
+    uint64_t cubin_size, log_size;
+    memcpy(&cubin_size, buf + 8, 8);
+    memcpy(&log_size, buf + 16, 8);
+    if (memcmp(buf, MEMO_MAGIC, 8) || cubin_size == 0 || cubin_size > got ||
+        log_size > got || 24 + cubin_size + log_size != got)
+        goto out;
+    job->cubin = malloc(cubin_size);
+    job->log = log_size ? malloc(log_size + 1) : NULL;
+    if (!job->cubin || (log_size && !job->log)) {
+        fa4__nvrtc_job_release(job);
+        goto out;
+    }
+    memcpy(job->cubin, buf + 24, cubin_size);
+    if (log_size) {
+        memcpy(job->log, buf + 24 + cubin_size, log_size);
+        job->log[log_size] = '\0';
+    }
+    job->cubin_size = cubin_size;
+    rc = 0;
+    /* out: the file and the buffer are released on every path */
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* Keep a successful job's cubin and log under key (a temporary file, then a rename: a reader sees
+ * a whole file or none). Failures are ignored: the next job compiles. */
+static void memo_put(const char *dir, const char *key, const fa4__nvrtc_job *job)
+{
+    char tmp[4096], path[4096];
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return;
+    snprintf(tmp, sizeof tmp, "%s/.tmp.%s.XXXXXX", dir, key);
+    snprintf(path, sizeof path, "%s/%s.nvrtc", dir, key);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return;
+    uint64_t sizes[2] = {job->cubin_size, job->log ? strlen(job->log) : 0};
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        return;
+    }
+    int ok = fwrite(MEMO_MAGIC, 1, 8, f) == 8 && fwrite(sizes, 8, 2, f) == 2 &&
+             fwrite(job->cubin, 1, job->cubin_size, f) == job->cubin_size &&
+             (!sizes[1] || fwrite(job->log, 1, sizes[1], f) == sizes[1]);
+    if (fclose(f) != 0 || !ok || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+/* NVRTC on job: its log and, on success (status FA4_OK), its cubin. */
+static void nvrtc_compile(fa4__nvrtc_job *job)
+{
     nvrtcProgram prog = NULL;
-    double t0 = fa4__now_ms();
-    job->cubin_frame = job->cubin_regs = -1;
     nvrtcResult r = nvrtcCreateProgram(&prog, job->main_src, job->main_name, job->num_headers,
                                        job->header_src, job->header_names);
     if (r != NVRTC_SUCCESS) {
@@ -188,7 +423,7 @@ static void *run_job(void *arg)
                                                      : FA4_ERR_NVRTC_UNAVAILABLE;
         snprintf(job->err, sizeof job->err, "nvrtcCreateProgram(%s): %s", job->name,
                  nvrtcGetErrorString(r));
-        return NULL;
+        return;
     }
     nvrtcResult cr = nvrtcCompileProgram(prog, job->num_opts, job->opts);
     size_t log_size = 0;
@@ -245,6 +480,97 @@ static void *run_job(void *arg)
     }
     job->cubin_size = n;
     job->status = FA4_OK;
+
+    /* out: the program object is destroyed on every path */
+out:
+    nvrtcDestroyProgram(&prog);
+}
+
+static int req_str(FILE *f, const char *s)
+{
+    uint64_t n = s ? strlen(s) : 0;
+    return fwrite(&n, 8, 1, f) == 1 && (!n || fwrite(s, 1, n, f) == n);
+}
+
+/* Compile job in the helper's process, which leaves the memo entry of key; 0 when it did. The
+ * request (everything NVRTC reads, as nvrtc_memo_helper.c describes) goes through a file. */
+static int memo_spawn(const char *dir, const char *helper, const char *key, const fa4__nvrtc_job *job)
+{
+    char req[4096], entry[4096];
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -1;
+    snprintf(req, sizeof req, "%s/.req.%s.XXXXXX", dir, key);
+    snprintf(entry, sizeof entry, "%s/%s.nvrtc", dir, key);
+    int fd = mkstemp(req);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        unlink(req);
+        return -1;
+    }
+    uint64_t nh = (uint64_t)job->num_headers, no = (uint64_t)job->num_opts;
+    int ok = fwrite(MEMO_REQ_MAGIC, 1, 8, f) == 8 && req_str(f, job->main_name) &&
+             req_str(f, job->main_src) && fwrite(&nh, 8, 1, f) == 1;
+    for (int i = 0; ok && i < job->num_headers; i++)
+        ok = req_str(f, job->header_names[i]) && req_str(f, job->header_src[i]);
+    ok = ok && fwrite(&no, 8, 1, f) == 1;
+    for (int i = 0; ok && i < job->num_opts; i++)
+        ok = req_str(f, job->opts[i]);
+    if (fclose(f) != 0 || !ok) {
+        unlink(req);
+        return -1;
+    }
+    /* the helper has no sanitizer: none preloaded into it either (the Python tests preload ASan) */
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **envp = malloc((n + 1) * sizeof *envp);
+    int rc = -1, status = 0;
+    if (envp) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (strncmp(environ[i], "LD_PRELOAD=", 11))
+                envp[k++] = environ[i];
+        envp[k] = NULL;
+        char *argv[] = {(char *)helper, req, entry, NULL};
+        pid_t pid;
+        rc = posix_spawn(&pid, helper, NULL, NULL, argv, envp);
+        if (rc == 0)
+            while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR) {
+                    rc = -1;
+                    break;
+                }
+        free(envp);
+    }
+    unlink(req);
+    return rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static void *run_job(void *arg)
+{
+    fa4__nvrtc_job *job = arg;
+    double t0 = fa4__now_ms();
+    job->cubin_frame = job->cubin_regs = -1;
+    char key[33];
+    const char *memo = job->memo_dir && memo_key(job, key) == 0 ? job->memo_dir : NULL;
+    const int hit = memo && memo_get(memo, key, job) == 0;
+    const int spawned = !hit && memo && job->memo_helper &&
+                        memo_spawn(memo, job->memo_helper, key, job) == 0 && memo_get(memo, key, job) == 0;
+    if (hit || spawned)
+        job->status = FA4_OK;
+    else
+        nvrtc_compile(job);
+    if (job->status != FA4_OK) {
+        job->info.compile_ms = fa4__now_ms() - t0;
+        return NULL;
+    }
+    /* only a build that ran ptxas: one NVRTC took from the compute cache has no report to pass on */
+    if (memo && !hit && !spawned && job->log && strstr(job->log, "Compiling entry function"))
+        memo_put(memo, key, job);
+    const size_t n = job->cubin_size;
     snprintf(job->info.name, sizeof job->info.name, "%s", job->name);
     fa4__cubin_resources(job->cubin, n, job->function, &job->cubin_frame, &job->cubin_regs);
     if (job->log && strstr(job->log, "Compiling entry function")) {
@@ -259,11 +585,9 @@ static void *run_job(void *arg)
         job->info.shared_static = -1;
     }
     job->info.cubin_size = n;
-
-    /* out: the program object is destroyed on every path */
-out:
     job->info.compile_ms = fa4__now_ms() - t0;
-    nvrtcDestroyProgram(&prog);
+    if (memo)
+        memo_note(memo, hit ? "hit" : spawned ? "helper" : "put", job, key, job->info.compile_ms);
     return NULL;
 }
 
@@ -273,8 +597,14 @@ fa4_status fa4__nvrtc_run(fa4__nvrtc_job *jobs, int n)
     int started[2 * FA4_MAX_PROGRAMS] = {0};
     if (n > 2 * FA4_MAX_PROGRAMS) /* the programs and a speculative build of each */
         return FA4_ERR_INTERNAL;
-    for (int i = 0; i < n; i++)
+    /* read here, not in the threads: getenv is not safe against a concurrent setenv */
+    const char *memo = getenv("FA4JIT_TEST_NVRTC_MEMO");
+    const char *helper = getenv("FA4JIT_TEST_NVRTC_HELPER");
+    for (int i = 0; i < n; i++) {
         jobs[i].status = FA4_ERR_INTERNAL;
+        jobs[i].memo_dir = memo && memo[0] ? memo : NULL;
+        jobs[i].memo_helper = helper && helper[0] ? helper : NULL;
+    }
     /* job 0 runs on this thread; the others in their own (run inline if a thread cannot start) */
     for (int i = 1; i < n; i++)
         started[i] = pthread_create(&threads[i], NULL, run_job, &jobs[i]) == 0;

@@ -20,6 +20,8 @@ typedef struct fa4__nvrtc_job {
     const char *opts[FA4__NVRTC_MAX_OPTS];
     int num_opts;
     const char *function;          /* entry whose resources are reported */
+    const char *memo_dir;          /* set by fa4__nvrtc_run: FA4JIT_TEST_NVRTC_MEMO (compiler.c) */
+    const char *memo_helper;       /* and FA4JIT_TEST_NVRTC_HELPER */
     /* out */
     fa4_status status;
     uint8_t *cubin;                /* malloc'd */
