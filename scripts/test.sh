@@ -15,9 +15,13 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 (cd "$build" && ctest --output-on-failure -j"$(nproc)")
 # Python tests with Debian's interpreter (python3-pytest, python3-torch for the translator); the
-# library under test is the sanitizer build, so the ASan runtime must be loaded first.
+# library under test is the sanitizer build, so the ASan runtime must be loaded first. They share
+# ctest's NVRTC memo of this run (CMakeLists.txt: a program the C tests compiled is not compiled
+# again; a miss is compiled by the unsanitized helper).
 if [ -d tests/python ]; then
     FA4JIT_LIBRARY="$PWD/$build/libfa4jit.so" \
+        FA4JIT_TEST_NVRTC_MEMO="$PWD/$build/nvrtc-memo" \
+        FA4JIT_TEST_NVRTC_HELPER="$PWD/$build/nvrtc_memo_helper" \
         ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 \
         LD_PRELOAD="$(gcc -print-file-name=libasan.so)" \
         /usr/bin/python3 -m pytest -q tests/python
