@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 build=${FA4JIT_TEST_BUILD:-build-test}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DFA4JIT_SANITIZE=ON \
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DFA4JIT_SANITIZE=ON -DFA4JIT_TEST_NVRTC_MEMO=ON \
       -DCMAKE_C_FLAGS="-Werror" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # NVRTC keeps process-lifetime allocations that LeakSanitizer would report as leaks.

@@ -196,7 +196,8 @@ int fa4__nvrtc_user_line(const char *log)
  * bytes; only compile_ms is the lookup's. A test aid, not a cache for users: DIR is trusted (no
  * checksum, no key check, no locking beyond the atomic rename; a damaged file is a miss at worst
  * only where it is short), which the kernel cache (src/cache) is not. Each lookup and store is a
- * line of DIR/memo.log, so a run can say what it saved.
+ * line of DIR/memo.log, so a run can say what it saved. Read only in builds configured with
+ * -DFA4JIT_TEST_NVRTC_MEMO=ON (fa4__nvrtc_run); elsewhere the memo is never on.
  * With FA4JIT_TEST_NVRTC_HELPER=PROGRAM as well (tests/tools/nvrtc_memo_helper.c, built without
  * sanitizers) a miss is compiled by that program in a process of its own, which leaves the entry:
  * under AddressSanitizer's allocator NVRTC takes about 1.8 times the CPU time, and NVRTC is not
@@ -597,9 +598,14 @@ fa4_status fa4__nvrtc_run(fa4__nvrtc_job *jobs, int n)
     int started[2 * FA4_MAX_PROGRAMS] = {0};
     if (n > 2 * FA4_MAX_PROGRAMS) /* the programs and a speculative build of each */
         return FA4_ERR_INTERNAL;
-    /* read here, not in the threads: getenv is not safe against a concurrent setenv */
+    /* read here, not in the threads: getenv is not safe against a concurrent setenv; only in test
+     * builds (-DFA4JIT_TEST_NVRTC_MEMO=ON, scripts/test.sh): a shipped library never reads them */
+#if defined(FA4_TEST_NVRTC_MEMO) && FA4_TEST_NVRTC_MEMO
     const char *memo = getenv("FA4JIT_TEST_NVRTC_MEMO");
     const char *helper = getenv("FA4JIT_TEST_NVRTC_HELPER");
+#else
+    const char *memo = NULL, *helper = NULL;
+#endif
     for (int i = 0; i < n; i++) {
         jobs[i].status = FA4_ERR_INTERNAL;
         jobs[i].memo_dir = memo && memo[0] ? memo : NULL;
