@@ -477,11 +477,11 @@ elif [ "$PART" = 28 ]; then
     # default kernels, and the same case with FA4_SM90_RELT_GARR 1 (k_garr1: the fill's copy behind
     # the warpgroup's named barrier instead of each warp's own span and bar.warp.sync)
     echo "== 57. racecheck, all hazards ($(left) s left)"
-    for v in default k_garr1; do
-        for f in "t5_train" "relbias"; do
+    for f in "relbias" "t5_train"; do
+        for v in default k_garr1; do
             [ "$(left)" -gt 20 ] || break
             [ "$v" = default ] && kd= || kd="FA4JIT_KERNEL_DIR=$D/$v"
-            env $kd FA4JIT_CACHE_DIR=/tmp/nx-$v timeout "$(cap 60 5)" compute-sanitizer --tool racecheck --print-limit 1000 \
+            env $kd FA4JIT_CACHE_DIR=/tmp/nx-$v timeout "$(cap 45 3)" compute-sanitizer --tool racecheck --print-limit 1000 \
                 "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$O/race_${v}_$f.log" 2>&1
             echo "racecheck $v [$f] rc=$? $(grep -E 'RACECHECK SUMMARY|^TOTAL' "$O/race_${v}_$f.log" | tr '\n' ' ')"
             grep -oE "(Write|Read) access at [a-z0-9_]+" "$O/race_${v}_$f.log" | sort | uniq -c
