@@ -24,7 +24,9 @@
 # set-up: `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py}
 # .devcarry/ && cp -r src/kernels .devcarry/k_garr1 && sed -i 's/^#define FA4_SM90_RELT_GARR 2$/#define
 # FA4_SM90_RELT_GARR 1/' .devcarry/k_garr1/sm90/softmax.cuh`): racecheck's hazards by kernel, default
-# against RELT_GARR 1 (notes/sm90-bwd.md, session 33).
+# against RELT_GARR 1 (notes/sm90-bwd.md, session 33). PART 29 (END_S=200; set-up `cp -r src/kernels
+# .devcarry/k_shfl && sed -i 's/^#ifndef FA4_SM90_BWD_REL_SHFL$/#define FA4_SM90_BWD_REL_SHFL 1\n&/'
+# .devcarry/k_shfl/sm90/bwd_consumer.cuh`): REL_SHFL for the fixed tables, A/B.
 # Session 31 ran PART 17 (bench/results/2026-12-07-h100-s31-*: GDEFER, the 2-stage ring, RELT_ALL).
 # Session 30 ran PARTS 10, 11, 8 (again, for its suite and run.py), 12, 13, 14 and 15
 # (bench/results/2026-12-07-h100-s30-*). PART 16 (session 31 ran its steps in PART 17; END_S=220; set-up: `bash
@@ -488,6 +490,18 @@ elif [ "$PART" = 28 ]; then
         done
     done
     tar_out part28
+elif [ "$PART" = 29 ]; then
+    # for session 34 (END_S about 200): REL_SHFL for the fixed tables too (k_shfl: the working tree's
+    # kernels with FA4_SM90_BWD_REL_SHFL 1 everywhere; the default keeps it to trainable costly g).
+    # Session 15 measured fixed T5's backward slower with it, before the tile and band changes since;
+    # deviceless (session 33) it spills more: fixed t5_bias bwd_main90 56 / 60 bytes (default 8 / 16),
+    # fixed rel_bias 12 / 20 (default 0).
+    echo "== 58. suite: t5 on k_shfl ($(left) s left)"
+    suite suite_shfl "$(cap 60 130)" k_shfl --filter "t5"
+    echo "== 59. A/B: REL_SHFL for fixed tables ($(left) s left)"
+    ab ab_shfl "$(cap 120 5)" --cases "mods:T5_bias_(fixed),mods:rel._bias_(fixed)" \
+        --variants "default,$D/k_shfl" --rounds 2 --bwd
+    tar_out part29
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
