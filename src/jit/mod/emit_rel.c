@@ -21,9 +21,10 @@
  * position the user's read is reported at.
  *
  * Emitted: FA4_SCORE_MOD_REL (0 or 1) and, where 1, FA4_SCORE_MOD_REL_HEAVY (below) and
- * fa4_score_mod_rel(b, h, q_idx, kv_idx, aux, uniform) = g, with score_mod's position-independent parts read from fa4_score_mod_uniform's
- * result as fa4_score_mod_u reads them. test_mod_host checks at random points that score + g equals
- * fa4_score_mod_u bit for bit and that g is unchanged when both positions shift.
+ * fa4_score_mod_rel(b, h, q_idx, kv_idx, aux, uniform) = g, with score_mod's position-independent
+ * parts read from fa4_score_mod_uniform's result as fa4_score_mod_u reads them. test_mod_host
+ * checks at random points that score + g equals fa4_score_mod_u bit for bit and that g is unchanged
+ * when both positions shift.
  */
 #include <stdio.h>
 #include <string.h>

@@ -148,9 +148,9 @@ char *fa4__mod_emit_cuda(const fa4__mod *m, const char *source_name, int checked
  * be one value over a tile (0: no tile form), and whether the tile form is score + c (the
  * backward's add form), whether it has the affine form (emit_affine.c) and whether the relative
  * form (score + g(kv_idx - q_idx), emit_rel.c), 2 where g is also costly
- * (FA4_SCORE_MOD_REL_HEAVY: a transcendental or root builtin, or a float division); tile_calls (may be NULL): whether the tile
- * form's test evaluates a helper call over the box (which the sm90 forward leaves to its
- * relative-form table); prescaled (may be NULL): whether it has the prescaled forms
+ * (FA4_SCORE_MOD_REL_HEAVY: a transcendental or root builtin, or a float division); tile_calls (may
+ * be NULL): whether the tile form's test evaluates a helper call over the box (which the sm90
+ * forward leaves to its relative-form table); prescaled (may be NULL): whether it has the prescaled forms
  * (FA4_SCORE_MOD_PRESCALE: the score read only as score / D, D the same at every position).
  * Returns 0, or -1 when out of memory. */
 int fa4__mod_forward_forms(const fa4__mod *m, int *hoisted, int *tile_parts, int *tile_add, int *affine,

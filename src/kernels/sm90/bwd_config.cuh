@@ -100,8 +100,11 @@ constexpr int kBAuxWinBytes = 0;
 #if FA4_HAS_TRAINABLE_AUX && FA4_NUM_AUX_GRAD_SITES > 0 && FA4_SM90_BWD_AUX_WINDOW
 #define FA4_SM90_BWD_AUX_WIN 1
 /* the header (16 bytes a site), then the consumer warps' scratch for the diagonal band's terms
- * (FA4_SM90_BWD_REL_SCR, bwd_consumer.cuh: two of 80 floats a warp) */
-constexpr int kBAuxScrBytes = 8 * 2 * 80 * 4;
+ * (FA4_SM90_BWD_REL_SCR, bwd_consumer.cuh): per warp one array of kBAuxScrEntries floats for each
+ * row parity j, kBAuxScrJBytes apart (a 64 x 16 step has kBM + 15 offsets) */
+constexpr int kBAuxScrEntries = 80;
+constexpr int kBAuxScrJBytes = 4 * kBAuxScrEntries;
+constexpr int kBAuxScrBytes = 8 * 2 * kBAuxScrJBytes;
 constexpr int kBAuxHdrBytes = 1024 + kBAuxScrBytes;
 constexpr int kBAuxSiteEntries = ((kBAuxWinBytes - kBAuxHdrBytes) / 4 / FA4_NUM_AUX_GRAD_SITES) & ~3;
 static_assert(FA4_NUM_AUX_GRAD_SITES * 16 <= 1024 && kBAuxSiteEntries >= 4, "aux window");
@@ -198,8 +201,11 @@ struct fa4_bwd_smem {
     /* trainable read site k: {first index, entries n, copies - 1, window address} in the header,
      * then its fp32 entries (copy c of entry j at c n + j) */
     __device__ __forceinline__ unsigned aux_hdr(int k) const { return bar_kv() + 512u + 16u * (unsigned)k; }
-    /* consumer warp w's (0..7) band scratch: two of 80 floats (j = 0, 1), zero between steps */
-    __device__ __forceinline__ unsigned aux_scr(int w) const { return bar_kv() + 512u + 1024u + 640u * (unsigned)w; }
+    /* consumer warp w's (0..7) band scratch: its arrays for j = 0, 1, zero between steps */
+    __device__ __forceinline__ unsigned aux_scr(int w) const
+    {
+        return bar_kv() + 512u + 1024u + 2u * (unsigned)kBAuxScrJBytes * (unsigned)w;
+    }
     __device__ __forceinline__ unsigned aux_win(int k) const
     {
         return bar_kv() + 512u + (unsigned)kBAuxHdrBytes + 4u * (unsigned)(k * kBAuxSiteEntries);

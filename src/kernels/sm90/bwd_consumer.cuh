@@ -251,10 +251,10 @@ constexpr int kRelSites = 1;
  * gradient terms of a step (one per offset of its fragment) are not committed one by one (each a
  * 96-bit integer add into the window whose carry waits on the shared atomic's return: 18 serial
  * round trips and about 30 instructions a term). The lanes that hold one offset at one (chunk, j),
- * (g, t), (g + 2, t + 1), (g + 4, t + 2), (g + 6, t + 3), sum by two shuffles; the 14 chain heads
- * add the sums into the warp's 79-float scratch (one entry per offset of the step; rounds with
- * disjoint entries batched, __syncwarp between); then lane L takes the offsets L - 63 + 32 r
- * (r = 0, 1, 2), evaluates the sites' indices and coefficients there, sums runs of equal indices
+ * (g, t), (g + 2, t + 1), (g + 4, t + 2), (g + 6, t + 3), sum by two shuffles; per chunk the 14
+ * chain heads add the sums into the warp's scratch for j (one entry per offset of the step; a
+ * __syncwarp before each chunk, whose entries overlap the last one's); then lane L takes the
+ * offsets L - 63 + 32 r (r = 0, 1, 2), evaluates the sites' indices and coefficients there, sums runs of equal indices
  * across lanes and commits once a run: 3 commits a lane and step. 0: the per-term runs (A/B). */
 #ifndef FA4_SM90_BWD_REL_SCR
 #if FA4_SM90_BWD_REL_SITES && FA4_SM90_BWD_AUX_WIN
@@ -265,6 +265,9 @@ constexpr int kRelSites = 1;
 #endif
 #if FA4_SM90_BWD_REL_SCR && !(FA4_SM90_BWD_REL_SITES && FA4_SM90_BWD_AUX_WIN && FA4_SM90_BWD_BM == 64)
 #error "FA4_SM90_BWD_REL_SCR needs trainable relative sites, the aux window and 64-query steps"
+#endif
+#if FA4_SM90_BWD_REL_SCR
+static_assert(kBAuxScrEntries >= kBM + 15, "the band scratch holds a step's offsets");
 #endif
 /* Default 1 where g is costly (FA4_SCORE_MOD_REL_HEAVY, emit_rel.c: t5_bias's log) and the table is
  * trainable, with the band scratch above (its owners then take the sites from the slots): H100
@@ -957,10 +960,10 @@ struct fa4_bwd_consumer {
             float o[2];
 #pragma unroll
             for (int j = 0; j < 2; ++j)
-                asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(o[j]) : "r"(a + 320u * j - 4u * j) : "memory");
+                asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(o[j]) : "r"(a + (unsigned)(kBAuxScrJBytes - 4) * j) : "memory");
 #pragma unroll
             for (int j = 0; j < 2; ++j)
-                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(a + 320u * j - 4u * j), "f"(o[j] + y[j]) : "memory");
+                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(a + (unsigned)(kBAuxScrJBytes - 4) * j), "f"(o[j] + y[j]) : "memory");
         }
     }
     /* the step's end: lane L takes the offsets L - 63 + 32 r (entries L + 32 r of both scratches, r = 2
@@ -983,12 +986,12 @@ struct fa4_bwd_consumer {
                 const unsigned a = scr + 4u * (unsigned)(lane + 32 * r);
                 float d0, d1;
                 asm volatile("ld.shared.f32 %0, [%2];\n"
-                             "ld.shared.f32 %1, [%2+320];\n"
+                             "ld.shared.f32 %1, [%2+%3];\n"
                              : "=f"(d0), "=f"(d1)
-                             : "r"(a)
+                             : "r"(a), "n"(kBAuxScrJBytes)
                              : "memory");
                 asm volatile("st.shared.f32 [%0], %1;\n"
-                             "st.shared.f32 [%0+320], %1;\n" ::"r"(a), "f"(0.f)
+                             "st.shared.f32 [%0+%2], %1;\n" ::"r"(a), "f"(0.f), "n"(kBAuxScrJBytes)
                              : "memory");
                 d = d0 + d1;
             }
