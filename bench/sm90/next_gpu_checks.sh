@@ -502,6 +502,33 @@ elif [ "$PART" = 29 ]; then
     ab ab_shfl "$(cap 120 5)" --cases "mods:T5_bias_(fixed),mods:rel._bias_(fixed)" \
         --variants "default,$D/k_shfl" --rounds 2 --bwd
     tar_out part29
+elif [ "$PART" = 30 ]; then
+    # session 34 (END_S about 560; set-up as PART 28's plus `cp -r src/kernels .devcarry/k_stg0 &&
+    # sed -i 's/^#define FA4_SM90_BWD_STG128 1$/#define FA4_SM90_BWD_STG128 0/'
+    # .devcarry/k_stg0/sm90/bwd_main.cu`): the backward epilogue's 16-byte stores
+    # (FA4_SM90_BWD_STG128, default in the carried build) through the quick suite and an A/B
+    # against the 4-byte stores (k_stg0); PART 28's racecheck classification; the forward's cost of
+    # RELT_GARR 1 (its fill behind the warpgroup's barrier: race-free by construction) against 2
+    echo "== 60. quick suite on the carried build ($(left) s left)"
+    suite suite_quick "$(cap 150 380)" default --quick
+    echo "== 61. A/B: the backward epilogue's 16-byte stores ($(left) s left)"
+    ab ab_stg "$(cap 150 230)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,headdim:D=64" \
+        --variants "default,$D/k_stg0" --rounds 2 --bwd
+    echo "== 62. racecheck, all hazards ($(left) s left)"
+    for f in "relbias" "t5_train"; do
+        for v in default k_garr1; do
+            [ "$(left)" -gt 110 ] || break
+            [ "$v" = default ] && kd= || kd="FA4JIT_KERNEL_DIR=$D/$v"
+            env $kd FA4JIT_CACHE_DIR=/tmp/nx-$v timeout "$(cap 45 3)" compute-sanitizer --tool racecheck --print-limit 1000 \
+                "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$O/race_${v}_$f.log" 2>&1
+            echo "racecheck $v [$f] rc=$? $(grep -E 'RACECHECK SUMMARY|^TOTAL' "$O/race_${v}_$f.log" | tr '\n' ' ')"
+            grep -oE "(Write|Read) access at [a-z0-9_]+" "$O/race_${v}_$f.log" | sort | uniq -c
+        done
+    done
+    echo "== 63. A/B: RELT_GARR 1 against 2 (forward) ($(left) s left)"
+    [ "$(left)" -gt 60 ] && ab ab_garr1 "$(cap 100 5)" --cases "mods:T5_bias_(trainable),mods:T5_bias_(fixed)" \
+        --variants "default,$D/k_garr1" --rounds 2
+    tar_out part30
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -19,26 +19,7 @@
  * into 4-byte ones by ptxas (session 8). Rows, strides and O's base are 16-byte aligned (launch.c's
  * check_tensor), and kDv is a multiple of 32 (config.cuh), so the groups are whole.
  * FA4_SM90_FWD_STG128 2: 8-byte stores after one shuffle round instead (whole sectors too). */
-/* One shuffle round of the transpose: lanes with send_lo give their lo word to the xor-mask
- * partner and take the partner's in its place; the others do the same with hi. */
-__device__ __forceinline__ void fa4_sm90_xor_swap(unsigned &lo, unsigned &hi, bool send_lo, int mask)
-{
-    const unsigned a = __shfl_xor_sync(0xffffffffu, send_lo ? lo : hi, mask);
-    if (send_lo)
-        lo = a;
-    else
-        hi = a;
-}
-
-__device__ __forceinline__ void fa4_sm90_quad_transpose(unsigned (&w)[4], int t)
-{
-    const bool odd = t & 1, hi = t & 2;
-    fa4_sm90_xor_swap(w[0], w[1], odd, 1);
-    fa4_sm90_xor_swap(w[2], w[3], odd, 1);
-    fa4_sm90_xor_swap(w[0], w[2], hi, 2);
-    fa4_sm90_xor_swap(w[1], w[3], hi, 2);
-}
-
+/* (the quad transpose, fa4_sm90_quad_transpose, is in ptx90.cuh: the backward's epilogue uses it too) */
 template <int NT>
 __device__ __forceinline__ void fa4_sm90_epilogue(const float (&acc)[NT][4], const float (&m)[2],
                                                   const float (&l)[2], fa4_elem *o, long long o_ss,

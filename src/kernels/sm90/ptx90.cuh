@@ -220,6 +220,31 @@ __device__ __forceinline__ unsigned long long fa4_desc_ones(unsigned addr)
            ((unsigned long long)(128u >> 4) << 32);
 }
 
+/* ------------------------------------------------------- quad transpose for 16-byte stores */
+/* A row's words (two 16-bit columns each) of an accumulator fragment lie across the four lanes of
+ * a quad, lane t holding columns 8 ni + 2t, +1 of every 8-column block ni; fa4_sm90_quad_transpose
+ * (two shfl.xor rounds, 1 then 2, of two words each) makes lane t hold block 4 grp + t whole (8
+ * consecutive elements of its row) for one 16-byte store (epilogue.cuh's forward, bwd_main.cu's dK
+ * and dV). One shuffle round of the transpose: lanes with send_lo give their lo word to the xor-mask
+ * partner and take the partner's in its place; the others do the same with hi. */
+__device__ __forceinline__ void fa4_sm90_xor_swap(unsigned &lo, unsigned &hi, bool send_lo, int mask)
+{
+    const unsigned a = __shfl_xor_sync(0xffffffffu, send_lo ? lo : hi, mask);
+    if (send_lo)
+        lo = a;
+    else
+        hi = a;
+}
+
+__device__ __forceinline__ void fa4_sm90_quad_transpose(unsigned (&w)[4], int t)
+{
+    const bool odd = t & 1, hi = t & 2;
+    fa4_sm90_xor_swap(w[0], w[1], odd, 1);
+    fa4_sm90_xor_swap(w[2], w[3], odd, 1);
+    fa4_sm90_xor_swap(w[0], w[2], hi, 2);
+    fa4_sm90_xor_swap(w[1], w[3], hi, 2);
+}
+
 /* --------------------------------------------------------------------- register reallocation */
 template <int R> __device__ __forceinline__ void fa4_regs_dec(void)
 {
