@@ -9,15 +9,15 @@ bf16, so that the A/B switch stays buildable. The passes (PASSES below):
     tile test per run of steps again instead of two boxes per warp and head; default since session
     30): rel_bias and t5_bias, forward at D 64 and 128, backward main at D 128 fixed and trainable;
  2. FA4_SM90_RELT_REUSE 0 -> 1 (t5_bias's table refilled from the last one's shared entries; opt-in,
-    off where RELT_FOLD or RELT_GARR is on) with FA4_SM90_RELT_GARR 2 -> 0: t5_bias's forward at D
+    off where RELT_FOLD or RELT_GARR is on) with FA4_SM90_RELT_GARR 1 -> 0: t5_bias's forward at D
     64, 128 and 256 (the passes below on t5_bias's forward use the same builds);
  3. FA4_SM90_RELT_BOUNDS 1 -> 0 (no table where the key tile lies in a region of one g, found per
     call by fa4_sm90_rel_bounds; default since session 28);
  4. FA4_SM90_RELT_BFOLD 0 -> 1 (those tiles folded into the softmax; opt-in);
- 5. FA4_SM90_RELT_GARR 2 -> 1 (the other tiles' tables copied from the bounds kernel's array of g,
-    with a warpgroup barrier);
- 6. FA4_SM90_RELT_GARR 2 -> 0 (no array: the tables evaluated; 2, the copy per warp without the
-    barrier, is the default since session 30);
+ 5. FA4_SM90_RELT_GARR 1 -> 2 (the other tiles' tables copied by each warp for its own rows, without
+    the warpgroup barrier: the default in sessions 30-33, racecheck's hazards; 1, the copy behind
+    the barrier, is the default since session 34);
+ 6. FA4_SM90_RELT_GARR 1 -> 0 (no array: the tables evaluated);
  7. FA4_SM90_RB_UNIFORM 1 -> 0 (the bounds' answers not broadcast from lane 0; default since 29);
  8. FA4_SM90_DESC_HI_OPAQUE 0 -> 1 (ptx90.cuh: the wgmma descriptors' high word opaque to ptxas;
     opt-in): the first pass's builds;
@@ -36,7 +36,9 @@ bf16, so that the A/B switch stays buildable. The passes (PASSES below):
     committed one by one instead of through the warp's scratch; default since session 33; it also
     turns REL_SHFL's default off): rel_bias's and t5_bias's trainable backward main at D 128;
 14. FA4_SM90_BWD_REL_SHFL 0 -> 1 (g shared by shuffles from 4 evaluations a step; default only
-    where g is costly, t5_bias): rel_bias's trainable backward main at D 128.
+    where g is costly, t5_bias): rel_bias's trainable backward main at D 128;
+15. FA4_SM90_BWD_STG128 1 -> 0 (bwd_main.cu: dK and dV in 4-byte stores instead of 16-byte ones
+    after a quad transpose; default since session 34): rel_bias's backward main at D 128.
 Fails unless every build has 168 registers and no spill, serialized wgmma or spill fallback (a
 backward main may keep a stack frame within path_sm90.c's frame tolerance, 192 bytes, as the
 library does), in cubins that differ from the default build's (the knobs reach the code).
@@ -63,11 +65,11 @@ T5_FWD = [(64, "fwd", ["fwd"], ()), (128, "fwd", ["fwd"], ()), (256, "fwd", ["fw
 BWD128 = [(128, "bwd", ["bwd_main90"], ()), (128, "bwd", ["bwd_main90"], ("--trainable", "bias"))]
 PASSES = [(KNOBS, BUILDS, MODS),
           ([("softmax.cuh", "FA4_SM90_RELT_REUSE", "0", "1"),
-            ("softmax.cuh", "FA4_SM90_RELT_GARR", "2", "0")], T5_FWD, ["t5_bias"]),
+            ("softmax.cuh", "FA4_SM90_RELT_GARR", "1", "0")], T5_FWD, ["t5_bias"]),
           ([("softmax.cuh", "FA4_SM90_RELT_BOUNDS", "1", "0")], T5_FWD, ["t5_bias"]),
           ([("softmax.cuh", "FA4_SM90_RELT_BFOLD", "0", "1")], T5_FWD, ["t5_bias"]),
-          ([("softmax.cuh", "FA4_SM90_RELT_GARR", "2", "1")], T5_FWD, ["t5_bias"]),
-          ([("softmax.cuh", "FA4_SM90_RELT_GARR", "2", "0")], T5_FWD, ["t5_bias"]),
+          ([("softmax.cuh", "FA4_SM90_RELT_GARR", "1", "2")], T5_FWD, ["t5_bias"]),
+          ([("softmax.cuh", "FA4_SM90_RELT_GARR", "1", "0")], T5_FWD, ["t5_bias"]),
           ([("softmax.cuh", "FA4_SM90_RB_UNIFORM", "1", "0")], T5_FWD, ["t5_bias"]),
           ([("ptx90.cuh", "FA4_SM90_DESC_HI_OPAQUE", "0", "1")], BUILDS, MODS),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_TILE_SAT", "2", "1")], BWD128, ["rel_bias"]),
@@ -75,7 +77,8 @@ PASSES = [(KNOBS, BUILDS, MODS),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_GDEFER", "1", "0")], BWD128[1:], MODS),
           ([("config.cuh", "FA4_SM90_PRESCALE_ON", "1", "0")], BUILDS[1:2], ["softcap"]),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_REL_SCR", "1", "0")], BWD128[1:], MODS),
-          ([("bwd_consumer.cuh", "FA4_SM90_BWD_REL_SHFL", "0", "1")], BWD128[1:], ["rel_bias"])]
+          ([("bwd_consumer.cuh", "FA4_SM90_BWD_REL_SHFL", "0", "1")], BWD128[1:], ["rel_bias"]),
+          ([("bwd_main.cu", "FA4_SM90_BWD_STG128", "1", "0")], BWD128[:1], ["rel_bias"])]
 
 
 def kernels_dir():

@@ -127,7 +127,7 @@ constexpr int kSmemTiles = kQBytes + kStages * (kKBytes + kVBytes);
 #endif
 /* FA4_SM90_RELT_ALL 1 (session 30; default since session 31, at every head dim since session 32):
  * every relative-form mod's forward takes the table path as t5_bias's does (softmax.cuh:
- * RELT_BOUNDS finds the offsets where g is one value, RELT_GARR 2 copies the other tiles' tables
+ * RELT_BOUNDS finds the offsets where g is one value, RELT_GARR copies the other tiles' tables
  * from the bounds kernel's array), also where a cheap tile form exists (rel_bias, whose forward
  * otherwise asks the tile form per warp and tile and evaluates the mod at every position of the
  * diagonal band's tiles). Since RELT_BOUNDS and RELT_GARR the table is neither filled for every

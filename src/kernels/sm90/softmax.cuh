@@ -149,14 +149,21 @@
  * the fill of a tile outside the regions copies its kN + 63 entries from there (coalesced L2
  * reads) instead of evaluating g: the same bits, so the static schedule's tables are the same,
  * and a fill whose cost does not depend on the mod. Not with RELT_FOLD / RELT_BFOLD or
- * RELT_REUSE. FA4_SM90_RELT_GARR 2 (session 29; default since session 30): each warp copies the
- * entries its own rows read (kN + 15) and waits for itself only, no warpgroup barrier. H100, B8 H16
- * S4096 D128 bf16, trainable T5 forward TFLOP/s, median of 2 rounds, default (0) / 1 / 2: session
- * 29 573.8 / 577.2 / 578.3; session 30 (with RB_UNIFORM) 605.1 / - / 614.4, plain and ALiBi even
- * (bench/results/2026-12-07-h100-s29-t5knobs.md, -s30-uniform.md); the t5 cases 19 / 19 with 2
- * in both sessions. */
+ * RELT_REUSE. FA4_SM90_RELT_GARR 2 (session 29; the default in sessions 30-33): each warp copies
+ * the entries its own rows read (kN + 15) and waits for itself only, no warpgroup barrier. H100, B8
+ * H16 S4096 D128 bf16, trainable T5 forward TFLOP/s, median of 2 rounds, default (0) / 1 / 2:
+ * session 29 573.8 / 577.2 / 578.3; session 30 (with RB_UNIFORM) 605.1 / - / 614.4, plain and
+ * ALiBi even (bench/results/2026-12-07-h100-s29-t5knobs.md, -s30-uniform.md); the t5 cases 19 / 19
+ * with 2 in both sessions. **1 is the default since session 34**: with 2, two warps whose spans
+ * overlap store the same bits into the shared entries while either may already read them, a data
+ * race by the memory model however benign on the hardware; compute-sanitizer racecheck reported
+ * it (23 and 13 hazards on the suite's first relbias and t5_train cases), and with 1 only the 3
+ * of the tile hand-off slot remain, which racecheck reports for any mbarrier-ordered hand-off
+ * (notes/racecheck-mbarrier-probe.cu). Its cost, H100 2026-12-07, B8 H16 S4096 D128 bf16, forward
+ * TFLOP/s, median of 2 rounds, 2 -> 1: trainable T5 619.7 -> 615.0, fixed T5 618.4 -> 615.2
+ * (bench/results/2026-12-07-h100-s34-part30.md). */
 #ifndef FA4_SM90_RELT_GARR
-#define FA4_SM90_RELT_GARR 2
+#define FA4_SM90_RELT_GARR 1
 #endif
 #if FA4_SM90_RELT_GARR && FA4_SM90_RBOUND && !FA4_SM90_RFOLD
 #define FA4_SM90_RGARR 1
