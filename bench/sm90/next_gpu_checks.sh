@@ -530,19 +530,24 @@ elif [ "$PART" = 30 ]; then
         --variants "default,$D/k_garr1" --rounds 2
     tar_out part30
 elif [ "$PART" = 31 ]; then
-    # session 34 (END_S about 520): PART 30's one failure, the quick suite's case 134 (d256 t5_train
-    # deterministic, dAux rel 1.30e-2 against the 1e-2 bound; the full suite's case of the same
-    # shape, other data, 1.99e-3), on the sm90 and the sm80 paths; the t5 cases with RELT_GARR 1 (the
-    # new default); then bench/run.py with the peers
+    # session 34 (END_S about 560; set-up: device_carry.sh of HEAD, the scripts, and `mkdir -p
+    # .devcarry/k_st0 && git archive f178343 src/kernels | tar -x -C .devcarry/k_st0 --strip-components 2`):
+    # PART 30's one failure, the quick suite's case 134 (d256 t5_train deterministic, dAux rel
+    # 1.30e-2 against the 1e-2 bound; the full suite's case of the same shape, other data, 1.99e-3),
+    # on the sm90 and the sm80 paths; the t5 / relbias cases with RELT_GARR 1 (the new default); the
+    # block-mask cases and an A/B of the default-mode step table built under bwd_pre (k_st0: before);
+    # then bench/run.py with the peers
     echo "== 64. quick case 134, sm90 and sm80 paths ($(left) s left)"
     for path in sm90 sm80; do
         FA4_TEST_PATH=$path FA4JIT_CACHE_DIR=/tmp/nx-def timeout 60 "$D/test_gpu_sm80" --quick --no-bench --case 134 \
             >"$O/case134_$path.log" 2>&1
         echo "case 134 on $path rc=$? $(grep -E 'PASS|FAIL' "$O/case134_$path.log" | cut -c1-250)"
     done
-    echo "== 65. suite: t5 and relbias cases ($(left) s left)"
-    suite suite_t5 "$(cap 90 300)" default --filter "t5|relbias"
-    echo "== 66. bench/run.py ($(left) s left)"
+    echo "== 65. suite: t5, relbias and block-mask cases ($(left) s left)"
+    suite suite_t5bm "$(cap 150 350)" default --filter "t5|relbias|bm-|causal|document|window"
+    echo "== 66. A/B: the step table under bwd_pre ($(left) s left)"
+    ab ab_steps "$(cap 100 290)" --cases "causal_seqlen:S=4096,mods:document" --variants "default,$D/k_st0" --rounds 2 --bwd
+    echo "== 67. bench/run.py ($(left) s left)"
     run_bench
     tar_out part31
 elif [ "$PART" = 4 ]; then

@@ -20,10 +20,20 @@
 extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_params p)
 {
     extern __shared__ unsigned char fa4_steps_mark[];
-    /* as fa4_sm90_bwd_rank: the table was read by the previous backward's main, and the wait
-     * makes this kernel's completion imply bwd_pre's (the main kernel waits on this one only) */
-    fa4_pdl_wait();
-    fa4_pdl_launch();
+    /* The wait makes this kernel's completion imply bwd_pre's (the main kernel waits on this one
+     * only). Deterministic calls keep the table in dq_accum's slots (path_sm90.c
+     * bwd80_table_bytes), so it is written after bwd_pre, as fa4_sm90_bwd_rank's. Default-mode
+     * calls keep it after everything bwd_pre writes, and the lists it is made from are older than
+     * bwd_pre (a full-order launch), as is the previous backward's main that read the last table
+     * (this grid starts only once bwd_pre's CTAs have): so the table is built while bwd_pre runs,
+     * and lane 0 waits last, with no early trigger (session 34: the main kernel's CTAs, launched at
+     * this grid's completion, would otherwise take SMs from bwd_pre's last waves). Before, the
+     * table waited for bwd_pre and the main kernel for the table. */
+    const bool wait_first = p.dq_sem != nullptr;
+    if (wait_first) {
+        fa4_pdl_wait();
+        fa4_pdl_launch();
+    }
     const int lane = threadIdx.x, nq = p.bm_nq;
     const long long row = blockIdx.x; /* (mask batch, mask head) * nkv + kv block */
     for (int i = lane; i < nq; i += 32)
@@ -115,6 +125,8 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
             out[2 + 2 * j] = m;
             out[3 + 2 * j] = f;
         }
+    if (!wait_first)
+        fa4_pdl_wait();
 }
 
 /* Deterministic with a block mask (path_sm90.c bwd80_table_bytes), after fa4_sm90_bwd_steps80: each
