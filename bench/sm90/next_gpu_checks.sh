@@ -531,11 +531,13 @@ elif [ "$PART" = 30 ]; then
     tar_out part30
 elif [ "$PART" = 31 ]; then
     # session 34 (END_S about 560; set-up: device_carry.sh of HEAD, the scripts, and `mkdir -p
-    # .devcarry/k_st0 && git archive f178343 src/kernels | tar -x -C .devcarry/k_st0 --strip-components 2`):
+    # .devcarry/k_st0 && git archive f178343 src/kernels | tar -x -C .devcarry/k_st0 --strip-components 2`,
+    # and k_epi: src/kernels with FA4_SM90_BWD_EPI_FIRST 1 in sm90/bwd_main.cu):
     # PART 30's one failure, the quick suite's case 134 (d256 t5_train deterministic, dAux rel
     # 1.30e-2 against the 1e-2 bound; the full suite's case of the same shape, other data, 1.99e-3),
     # on the sm90 and the sm80 paths; the t5 / relbias cases with RELT_GARR 1 (the new default); the
-    # block-mask cases and an A/B of the default-mode step table built under bwd_pre (k_st0: before);
+    # block-mask cases and an A/B of the default-mode step table built under bwd_pre (k_st0: before)
+    # and of the dK / dV epilogue before the last dQ wait (k_epi);
     # then bench/run.py with the peers
     echo "== 64. quick case 134, sm90 and sm80 paths ($(left) s left)"
     for path in sm90 sm80; do
@@ -546,7 +548,8 @@ elif [ "$PART" = 31 ]; then
     echo "== 65. suite: t5, relbias and block-mask cases ($(left) s left)"
     suite suite_t5bm "$(cap 150 350)" default --filter "t5|relbias|bm-|causal|document|window"
     echo "== 66. A/B: the step table under bwd_pre ($(left) s left)"
-    ab ab_steps "$(cap 100 290)" --cases "causal_seqlen:S=4096,mods:document" --variants "default,$D/k_st0" --rounds 2 --bwd
+    ab ab_steps "$(cap 160 250)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:document" \
+        --variants "default,$D/k_st0,$D/k_epi" --rounds 2 --bwd
     echo "== 67. bench/run.py ($(left) s left)"
     run_bench
     tar_out part31

@@ -337,6 +337,12 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
 #ifndef FA4_SM90_BWD_STG128
 #define FA4_SM90_BWD_STG128 1
 #endif
+/* FA4_SM90_BWD_EPI_FIRST 1 (session 34, opt-in): where no turn or split epilogue follows the walk
+ * (default mode, not the GQA split), the dK / dV epilogue runs before the wait for the last dQ
+ * reduce-adds instead of after it. 0: after (the order since session 3). */
+#ifndef FA4_SM90_BWD_EPI_FIRST
+#define FA4_SM90_BWD_EPI_FIRST 0
+#endif
 /* one row half r2 of a consumer thread's accumulator (kDim real columns of NB 8-column blocks),
  * times s where kScale, into row (lanes whose row lies outside the sequence, !in, store nothing but
  * take part in the shuffles) */
@@ -574,6 +580,13 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         if (it > 0 && !p.dq_sem)
             c.drain_dq(it - 1, hp, m0p); /* the last step's dQ */
 #endif
+#if FA4_SM90_BWD_EPI_FIRST && !FA4_SM90_BWD_DQ_LAG
+        /* default-mode calls without the split epilogue: dK, dV out before warp 0's lane 0 waits
+         * for the last dQ reduce-adds (its warp's stores waited behind that wait) */
+        const bool epi_first = !p.dq_sem && !(FA4_SM90_BWD_GQA_PROG && p.kv_split);
+        if (epi_first)
+            epilogue();
+#endif
         if (warp == 0 && lane == 0 && cw < kBDqWgs) {
 #if FA4_SM90_BWD_TURN_AGENT
             if (p.dq_sem)
@@ -592,7 +605,10 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         fa4_bwd_aux_window_flush(aux, sm, tid - 128);
 #endif
 #if !FA4_SM90_BWD_DQ_LAG
-        epilogue();
+#if FA4_SM90_BWD_EPI_FIRST
+        if (!epi_first)
+#endif
+            epilogue();
 #endif
 #if FA4_SM90_BWD_DQ_FUSED
         /* this CTA's tiles counted off, those it completes converted (bwd_consumer.cuh) */
