@@ -161,7 +161,7 @@
  * of the tile hand-off slot remain, which racecheck reports for any mbarrier-ordered hand-off
  * (notes/racecheck-mbarrier-probe.cu). Its cost, H100 2026-12-07, B8 H16 S4096 D128 bf16, forward
  * TFLOP/s, median of 2 rounds, 2 -> 1: trainable T5 619.7 -> 615.0, fixed T5 618.4 -> 615.2
- * (bench/results/2026-12-07-h100-s34-part30.md). */
+ * (bench/results/2026-12-07-h100-s34-garr1.md). */
 #ifndef FA4_SM90_RELT_GARR
 #define FA4_SM90_RELT_GARR 1
 #endif
