@@ -649,11 +649,14 @@ void run_case(tcase *c, case_out *res)
                              : c->mod == M_WIDEBIAS   ? widebias_index
                              : c->mod == M_T5_TRAIN   ? t5_index
                                                       : relbias_index;
+        /* the kernels' O, which their backward was given: the reference's rows' sums D from it
+         * (ref_problem.o_used) */
+        double *o = download(&O, dt, tq);
+        rp.o_used = c->bwd ? o : NULL;
         ref_result rr;
         if (ref_attention(&rp, c->bwd, &rr, g_threads) != 0)
             snprintf(res->note, sizeof res->note, "CPU evaluator failed");
 
-        double *o = download(&O, dt, tq);
         res->e[0] = compare(o, rr.o, (size_t)c->hq * tq * c->dv);
         res->have[0] = 1;
         free(o);

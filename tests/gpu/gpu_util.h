@@ -133,6 +133,14 @@ typedef struct ref_problem {
     int bm_batch, bm_heads, bm_q_block, bm_kv_block, bm_nq, bm_nkv;
     const double *q, *k, *v, *dout;
     const double *dlse;       /* [hq][tq] d loss / d LSE, NULL = none */
+    /* [hq][tq][dv] the O the backward was given (the kernels' forward output, in the element
+     * type), NULL = none. With it the rows' sum D is rowsum(dO * o_used), as every kernel's bwd_pre
+     * forms it, instead of the exact sum P dP: a per-row error of D (O's rounding) moves an aux
+     * gradient entry by the row's probability mass in it, where the entry's exact value cancels
+     * (sum P (dP - D) over a row is 0), so an entry that takes most of its rows' mass got a relative
+     * error of the element type's rounding times about sqrt(keys in it) / 16 (session 34) that is
+     * the algorithm's, not a kernel's */
+    const double *o_used;
     int trainable_aux;        /* index of the trainable aux tensor, -1 none */
     int64_t trainable_numel;
     /* d mod / d aux[elem] is 1 at elem = index_of(q_idx, kv_idx) (the test's relative bias) */

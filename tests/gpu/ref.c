@@ -112,6 +112,12 @@ static void *worker(void *arg)
                     ds[j] = dp;
                     dsum += pr[j] * dp;
                 }
+                if (p->o_used) { /* D as the kernels form it (ref_problem.o_used) */
+                    const double *orow_used = p->o_used + ((size_t)h * p->tq + qr) * dv;
+                    dsum = 0;
+                    for (int c = 0; c < dv; c++)
+                        dsum += dO[c] * orow_used[c];
+                }
                 if (p->dlse) /* the LSE's own gradient: d lse / d score_j = P_j */
                     dsum -= p->dlse[(size_t)h * p->tq + qr];
                 double *dq = o->dq + ((size_t)h * p->tq + qr) * d;
