@@ -546,10 +546,9 @@ elif [ "$PART" = 31 ]; then
         echo "case 134 on $path rc=$? $(grep -E 'PASS|FAIL' "$O/case134_$path.log" | cut -c1-250)"
     done
     echo "== 65. suite: t5, relbias and block-mask cases ($(left) s left)"
-    suite suite_t5bm "$(cap 100 320)" default --filter "t5|relbias|bm-|causal|document|window"
+    suite suite_t5bm "$(cap 100 260)" default --filter "t5|relbias|bm-|causal|document|window"
     echo "== 66. A/B: the step table under bwd_pre ($(left) s left)"
-    ab ab_steps "$(cap 80 240)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
-        --variants "default,$D/k_st0,$D/k_epi" --rounds 1 --bwd
+    ab ab_steps "$(cap 60 200)" --cases "causal_seqlen:S=4096" --variants "default,$D/k_st0,$D/k_epi" --rounds 1 --bwd
     echo "== 67. bench/run.py ($(left) s left)"
     run_bench
     tar_out part31
