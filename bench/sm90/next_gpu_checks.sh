@@ -547,10 +547,16 @@ elif [ "$PART" = 31 ]; then
     done
     echo "== 65. suite: t5, relbias and block-mask cases ($(left) s left)"
     suite suite_t5bm "$(cap 100 260)" default --filter "t5|relbias|bm-|causal|document|window"
-    echo "== 66. A/B: the step table under bwd_pre ($(left) s left)"
-    ab ab_steps "$(cap 60 200)" --cases "causal_seqlen:S=4096" --variants "default,$D/k_st0,$D/k_epi" --rounds 1 --bwd
-    echo "== 67. bench/run.py ($(left) s left)"
-    run_bench
+    echo "== 66. bench/run.py, four cases ($(left) s left)"
+    if [ "$(left)" -gt 100 ]; then
+        timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 30 )) \
+            --grace-s 20 --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:T5_bias_(trainable),mods:rel._bias_(trainable)" \
+            --out "$O/run" >"$O/run.log" 2>&1
+        echo "run.py rc=$? t=$SECONDS"
+        grep -h "^|" "$O"/run/*.md 2>/dev/null | head -20
+    fi
+    echo "== 67. A/B: the step table under bwd_pre ($(left) s left)"
+    [ "$(left)" -gt 50 ] && ab ab_steps "$(cap 60 3)" --cases "causal_seqlen:S=4096" --variants "default,$D/k_st0,$D/k_epi" --rounds 1 --bwd
     tar_out part31
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
