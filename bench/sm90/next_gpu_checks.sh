@@ -546,7 +546,7 @@ elif [ "$PART" = 31 ]; then
         echo "case 134 on $path rc=$? $(grep -E 'PASS|FAIL' "$O/case134_$path.log" | cut -c1-250)"
     done
     echo "== 65. suite: t5, relbias and block-mask cases ($(left) s left)"
-    suite suite_t5bm "$(cap 100 260)" default --filter "t5|relbias|bm-|causal|document|window"
+    suite suite_t5bm "$(cap 100 130)" default --filter "t5|relbias|bm-|causal|document|window"
     echo "== 66. bench/run.py, four cases ($(left) s left)"
     if [ "$(left)" -gt 100 ]; then
         timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 30 )) \
