@@ -558,6 +558,19 @@ elif [ "$PART" = 31 ]; then
     echo "== 67. A/B: the step table under bwd_pre ($(left) s left)"
     [ "$(left)" -gt 50 ] && ab ab_steps "$(cap 60 3)" --cases "causal_seqlen:S=4096" --variants "default,$D/k_st0,$D/k_epi" --rounds 1 --bwd
     tar_out part31
+elif [ "$PART" = 32 ]; then
+    # session 34's last short call (END_S about 170; carry as PART 31's): case 134 on both paths with
+    # the reference's D from the kernels' O, then the block-mask, causal and trainable-table cases
+    # (the step table under bwd_pre, RELT_GARR 1, the new reference)
+    echo "== 68. quick case 134, sm90 and sm80 paths ($(left) s left)"
+    for path in sm90 sm80; do
+        FA4_TEST_PATH=$path FA4JIT_CACHE_DIR=/tmp/nx-def timeout 40 "$D/test_gpu_sm80" --quick --no-bench --case 134 \
+            >"$O/case134_$path.log" 2>&1
+        echo "case 134 on $path rc=$? $(grep -E 'PASS|FAIL' "$O/case134_$path.log" | cut -c1-250)"
+    done
+    echo "== 69. suite: block-mask, causal and trainable-table cases ($(left) s left)"
+    suite suite_bm "$(cap 130 3)" default --filter "bm-|causal|document|t5_train|relbias"
+    tar_out part32
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
