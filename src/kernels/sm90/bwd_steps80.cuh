@@ -17,6 +17,11 @@
 #ifndef FA4_SM90_BWD_STEPS80_CUH
 #define FA4_SM90_BWD_STEPS80_CUH
 
+/* FA4_SM90_BWD_STEPS_EARLY 1 (session 34): in default-mode calls the table is built while bwd_pre
+ * runs and the wait comes last (below); 0: the wait first, as before. */
+#ifndef FA4_SM90_BWD_STEPS_EARLY
+#define FA4_SM90_BWD_STEPS_EARLY 1
+#endif
 extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_params p)
 {
     extern __shared__ unsigned char fa4_steps_mark[];
@@ -29,7 +34,7 @@ extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_
      * and lane 0 waits last, with no early trigger (session 34: the main kernel's CTAs, launched at
      * this grid's completion, would otherwise take SMs from bwd_pre's last waves). Before, the
      * table waited for bwd_pre and the main kernel for the table. */
-    const bool wait_first = p.dq_sem != nullptr;
+    const bool wait_first = !FA4_SM90_BWD_STEPS_EARLY || p.dq_sem != nullptr;
     if (wait_first) {
         fa4_pdl_wait();
         fa4_pdl_launch();
