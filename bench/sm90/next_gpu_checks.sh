@@ -80,6 +80,16 @@ suite() {
     echo "$log ($kd kernels $*) rc=$? t=$SECONDS $(grep -E '^TOTAL' "$O/$log.log")"
     grep FAIL "$O/$log.log" | head -8
 }
+# the quick suite's case 134 (session 34: d256 t5_train deterministic) on the sm90 and sm80 paths,
+# timeout $1 s each; logs $O/case134_PATH.log, the result lines printed
+case134_both() {
+    local path
+    for path in sm90 sm80; do
+        FA4_TEST_PATH=$path FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$1" "$D/test_gpu_sm80" --quick --no-bench --case 134 \
+            >"$O/case134_$path.log" 2>&1
+        echo "case 134 on $path rc=$? $(grep -E 'PASS|FAIL' "$O/case134_$path.log" | cut -c1-250)"
+    done
+}
 # the full sm90 suite on the carried build (timeout $1 s)
 full_suite() { suite suite "$1" default; }
 # the PyTorch package's GPU tests named by -k "$1" (timeout $2 s)
@@ -540,11 +550,7 @@ elif [ "$PART" = 31 ]; then
     # and of the dK / dV epilogue before the last dQ wait (k_epi);
     # then bench/run.py with the peers
     echo "== 64. quick case 134, sm90 and sm80 paths ($(left) s left)"
-    for path in sm90 sm80; do
-        FA4_TEST_PATH=$path FA4JIT_CACHE_DIR=/tmp/nx-def timeout 60 "$D/test_gpu_sm80" --quick --no-bench --case 134 \
-            >"$O/case134_$path.log" 2>&1
-        echo "case 134 on $path rc=$? $(grep -E 'PASS|FAIL' "$O/case134_$path.log" | cut -c1-250)"
-    done
+    case134_both 60
     echo "== 65. suite: t5, relbias and block-mask cases ($(left) s left)"
     suite suite_t5bm "$(cap 100 130)" default --filter "t5|relbias|bm-|causal|document|window"
     echo "== 66. bench/run.py, four cases ($(left) s left)"
@@ -563,11 +569,7 @@ elif [ "$PART" = 32 ]; then
     # the reference's D from the kernels' O, then the block-mask, causal and trainable-table cases
     # (the step table under bwd_pre, RELT_GARR 1, the new reference)
     echo "== 68. quick case 134, sm90 and sm80 paths ($(left) s left)"
-    for path in sm90 sm80; do
-        FA4_TEST_PATH=$path FA4JIT_CACHE_DIR=/tmp/nx-def timeout 40 "$D/test_gpu_sm80" --quick --no-bench --case 134 \
-            >"$O/case134_$path.log" 2>&1
-        echo "case 134 on $path rc=$? $(grep -E 'PASS|FAIL' "$O/case134_$path.log" | cut -c1-250)"
-    done
+    case134_both 40
     echo "== 69. suite: block-mask, causal and trainable-table cases ($(left) s left)"
     suite suite_bm "$(cap 130 3)" default --filter "bm-|causal|document|t5_train|relbias"
     tar_out part32
