@@ -552,7 +552,8 @@ elif [ "$PART" = 31 ]; then
     echo "== 64. quick case 134, sm90 and sm80 paths ($(left) s left)"
     case134_both 60
     echo "== 65. suite: t5, relbias and block-mask cases ($(left) s left)"
-    suite suite_t5bm "$(cap 100 130)" default --filter "t5|relbias|bm-|causal|document|window"
+    # (a short call, END_S under 230: the suite takes what is left, run.py and the A/B skip)
+    suite suite_t5bm "$(cap 100 $(( $(left) > 230 ? 130 : 3 )))" default --filter "t5|relbias|bm-|causal|document|window"
     echo "== 66. bench/run.py, four cases ($(left) s left)"
     if [ "$(left)" -gt 100 ]; then
         timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 30 )) \
@@ -564,15 +565,6 @@ elif [ "$PART" = 31 ]; then
     echo "== 67. A/B: the step table under bwd_pre ($(left) s left)"
     [ "$(left)" -gt 50 ] && ab ab_steps "$(cap 60 3)" --cases "causal_seqlen:S=4096" --variants "default,$D/k_st0,$D/k_epi" --rounds 1 --bwd
     tar_out part31
-elif [ "$PART" = 32 ]; then
-    # session 34's last short call (END_S about 170; carry as PART 31's): case 134 on both paths with
-    # the reference's D from the kernels' O, then the block-mask, causal and trainable-table cases
-    # (the step table under bwd_pre, RELT_GARR 1, the new reference)
-    echo "== 68. quick case 134, sm90 and sm80 paths ($(left) s left)"
-    case134_both 40
-    echo "== 69. suite: block-mask, causal and trainable-table cases ($(left) s left)"
-    suite suite_bm "$(cap 130 3)" default --filter "bm-|causal|document|t5_train|relbias"
-    tar_out part32
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
