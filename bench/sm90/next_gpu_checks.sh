@@ -20,13 +20,14 @@
 # and 19 folded into 20 / 21). PART 23 (END_S=120; set-up `bash scripts/device_carry.sh && cp
 # bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/`): the suite's soft-cap cases
 # on HEAD, whose D 256 forward dropped the prescale after PART 20.
-# Session 33 ran PARTS 24-27 (bench/results/2026-12-07-h100-s33-*). **PART 28 is pending** (END_S=220;
-# set-up: `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py}
-# .devcarry/ && cp -r src/kernels .devcarry/k_garr1 && sed -i 's/^#define FA4_SM90_RELT_GARR 2$/#define
-# FA4_SM90_RELT_GARR 1/' .devcarry/k_garr1/sm90/softmax.cuh`): racecheck's hazards by kernel, default
-# against RELT_GARR 1 (notes/sm90-bwd.md, session 33). PART 29 (END_S=200; set-up `cp -r src/kernels
-# .devcarry/k_shfl && sed -i 's/^#ifndef FA4_SM90_BWD_REL_SHFL$/#define FA4_SM90_BWD_REL_SHFL 1\n&/'
-# .devcarry/k_shfl/sm90/bwd_consumer.cuh`): REL_SHFL for the fixed tables, A/B.
+# Session 34 ran PART 30 (bench/results/2026-12-07-h100-s34-*: racecheck classified, so PART 28 is
+# gone; the backward's 16-byte stores; RELT_GARR 1's cost). **PART 31 is pending** (set-up in its
+# comment below; END_S 250 for a short call, up to 560 for all of it). PART 29 (END_S=200; set-up
+# `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py}
+# .devcarry/ && cp -r src/kernels .devcarry/k_shfl && sed -i 's/^#ifndef FA4_SM90_BWD_REL_SHFL$/#define
+# FA4_SM90_BWD_REL_SHFL 1\n&/' .devcarry/k_shfl/sm90/bwd_consumer.cuh`): REL_SHFL for the fixed tables,
+# A/B, also pending.
+# Session 33 ran PARTS 24-27 (bench/results/2026-12-07-h100-s33-*).
 # Session 31 ran PART 17 (bench/results/2026-12-07-h100-s31-*: GDEFER, the 2-stage ring, RELT_ALL).
 # Session 30 ran PARTS 10, 11, 8 (again, for its suite and run.py), 12, 13, 14 and 15
 # (bench/results/2026-12-07-h100-s30-*). PART 16 (session 31 ran its steps in PART 17; END_S=220; set-up: `bash
@@ -483,23 +484,6 @@ elif [ "$PART" = 27 ]; then
         done
     done
     tar_out part27
-elif [ "$PART" = 28 ]; then
-    # session 33 (END_S about 200): PART 27's racecheck hazards, all it printed in fa4_sm90_fwd's
-    # relative table (writes of the fills, reads of the score stage): every hazard's kernel on the
-    # default kernels, and the same case with FA4_SM90_RELT_GARR 1 (k_garr1: the fill's copy behind
-    # the warpgroup's named barrier instead of each warp's own span and bar.warp.sync)
-    echo "== 57. racecheck, all hazards ($(left) s left)"
-    for f in "relbias" "t5_train"; do
-        for v in default k_garr1; do
-            [ "$(left)" -gt 20 ] || break
-            [ "$v" = default ] && kd= || kd="FA4JIT_KERNEL_DIR=$D/$v"
-            env $kd FA4JIT_CACHE_DIR=/tmp/nx-$v timeout "$(cap 45 3)" compute-sanitizer --tool racecheck --print-limit 1000 \
-                "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$O/race_${v}_$f.log" 2>&1
-            echo "racecheck $v [$f] rc=$? $(grep -E 'RACECHECK SUMMARY|^TOTAL' "$O/race_${v}_$f.log" | tr '\n' ' ')"
-            grep -oE "(Write|Read) access at [a-z0-9_]+" "$O/race_${v}_$f.log" | sort | uniq -c
-        done
-    done
-    tar_out part28
 elif [ "$PART" = 29 ]; then
     # for session 34 (END_S about 200): REL_SHFL for the fixed tables too (k_shfl: the working tree's
     # kernels with FA4_SM90_BWD_REL_SHFL 1 everywhere; the default keeps it to trainable costly g).
@@ -513,11 +497,12 @@ elif [ "$PART" = 29 ]; then
         --variants "default,$D/k_shfl" --rounds 2 --bwd
     tar_out part29
 elif [ "$PART" = 30 ]; then
-    # session 34 (END_S about 560; set-up as PART 28's plus `cp -r src/kernels .devcarry/k_stg0 &&
+    # session 34 (END_S about 560; set-up: device_carry.sh, the scripts, k_garr1 (src/kernels with
+    # FA4_SM90_RELT_GARR 1 in sm90/softmax.cuh) and `cp -r src/kernels .devcarry/k_stg0 &&
     # sed -i 's/^#define FA4_SM90_BWD_STG128 1$/#define FA4_SM90_BWD_STG128 0/'
     # .devcarry/k_stg0/sm90/bwd_main.cu`): the backward epilogue's 16-byte stores
     # (FA4_SM90_BWD_STG128, default in the carried build) through the quick suite and an A/B
-    # against the 4-byte stores (k_stg0); PART 28's racecheck classification; the forward's cost of
+    # against the 4-byte stores (k_stg0); racecheck's hazards by kernel, default against k_garr1; the forward's cost of
     # RELT_GARR 1 (its fill behind the warpgroup's barrier: race-free by construction) against 2
     echo "== 60. quick suite on the carried build ($(left) s left)"
     suite suite_quick "$(cap 150 380)" default --quick
