@@ -525,20 +525,21 @@ elif [ "$PART" = 30 ]; then
         --variants "default,$D/k_garr1" --rounds 2
     tar_out part30
 elif [ "$PART" = 31 ]; then
-    # session 34 (END_S about 560; set-up: device_carry.sh of HEAD, the scripts, and `mkdir -p
-    # .devcarry/k_st0 && git archive f178343 src/kernels | tar -x -C .devcarry/k_st0 --strip-components 2`,
-    # and k_epi: src/kernels with FA4_SM90_BWD_EPI_FIRST 1 in sm90/bwd_main.cu):
-    # PART 30's one failure, the quick suite's case 134 (d256 t5_train deterministic, dAux rel
-    # 1.30e-2 against the 1e-2 bound; the full suite's case of the same shape, other data, 1.99e-3),
-    # on the sm90 and the sm80 paths; the t5 / relbias cases with RELT_GARR 1 (the new default); the
-    # block-mask cases and an A/B of the default-mode step table built under bwd_pre (k_st0: before)
-    # and of the dK / dV epilogue before the last dQ wait (k_epi);
-    # then bench/run.py with the peers
+    # for session 35 (END_S 250 for a short call, up to 560; set-up: `bash scripts/device_carry.sh &&
+    # cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ && for k in STEPS_EARLY:bwd_steps80.cuh
+    # EPI_FIRST:bwd_main.cu; do n=${k%%:*}; f=${k#*:}; d=.devcarry/k_$(echo $n | tr A-Z a-z); cp -r src/kernels $d &&
+    # sed -i "s/^#define FA4_SM90_BWD_$n 0$/#define FA4_SM90_BWD_$n 1/" $d/sm90/$f; done`):
+    # session 34's quick-suite case 134 (d256 t5_train deterministic, dAux rel 1.30e-2 against the 1e-2
+    # bound) on the sm90 and sm80 paths with the reference's D from the kernels' O (a0da033); the t5,
+    # relbias and block-mask cases on k_steps_early (FA4_SM90_BWD_STEPS_EARLY 1: the default mode's
+    # step table built under bwd_pre; it differs from the default only there); four bench/run.py
+    # cases with the peers; an A/B of causal's backward: default, k_steps_early, k_epi_first
+    # (FA4_SM90_BWD_EPI_FIRST 1)
     echo "== 64. quick case 134, sm90 and sm80 paths ($(left) s left)"
     case134_both 60
-    echo "== 65. suite: t5, relbias and block-mask cases ($(left) s left)"
+    echo "== 65. suite on k_steps_early: t5, relbias and block-mask cases ($(left) s left)"
     # (a short call, END_S under 230: the suite takes what is left, run.py and the A/B skip)
-    suite suite_t5bm "$(cap 100 $(( $(left) > 230 ? 130 : 3 )))" default --filter "t5|relbias|bm-|causal|document|window"
+    suite suite_t5bm "$(cap 100 $(( $(left) > 230 ? 130 : 3 )))" k_steps_early --filter "t5|relbias|bm-|causal|document|window"
     echo "== 66. bench/run.py, four cases ($(left) s left)"
     if [ "$(left)" -gt 100 ]; then
         timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 30 )) \
@@ -547,8 +548,9 @@ elif [ "$PART" = 31 ]; then
         echo "run.py rc=$? t=$SECONDS"
         grep -h "^|" "$O"/run/*.md 2>/dev/null | head -20
     fi
-    echo "== 67. A/B: the step table under bwd_pre ($(left) s left)"
-    [ "$(left)" -gt 50 ] && ab ab_steps "$(cap 60 3)" --cases "causal_seqlen:S=4096" --variants "default,$D/k_st0,$D/k_epi" --rounds 1 --bwd
+    echo "== 67. A/B: the step table under bwd_pre, the epilogue first ($(left) s left)"
+    [ "$(left)" -gt 50 ] && ab ab_steps "$(cap 60 3)" --cases "causal_seqlen:S=4096" \
+        --variants "default,$D/k_steps_early,$D/k_epi_first" --rounds 1 --bwd
     tar_out part31
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free

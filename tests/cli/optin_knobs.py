@@ -38,7 +38,9 @@ bf16, so that the A/B switch stays buildable. The passes (PASSES below):
 14. FA4_SM90_BWD_REL_SHFL 0 -> 1 (g shared by shuffles from 4 evaluations a step; default only
     where g is costly, t5_bias): rel_bias's trainable backward main at D 128;
 15. FA4_SM90_BWD_STG128 1 -> 0 (bwd_main.cu: dK and dV in 4-byte stores instead of 16-byte ones
-    after a quad transpose; default since session 34): rel_bias's backward main at D 128.
+    after a quad transpose; default since session 34): rel_bias's backward main at D 128;
+16. FA4_SM90_BWD_STEPS_EARLY 0 -> 1 (bwd_steps80.cuh: the default mode's 80-query step table built
+    while bwd_pre runs; opt-in, not yet run on a GPU): causal's 80-query backward program at D 128.
 Fails unless every build has 168 registers and no spill, serialized wgmma or spill fallback (a
 backward main may keep a stack frame within path_sm90.c's frame tolerance, 192 bytes, as the
 library does), in cubins that differ from the default build's (the knobs reach the code).
@@ -78,7 +80,9 @@ PASSES = [(KNOBS, BUILDS, MODS),
           ([("config.cuh", "FA4_SM90_PRESCALE_ON", "1", "0")], BUILDS[1:2], ["softcap"]),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_REL_SCR", "1", "0")], BWD128[1:], MODS),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_REL_SHFL", "0", "1")], BWD128[1:], ["rel_bias"]),
-          ([("bwd_main.cu", "FA4_SM90_BWD_STG128", "1", "0")], BWD128[:1], ["rel_bias"])]
+          ([("bwd_main.cu", "FA4_SM90_BWD_STG128", "1", "0")], BWD128[:1], ["rel_bias"]),
+          ([("bwd_steps80.cuh", "FA4_SM90_BWD_STEPS_EARLY", "0", "1")], [(128, "bwd", ["bwd_main90m80"], ())],
+           ["causal"])]
 
 
 def kernels_dir():
@@ -170,7 +174,7 @@ def run_pass(fa4jit, base, tmp, knobs, builds, mods, tag):
 
 
 def main():
-    args = cli_check_args(sys.argv, __doc__, MODS + ["softcap"])
+    args = cli_check_args(sys.argv, __doc__, MODS + ["softcap", "causal"])
     if args is None:
         return 2
     fa4jit, mods, base = args

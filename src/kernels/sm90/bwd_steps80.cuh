@@ -17,10 +17,13 @@
 #ifndef FA4_SM90_BWD_STEPS80_CUH
 #define FA4_SM90_BWD_STEPS80_CUH
 
-/* FA4_SM90_BWD_STEPS_EARLY 1 (session 34): in default-mode calls the table is built while bwd_pre
- * runs and the wait comes last (below); 0: the wait first, as before. */
+/* FA4_SM90_BWD_STEPS_EARLY 1 (session 34, opt-in): in default-mode calls the table is built while
+ * bwd_pre runs and the wait comes last (below); 0: the wait first, as before. Built and compiled,
+ * not yet run on a GPU (session 34's device calls after the first failed to start): it stays off
+ * until the block-mask cases pass with it and an A/B shows the gain (next_gpu_checks.sh PART 31
+ * has both, with the knob on in the carried build). */
 #ifndef FA4_SM90_BWD_STEPS_EARLY
-#define FA4_SM90_BWD_STEPS_EARLY 1
+#define FA4_SM90_BWD_STEPS_EARLY 0
 #endif
 extern "C" __global__ void __launch_bounds__(32) fa4_sm90_bwd_steps80(const fa4_params p)
 {
