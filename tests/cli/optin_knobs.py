@@ -40,7 +40,9 @@ bf16, so that the A/B switch stays buildable. The passes (PASSES below):
 15. FA4_SM90_BWD_STG128 1 -> 0 (bwd_main.cu: dK and dV in 4-byte stores instead of 16-byte ones
     after a quad transpose; default since session 34): rel_bias's backward main at D 128;
 16. FA4_SM90_BWD_STEPS_EARLY 0 -> 1 (bwd_steps80.cuh: the default mode's 80-query step table built
-    while bwd_pre runs; opt-in, not yet run on a GPU): causal's 80-query backward program at D 128.
+    while bwd_pre runs; opt-in, not yet run on a GPU): causal's 80-query backward program at D 128;
+17. FA4_SM90_BWD_EPI_FIRST 0 -> 1 (bwd_main.cu: dK / dV out before the last dQ wait in default-mode
+    calls; opt-in, not yet run on a GPU): the same build.
 Fails unless every build has 168 registers and no spill, serialized wgmma or spill fallback (a
 backward main may keep a stack frame within path_sm90.c's frame tolerance, 192 bytes, as the
 library does), in cubins that differ from the default build's (the knobs reach the code).
@@ -65,6 +67,7 @@ MODS = ["rel_bias", "t5_bias"]
 # the passes: (knobs switched together, builds, mods)
 T5_FWD = [(64, "fwd", ["fwd"], ()), (128, "fwd", ["fwd"], ()), (256, "fwd", ["fwd"], ())]
 BWD128 = [(128, "bwd", ["bwd_main90"], ()), (128, "bwd", ["bwd_main90"], ("--trainable", "bias"))]
+BWD80 = [(128, "bwd", ["bwd_main90m80"], ())]
 PASSES = [(KNOBS, BUILDS, MODS),
           ([("softmax.cuh", "FA4_SM90_RELT_REUSE", "0", "1"),
             ("softmax.cuh", "FA4_SM90_RELT_GARR", "1", "0")], T5_FWD, ["t5_bias"]),
@@ -81,8 +84,8 @@ PASSES = [(KNOBS, BUILDS, MODS),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_REL_SCR", "1", "0")], BWD128[1:], MODS),
           ([("bwd_consumer.cuh", "FA4_SM90_BWD_REL_SHFL", "0", "1")], BWD128[1:], ["rel_bias"]),
           ([("bwd_main.cu", "FA4_SM90_BWD_STG128", "1", "0")], BWD128[:1], ["rel_bias"]),
-          ([("bwd_steps80.cuh", "FA4_SM90_BWD_STEPS_EARLY", "0", "1")], [(128, "bwd", ["bwd_main90m80"], ())],
-           ["causal"])]
+          ([("bwd_steps80.cuh", "FA4_SM90_BWD_STEPS_EARLY", "0", "1")], BWD80, ["causal"]),
+          ([("bwd_main.cu", "FA4_SM90_BWD_EPI_FIRST", "0", "1")], BWD80, ["causal"])]
 
 
 def kernels_dir():
