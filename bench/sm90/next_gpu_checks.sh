@@ -528,13 +528,16 @@ elif [ "$PART" = 31 ]; then
     # for session 35 (END_S 250 for a short call, up to 560; set-up: `bash scripts/device_carry.sh &&
     # cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ && for k in STEPS_EARLY:bwd_steps80.cuh
     # EPI_FIRST:bwd_main.cu; do n=${k%%:*}; f=${k#*:}; d=.devcarry/k_$(echo $n | tr A-Z a-z); cp -r src/kernels $d &&
-    # sed -i "s/^#define FA4_SM90_BWD_$n 0$/#define FA4_SM90_BWD_$n 1/" $d/sm90/$f; done`):
+    # sed -i "s/^#define FA4_SM90_BWD_$n 0$/#define FA4_SM90_BWD_$n 1/" $d/sm90/$f; done && cp -r src/kernels
+    # .devcarry/k_bwd256_stg && sed -i 's/^#define FA4_SM90_BWD256_STG128 0$/#define FA4_SM90_BWD256_STG128 1/'
+    # .devcarry/k_bwd256_stg/sm90/bwd_common.cuh`):
     # session 34's quick-suite case 134 (d256 t5_train deterministic, dAux rel 1.30e-2 against the 1e-2
     # bound) on the sm90 and sm80 paths with the reference's D from the kernels' O (a0da033); the t5,
     # relbias and block-mask cases on k_steps_early (FA4_SM90_BWD_STEPS_EARLY 1: the default mode's
     # step table built under bwd_pre; it differs from the default only there); four bench/run.py
     # cases with the peers; an A/B of causal's backward: default, k_steps_early, k_epi_first
-    # (FA4_SM90_BWD_EPI_FIRST 1)
+    # (FA4_SM90_BWD_EPI_FIRST 1); if time is left, the D 256 backward's 16-byte stores (k_bwd256_stg,
+    # FA4_SM90_BWD256_STG128 1): its d256 cases and an A/B
     echo "== 64. quick case 134, sm90 and sm80 paths ($(left) s left)"
     case134_both 60
     echo "== 65. suite on k_steps_early: t5, relbias and block-mask cases ($(left) s left)"
@@ -551,6 +554,12 @@ elif [ "$PART" = 31 ]; then
     echo "== 67. A/B: the step table under bwd_pre, the epilogue first ($(left) s left)"
     [ "$(left)" -gt 50 ] && ab ab_steps "$(cap 60 3)" --cases "causal_seqlen:S=4096" \
         --variants "default,$D/k_steps_early,$D/k_epi_first" --rounds 1 --bwd
+    echo "== 68. the D 256 backward's 16-byte stores ($(left) s left)"
+    if [ "$(left)" -gt 90 ]; then
+        suite suite_d256 "$(cap 50 40)" k_bwd256_stg --quick --filter "d256"
+        [ "$(left)" -gt 40 ] && ab ab_d256 "$(cap 50 3)" --cases "headdim:D=256" --variants "default,$D/k_bwd256_stg" \
+            --rounds 1 --bwd
+    fi
     tar_out part31
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free

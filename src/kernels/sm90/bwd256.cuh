@@ -999,6 +999,17 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         const int g = lane >> 2, t = lane & 3;
         fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;
         fa4_elem *gdV = (fa4_elem *)p.dv.data + b * p.dv.sb + hk * p.dv.sh + (seq.row_k + n0) * p.dv.ss;
+#if FA4_SM90_BWD256_STG128
+        /* (bwd_common.cuh fa4_bwd_store_row: whole groups of 32 columns in 16-byte stores) */
+        const int col0 = cw * kBWgCols;
+#pragma unroll
+        for (int r2 = 0; r2 < 2; ++r2) {
+            const int r = warp * 16 + g + 8 * r2;
+            const bool in = n0 + r < seq.len_k;
+            fa4_bwd_store_row<16, true, true>(gdK + (long long)r * p.dk.ss + col0, dk, r2, p.scale, t, in, kD - col0);
+            fa4_bwd_store_row<16, false, true>(gdV + (long long)r * p.dv.ss + col0, dv, r2, 1.f, t, in, kDv - col0);
+        }
+#else
 #pragma unroll
         for (int r2 = 0; r2 < 2; ++r2) {
             const int r = warp * 16 + g + 8 * r2;
@@ -1015,6 +1026,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
                 }
             }
         }
+#endif
     }
 }
 

@@ -79,4 +79,54 @@ __device__ __forceinline__ void fa4_bwd_post_dq_turn(const Smem &sm, int cw, uns
     fa4_mbar_arrive(sm.bar_turn_post(cw));
 }
 
+/* FA4_SM90_BWD_STG128 1 (session 34): the epilogue writes dK and dV in 16-byte stores, the forward's
+ * FA4_SM90_FWD_STG128 form (ptx90.cuh fa4_sm90_quad_transpose on each group of four 8-column
+ * blocks, then one st.global.v4 a lane: a warp store covers whole 32-byte sectors of its 8 rows,
+ * where the 4-byte stores covered half sectors and the 64 of them a thread stalled on lg_throttle,
+ * session 23's ncu); blocks past the last whole group (head dims not a multiple of 32) keep 4-byte
+ * stores. dK, dV and their strides are 16-byte aligned (launch.c check_tensor). 0: 4-byte stores.
+ * H100 2026-12-07, B8 H16 S4096 bf16, f+b TFLOP/s, median of 2 rounds, 0 -> 1: plain D 128 594.8 ->
+ * 599.4, causal 508.9 -> 520.4, D 64 431.1 -> 434.2 (bench/results/2026-12-07-h100-s34-stg128.md);
+ * the quick suite 143 / 144 on it (the one failure a D 256 case, which this does not reach). */
+#ifndef FA4_SM90_BWD_STG128
+#define FA4_SM90_BWD_STG128 1
+#endif
+/* FA4_SM90_BWD256_STG128 1 (session 34, opt-in, not yet run on a GPU): the same 16-byte stores in the
+ * D 256 backward's epilogue (bwd256.cuh; each warpgroup's 128 columns, groups past the head dim in
+ * 4-byte stores). 0: 4-byte stores. */
+#ifndef FA4_SM90_BWD256_STG128
+#define FA4_SM90_BWD256_STG128 0
+#endif
+/* one row half r2 of a consumer thread's accumulator (NB 8-column blocks from the row's column 0,
+ * of which the first ncols columns are real: a compile-time constant at D <= 128, the warpgroup's
+ * share at D 256), times s where kScale, into row (lanes whose row lies outside the sequence, !in,
+ * store nothing but take part in the shuffles; ncols is the same in the whole warp). kWide: the
+ * 16-byte form (FA4_SM90_BWD_STG128, FA4_SM90_BWD256_STG128), else 4-byte stores. */
+template <int NB, bool kScale, bool kWide>
+__device__ __forceinline__ void fa4_bwd_store_row(fa4_elem *row, const float (&a)[NB][4], int r2, float s, int t, bool in,
+                                                  int ncols)
+{
+    const auto word = [&](int i) {
+        return kScale ? fa4_pack2(a[i][2 * r2] * s, a[i][2 * r2 + 1] * s) : fa4_pack2(a[i][2 * r2], a[i][2 * r2 + 1]);
+    };
+#pragma unroll
+    for (int g = 0; g < NB / 4; ++g) {
+        if (kWide && 32 * g + 32 <= ncols) {
+            unsigned w[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                w[k] = word(4 * g + k);
+            fa4_sm90_quad_transpose(w, t);
+            if (in)
+                asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + (4 * g + t) * 8), "r"(w[0]),
+                             "r"(w[1]), "r"(w[2]), "r"(w[3]));
+        } else {
+#pragma unroll
+            for (int i = 4 * g; i < 4 * g + 4; ++i)
+                if (i * 8 < ncols && in)
+                    *(unsigned *)(row + i * 8 + 2 * t) = word(i);
+        }
+    }
+}
+
 #endif /* FA4_SM90_BWD_COMMON_CUH */

@@ -328,54 +328,12 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
 
 #include "sm90/bwd_producer.cuh"
 
-/* FA4_SM90_BWD_STG128 1 (session 34): the epilogue writes dK and dV in 16-byte stores, the forward's
- * FA4_SM90_FWD_STG128 form (ptx90.cuh fa4_sm90_quad_transpose on each group of four 8-column
- * blocks, then one st.global.v4 a lane: a warp store covers whole 32-byte sectors of its 8 rows,
- * where the 4-byte stores covered half sectors and the 64 of them a thread stalled on lg_throttle,
- * session 23's ncu); blocks past the last whole group (head dims not a multiple of 32) keep 4-byte
- * stores. dK, dV and their strides are 16-byte aligned (launch.c check_tensor). 0: 4-byte stores.
- * H100 2026-12-07, B8 H16 S4096 bf16, f+b TFLOP/s, median of 2 rounds, 0 -> 1: plain D 128 594.8 ->
- * 599.4, causal 508.9 -> 520.4, D 64 431.1 -> 434.2 (bench/results/2026-12-07-h100-s34-stg128.md);
- * the quick suite 143 / 144 on it (the one failure a D 256 case, which this does not reach). */
-#ifndef FA4_SM90_BWD_STG128
-#define FA4_SM90_BWD_STG128 1
-#endif
 /* FA4_SM90_BWD_EPI_FIRST 1 (session 34, opt-in): where no turn or split epilogue follows the walk
  * (default mode, not the GQA split), the dK / dV epilogue runs before the wait for the last dQ
  * reduce-adds instead of after it. 0: after (the order since session 3). */
 #ifndef FA4_SM90_BWD_EPI_FIRST
 #define FA4_SM90_BWD_EPI_FIRST 0
 #endif
-/* one row half r2 of a consumer thread's accumulator (kDim real columns of NB 8-column blocks),
- * times s where kScale, into row (lanes whose row lies outside the sequence, !in, store nothing but
- * take part in the shuffles) */
-template <int NB, int kDim, bool kScale>
-__device__ __forceinline__ void fa4_bwd_store_row(fa4_elem *row, const float (&a)[NB][4], int r2, float s, int t, bool in)
-{
-#if FA4_SM90_BWD_STG128
-    constexpr int kWide = kDim / 32 * 4; /* blocks in whole groups of four */
-#pragma unroll
-    for (int g = 0; g < kWide / 4; ++g) {
-        unsigned w[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-            w[k] = kScale ? fa4_pack2(a[4 * g + k][2 * r2] * s, a[4 * g + k][2 * r2 + 1] * s)
-                          : fa4_pack2(a[4 * g + k][2 * r2], a[4 * g + k][2 * r2 + 1]);
-        fa4_sm90_quad_transpose(w, t);
-        if (in)
-            asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + (4 * g + t) * 8), "r"(w[0]),
-                         "r"(w[1]), "r"(w[2]), "r"(w[3]));
-    }
-#else
-    constexpr int kWide = 0;
-#endif
-#pragma unroll
-    for (int i = kWide; i < NB; ++i)
-        if (i * 8 < kDim && in)
-            *(unsigned *)(row + i * 8 + 2 * t) = kScale ? fa4_pack2(a[i][2 * r2] * s, a[i][2 * r2 + 1] * s)
-                                                        : fa4_pack2(a[i][2 * r2], a[i][2 * r2 + 1]);
-}
-
 extern "C" __global__ void __launch_bounds__(kBThreads, 1)
     fa4_sm90_bwd_main(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
                       const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
@@ -572,8 +530,10 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             for (int r2 = 0; r2 < 2; ++r2) {
                 const int r = cw * kBWgKeys + warp * 16 + g + 8 * r2;
                 const bool in = n0 + r < seq.len_k;
-                fa4_bwd_store_row<kDp / 8, kD, true>(gdK + (long long)r * p.dk.ss, dk, r2, p.scale, t, in);
-                fa4_bwd_store_row<kDvp / 8, kDv, false>(gdV + (long long)r * p.dv.ss, dv, r2, 1.f, t, in);
+                fa4_bwd_store_row<kDp / 8, true, FA4_SM90_BWD_STG128 != 0>(gdK + (long long)r * p.dk.ss, dk, r2, p.scale,
+                                                                           t, in, kD);
+                fa4_bwd_store_row<kDvp / 8, false, FA4_SM90_BWD_STG128 != 0>(gdV + (long long)r * p.dv.ss, dv, r2, 1.f,
+                                                                            t, in, kDv);
             }
         };
 #if FA4_SM90_BWD_DQ_LAG
