@@ -544,13 +544,8 @@ elif [ "$PART" = 31 ]; then
     # (a short call, END_S under 230: the suite takes what is left, run.py and the A/B skip)
     suite suite_t5bm "$(cap 100 $(( $(left) > 230 ? 130 : 3 )))" k_steps_early --filter "t5|relbias|bm-|causal|document|window"
     echo "== 66. bench/run.py, four cases ($(left) s left)"
-    if [ "$(left)" -gt 100 ]; then
-        timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 30 )) \
-            --grace-s 20 --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:T5_bias_(trainable),mods:rel._bias_(trainable)" \
-            --out "$O/run" >"$O/run.log" 2>&1
-        echo "run.py rc=$? t=$SECONDS"
-        grep -h "^|" "$O"/run/*.md 2>/dev/null | head -20
-    fi
+    [ "$(left)" -gt 100 ] &&
+        run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:T5_bias_(trainable),mods:rel._bias_(trainable)"
     echo "== 67. A/B: the step table under bwd_pre, the epilogue first ($(left) s left)"
     [ "$(left)" -gt 50 ] && ab ab_steps "$(cap 60 3)" --cases "causal_seqlen:S=4096" \
         --variants "default,$D/k_steps_early,$D/k_epi_first" --rounds 1 --bwd
