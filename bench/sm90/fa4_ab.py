@@ -7,7 +7,9 @@ embedded kernels) in its own process, rounds interleaved, CUDA events, median of
         [--rounds 2] [--reps 30] [--bwd]
 
 A variant may carry kernel options after '+' (fa4jit.flex_attention's kernel_options, e.g.
-`default+sw_exp2_percent=25`, `DIR+rescale_threshold=-1`): they are added to every case's. A case
+`default+sw_exp2_percent=25`, `DIR+rescale_threshold=-1`): they are added to every case's. After
+'@', environment settings for its process, ':'-separated (`default@FA4JIT_SM90_BWD_PERSIST=1`);
+'@' comes last (`DIR+OPT=V@NAME=V`). A case
 of run.py with extra fast_math (the soft-cap fast-math row) runs with kernel option fast_math, as
 run.py's row does (forward only).
 
@@ -143,12 +145,17 @@ def main():
     res = {}
     for rnd in range(1, args.rounds + 1):
         for v in args.variants.split(","):
-            kdir, _, kopts = v.partition("+")
+            v_k, _, venv = v.partition("@")
+            kdir, _, kopts = v_k.partition("+")
             env = dict(os.environ)
             env.pop("FA4JIT_KERNEL_DIR", None)
             if kdir != "default":
                 env["FA4JIT_KERNEL_DIR"] = os.path.abspath(kdir)
-            env["FA4JIT_CACHE_DIR"] = f"/tmp/fa4ab-cache-{os.path.basename(kdir.rstrip('/'))}"
+            for kv in filter(None, venv.split(":")):
+                key, _, val = kv.partition("=")
+                env[key] = val
+            tag = os.path.basename(kdir.rstrip('/')) + ("-" + venv.replace(":", "-").replace("=", "") if venv else "")
+            env["FA4JIT_CACHE_DIR"] = f"/tmp/fa4ab-cache-{tag}"
             cmd = [sys.executable, os.path.abspath(__file__), "--child", "--cases", args.cases,
                    "--reps", str(args.reps), "--kopts", kopts] + (["--bwd"] if args.bwd else [])
             p = subprocess.run(cmd, env=env, capture_output=True, text=True)

@@ -140,12 +140,13 @@ run_bench() {
     fi
 }
 # bench/run.py (FlexAttention included, the carried build, no JIT or launch cases) on the cases $1,
-# in what is left of END
+# in what is left of END, into $O/$2 (default run)
 run_cases() {
+    local n=${2:-run}
     timeout $(( $(left) - 5 )) python3 bench/run.py --paths sm90 --no-launch --no-jit --budget-s $(( $(left) - 40 )) \
-        --grace-s 25 --out "$O/run" --cases "$1" >"$O/run.log" 2>&1
-    echo "run.py rc=$? t=$SECONDS"
-    grep -h "^|" "$O"/run/*.md 2>/dev/null | head -40
+        --grace-s 25 --out "$O/$n" --cases "$1" >"$O/$n.log" 2>&1
+    echo "run.py ($n) rc=$? t=$SECONDS"
+    grep -h "^|" "$O/$n"/*.md 2>/dev/null | head -40
 }
 # every file under $O into $O/$1.tar, the rest removed (the device tool brings back about 8 files)
 tar_out() { (cd "$O" && tar -cf "$1.tar" --exclude "$1.tar" . && find . -mindepth 1 ! -name "$1.tar" -delete); }
@@ -556,6 +557,30 @@ elif [ "$PART" = 31 ]; then
             --rounds 1 --bwd
     fi
     tar_out part31
+elif [ "$PART" = 32 ]; then
+    # for session 35 (END_S 560; set-up: `bash scripts/device_carry.sh && cp
+    # bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/`, plus PART 31's kernel dirs
+    # for its steps at the end): case 134 with the new reference (PART 31's first step); the
+    # persistent 80-query backward main (FA4_SM90_BWD_PERSIST, opt-in by FA4JIT_SM90_BWD_PERSIST):
+    # the suite's d128 cases with it at every size (=2) on at most 7 CTAs (each takes many items:
+    # the hand-over of K / V, the ring's phases across items, the counter, varlen's skipped items),
+    # its A/B against the default on plain and causal f+b, and bench/run.py's plain and causal with it
+    # (checked against the peers, cuDNN beside it); then PART 31's run.py cases and A/B if time
+    echo "== 69. quick case 134, sm90 and sm80 paths ($(left) s left)"
+    case134_both 60
+    echo "== 70. persistent backward main: the suite's d128 cases, =2, at most 7 CTAs ($(left) s left)"
+    FA4JIT_SM90_BWD_PERSIST=2 FA4JIT_SM90_BWD_PERSIST_GRID=7 suite suite_persist "$(cap 150 330)" default \
+        --filter "d128 none|d128 causal|d128 document|d128 window|d128 prefix_lm"
+    echo "== 71. A/B: the persistent main against the default ($(left) s left)"
+    ab ab_persist "$(cap 140 200)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
+        --variants "default,default@FA4JIT_SM90_BWD_PERSIST=1" --rounds 2 --bwd
+    echo "== 72. bench/run.py, plain and causal with the persistent main ($(left) s left)"
+    [ "$(left)" -gt 100 ] &&
+        FA4JIT_SM90_BWD_PERSIST=1 run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096" run_persist
+    echo "== 73. PART 31's A/B: the step table under bwd_pre, the epilogue first ($(left) s left)"
+    [ "$(left)" -gt 60 ] && [ -d "$D/k_steps_early" ] && ab ab_steps "$(cap 60 3)" --cases "causal_seqlen:S=4096" \
+        --variants "default,$D/k_steps_early,$D/k_epi_first" --rounds 1 --bwd
+    tar_out part32
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

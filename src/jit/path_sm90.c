@@ -430,6 +430,26 @@ static int fwd_switch(const char *name, char top)
 static int bwd_dq_fused_env(void);
 /* the fused dQ conversion's build option (bwd_config.cuh FA4_SM90_BWD_DQ_FUSED_BUILD) */
 #define BWD_DQ_FUSED_OPTION "-DFA4_SM90_BWD_DQ_FUSED_BUILD=1"
+
+/* FA4JIT_SM90_BWD_PERSIST, read once (opt-in, session 35): 1 or 2, the 80-query program also
+ * holds the persistent main (bwd_main.cu FA4_SM90_BWD_PERSIST, fa4_sm90_bwd_main_persist), which
+ * sm90_launch_bwd runs where the program has it (bwd_persist_fn): with 1 over at least 4 waves of
+ * CTAs, with 2 (for tests) at any size. FA4JIT_SM90_BWD_PERSIST_GRID=N (for tests): at most N CTAs,
+ * so that each takes many items. Its cubins differ, so the cache keys do. */
+static int g_bwd_persist = -1, g_bwd_persist_grid;
+static void read_bwd_persist_env(void)
+{
+    const char *e = getenv("FA4JIT_SM90_BWD_PERSIST");
+    g_bwd_persist = e && (!strcmp(e, "1") || !strcmp(e, "2")) ? e[0] - '0' : 0;
+    e = getenv("FA4JIT_SM90_BWD_PERSIST_GRID");
+    g_bwd_persist_grid = e && *e ? atoi(e) : 0;
+}
+static pthread_once_t g_bwd_persist_once = PTHREAD_ONCE_INIT;
+static int bwd_persist_env(void)
+{
+    pthread_once(&g_bwd_persist_once, read_bwd_persist_env);
+    return g_bwd_persist;
+}
 static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts[][64], int max)
 {
     (void)arch;
@@ -443,6 +463,8 @@ static int sm90_options(const fa4_kernel_spec *spec, const char *arch, char opts
         snprintf(opts[n++], 64, "-DFA4_SM90_BWD256_DQ_TMA=%d", dq);
     if (bwd_dq_fused_env() && n < max && (spec->flags & FA4_COMPILE_BWD))
         snprintf(opts[n++], 64, "%s", BWD_DQ_FUSED_OPTION);
+    if (bwd_persist_env() && n < max && (spec->flags & FA4_COMPILE_BWD))
+        snprintf(opts[n++], 64, "-DFA4_SM90_BWD_PERSIST=1");
     if (n + 2 <= max && fwd64_three(spec)) {
         snprintf(opts[n++], 64, "-DFA4_SM90_FWD64_CONSUMERS=3");
         snprintf(opts[n++], 64, "-DFA4_SM90_FWD_THREADS_FROM_KERNEL=1");
@@ -779,6 +801,30 @@ static size_t bwd_cnt_bytes(const fa4__problem *p, const fa4__bwd_ws *w)
     return p->deterministic || !bwd_dq_fused_env() ? 0 : (size_t)p->hq * (size_t)(w->rows / 4) * 2 * sizeof(int);
 }
 
+/* The persistent 80-query main (bwd_main.cu fa4_sm90_bwd_main_persist) where the 80-query program
+ * (not the GQA one) has it: built with FA4_SM90_BWD_PERSIST (FA4JIT_SM90_BWD_PERSIST). NULL
+ * otherwise. */
+static CUfunction bwd_persist_fn(fa4_kernel *k)
+{
+    return bwd80_built(k, "bwd_main90m80") ? fa4__kernel_function(k, "bwd_main90m80", "fa4_sm90_bwd_main_persist")
+                                           : NULL;
+}
+
+/* Its work counter (params.h bwd_next): one int at a 256-byte boundary after everything else, in
+ * every default-mode workspace at padded D 128 under FA4JIT_SM90_BWD_PERSIST where the program has
+ * the persistent main (the size then does not depend on the launch's choice). */
+static size_t bwd_next_offset(fa4_kernel *k, const fa4__problem *p, const fa4__bwd_ws *w)
+{
+    const size_t end = bwd_cnt_bytes(p, w) ? bwd_cnt_offset(k, p, w) + bwd_cnt_bytes(p, w) : bwd_ws_bytes_base(k, p, w);
+    return (end + 255) & ~(size_t)255;
+}
+
+static int bwd_next_used(fa4_kernel *k, const fa4__problem *p)
+{
+    return !p->deterministic && bwd_persist_env() && pad64(p->head_dim) == 128 && pad64(p->head_dim_v) == 128 &&
+           bwd_persist_fn(k) != NULL;
+}
+
 static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
 {
     fa4__bwd_ws w;
@@ -786,6 +832,8 @@ static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_
     *bytes = bwd_ws_bytes_base(k, p, &w);
     if (bwd_cnt_bytes(p, &w))
         *bytes = bwd_cnt_offset(k, p, &w) + bwd_cnt_bytes(p, &w);
+    if (bwd_next_used(k, p))
+        *bytes = bwd_next_offset(k, p, &w) + sizeof(int);
     return FA4_OK;
 }
 
@@ -1077,6 +1125,19 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
         if (r != CUDA_SUCCESS)
             return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuMemsetD32Async(dkv_accum)");
     }
+    /* the persistent main (bwd_persist_fn) for default-mode calls on the 80-query program without
+     * the split or the fused conversion, over at least 4 waves of CTAs (fewer: the grid's
+     * key-tiles-first order, tiles_slowest 1, which the persistent order does not follow); its
+     * counter is zeroed by bwd_pre, so only where bwd_pre runs */
+    CUfunction f_persist = NULL;
+    if (bm == BWD80_M && !split && !fused && !p->deterministic && pdl && ctx->sm_count > 0 &&
+        strcmp(main_prog, "bwd_main90m80") == 0 && bwd_next_used(k, p)) {
+        const int64_t ctas = cdiv(p->seqlen_k, bn) * (int64_t)p->hkv * p->batch;
+        if ((ctas >= 4 * (int64_t)ctx->sm_count || bwd_persist_env() == 2) && ctas < INT32_MAX && !bwd_slowest_env()) {
+            f_persist = bwd_persist_fn(k);
+            pr.bwd_next = (int *)((uint8_t *)p->workspace + bwd_next_offset(k, p, &w));
+        }
+    }
     st = fa4__sm80_bwd_pre(k, &pr, p, 0);
     if (st != FA4_OK)
         return st;
@@ -1153,7 +1214,7 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
          * causal B2 S4096: 244 -> 340 TFLOP/s). */
         const int units_h = split ? p->hq / split_heads : p->hkv; /* the grid's heads: query heads (or groups of split_heads) when split */
         const int64_t tiles = cdiv(p->seqlen_k, bn), ctas = tiles * units_h * p->batch;
-        pr.tiles_slowest = (ctx->sm_count > 0 && ctas < 4 * (int64_t)ctx->sm_count) || bwd_slowest_env();
+        pr.tiles_slowest = ((ctx->sm_count > 0 && ctas < 4 * (int64_t)ctx->sm_count) && !f_persist) || bwd_slowest_env();
         /* head-major with CTAs of 4 heads interleaved (bwd_main.cu fa4_bwd_cta: the 4 heads' key
          * tile 0, then their key tile 1, ...) where 4 heads' key tiles fit one wave: about the
          * same heads are in flight as in plain head-major order, but within them the heaviest key
@@ -1204,7 +1265,16 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
             return fa4__set_error(ctx, FA4_ERR_SHAPE,
                                   "sm90: %lld key tiles, %d heads, %d batch entries: over the grid's 65535",
                                   (long long)tiles, units_h, p->batch);
-        if (pr.tiles_slowest == 1)
+        if (f_persist && pr.tiles_slowest != 1) {
+            /* one CTA an SM (the main's shared memory allows no second), items from the counter */
+            r = cu->funcSetAttribute(f_persist, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);
+            if (r != CUDA_SUCCESS)
+                return fa4__cu_error(ctx, FA4_ERR_LAUNCH, r, "cuFuncSetAttribute(max dynamic smem, persistent)");
+            const int64_t cap = g_bwd_persist_grid > 0 && g_bwd_persist_grid < ctx->sm_count ? g_bwd_persist_grid
+                                                                                              : ctx->sm_count;
+            const int64_t grid = ctas < cap ? ctas : cap;
+            r = fa4__cu_launch(cu, f_persist, (unsigned)grid, 1, 1, BWD_THREADS, (unsigned)smem, p->stream, args, pdl);
+        } else if (pr.tiles_slowest == 1)
             r = fa4__cu_launch(cu, f, (unsigned)units_h, (unsigned)p->batch, (unsigned)tiles, BWD_THREADS,
                                (unsigned)smem, p->stream, args, pdl);
         else

@@ -63,6 +63,10 @@ typedef struct fa4_params {
      * block mask); the CTA that takes it to 0, at its walk's end, converts the tile's dQ, and
      * bwd_post does not run. NULL otherwise. */
     int *dq_cnt;
+    /* sm90 80-query backward, default mode, persistent (FA4_SM90_BWD_PERSIST, bwd_main.cu): the
+     * work counter from which CTAs past their first item take the next (zeroed by bwd_pre); NULL:
+     * one CTA an item, as the grid says. */
+    int *bwd_next;
 } fa4_params;
 
 /* fa4_params.deterministic's flags with a block mask (never set for dense calls, where the field
@@ -87,7 +91,7 @@ typedef struct fa4_block_mask_params {
 
 /* Both compilers must agree on the layout: a field added on one side only fails here, not at run
  * time with garbage arguments. Update the numbers together with the structs. */
-#define FA4_PARAMS_BYTES 568
+#define FA4_PARAMS_BYTES 576
 #define FA4_BLOCK_MASK_PARAMS_BYTES 104
 #ifdef __cplusplus
 static_assert(sizeof(fa4_params) == FA4_PARAMS_BYTES, "fa4_params layout changed");

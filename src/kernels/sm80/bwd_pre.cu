@@ -4,7 +4,8 @@
  * both into the workspace where the main kernel reads them (dpsum less d loss / d LSE where the caller
  * gives it). A CTA covers 64 rows of one (batch, head), a warp per row at a time. Supports everything the forward does (varlen, strides).
  * It also zeroes what the main kernel adds into, for its rows: dq_accum (every slot) and, in the
- * sm90 deterministic backward, the rows' dQ turn counters (p.dq_sem); no memset launch before it.
+ * sm90 deterministic backward, the rows' dQ turn counters (p.dq_sem); and the persistent sm90
+ * main's work counter (p.bwd_next); no memset launch before it.
  * PDL (ptx.cuh): the launchers launch it plainly (its predecessor may be anything); its wait comes
  * first all the same, before it reads O, dO, LSE or writes the workspace that the previous
  * backward's post reads; then it lets the main kernel start.
@@ -21,6 +22,12 @@ extern "C" __global__ void __launch_bounds__(128) fa4_sm80_bwd_pre(const fa4_par
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const fa4_seq seq = fa4_seq_info(p, b);
     const int m0 = blockIdx.x * kBwdM;
+    /* the persistent sm90 main's work counter (params.h bwd_next), by the first CTA whether or not
+     * it has rows (the main reads it only after this grid completes) */
+    if (p.bwd_next && (blockIdx.x | blockIdx.y | blockIdx.z | threadIdx.x) == 0) {
+        fa4_pdl_wait();
+        *p.bwd_next = 0;
+    }
     if (m0 >= seq.len_q)
         return;
     fa4_pdl_wait();

@@ -185,6 +185,10 @@ struct fa4_bwd_smem {
     __device__ __forceinline__ unsigned dq_rot() const { return bar_kv() + kBDqRotOff; }
     /* FA4_SM90_BWD_DQ_FUSED (bwd_consumer.cuh dq_fused_end): the number of half tiles to convert */
     __device__ __forceinline__ unsigned dq_fused_n() const { return bar_kv() + 360u; }
+    /* FA4_SM90_BWD_PERSIST (bwd_main.cu): "K / V read" (every consumer warp's last step of its item
+     * complete; 8 arrivals), and the item whose K / V bar_kv() announces (~0u: none left) */
+    __device__ __forceinline__ unsigned bar_kv_empty() const { return bar_kv() + 56u; }
+    __device__ __forceinline__ unsigned persist_item() const { return bar_kv() + 368u; }
     /* FA4_SM90_BWD_DQ_LAG (bwd_consumer.cuh): mbarriers of dS buffer buf, "both halves stored"
      * (ds_full) and "every dQ that reads it has completed" (ds_empty) */
     __device__ __forceinline__ unsigned bar_ds_full(int buf) const { return bar_kv() + 64u + 8u * (unsigned)buf; }
@@ -212,9 +216,9 @@ struct fa4_bwd_smem {
     }
 #endif
 };
-static_assert(8 * (1 + 2 * 3) <= 64 && 80 + 2 * 8 <= 96 && 112 + 2 * 8 <= 128 && 128 + 2 * 32 <= 256 &&
+static_assert(8 * (1 + 2 * 3) <= 56 && 80 + 2 * 8 <= 96 && 112 + 2 * 8 <= 128 && 128 + 2 * 32 <= 256 &&
                   280 + 4 * 3 <= 292 && 292 + 2 * 4 <= 304 &&
-                  kBDqRotOff == 304 && 304 + 5 * 4 <= 360 && 360 + 4 <= 512,
+                  kBDqRotOff == 304 && 304 + 5 * 4 <= 360 && 360 + 4 <= 368 && 368 + 4 <= 512,
               "barrier space");
 
 /* A stage is full when the producer's expect_tx arrival saw Q, dO, lse2 and dpsum land; it is

@@ -328,6 +328,26 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
 
 #include "sm90/bwd_producer.cuh"
 
+/* dK (scaled) and dV of the CTA's keys inside the sequence, from the consumer warp's accumulators
+ * (the epilogue of calls without the GQA split) */
+__device__ __forceinline__ void fa4_bwd_store_dkv(const fa4_params &p, const float (&dk)[kDp / 8][4],
+                                                  const float (&dv)[kDvp / 8][4], int b, int hk, const fa4_seq &seq,
+                                                  int n0, int cw, int warp, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;
+    fa4_elem *gdV = (fa4_elem *)p.dv.data + b * p.dv.sb + hk * p.dv.sh + (seq.row_k + n0) * p.dv.ss;
+#pragma unroll
+    for (int r2 = 0; r2 < 2; ++r2) {
+        const int r = cw * kBWgKeys + warp * 16 + g + 8 * r2;
+        const bool in = n0 + r < seq.len_k;
+        fa4_bwd_store_row<kDp / 8, true, FA4_SM90_BWD_STG128 != 0>(gdK + (long long)r * p.dk.ss, dk, r2, p.scale, t,
+                                                                   in, kD);
+        fa4_bwd_store_row<kDvp / 8, false, FA4_SM90_BWD_STG128 != 0>(gdV + (long long)r * p.dv.ss, dv, r2, 1.f, t,
+                                                                    in, kDv);
+    }
+}
+
 /* FA4_SM90_BWD_EPI_FIRST 1 (session 34, opt-in): where no turn or split epilogue follows the walk
  * (default mode, not the GQA split), the dK / dV epilogue runs before the wait for the last dQ
  * reduce-adds instead of after it. 0: after (the order since session 3). */
@@ -524,17 +544,7 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #endif
                 return;
             }
-            fa4_elem *gdK = (fa4_elem *)p.dk.data + b * p.dk.sb + hk * p.dk.sh + (seq.row_k + n0) * p.dk.ss;
-            fa4_elem *gdV = (fa4_elem *)p.dv.data + b * p.dv.sb + hk * p.dv.sh + (seq.row_k + n0) * p.dv.ss;
-#pragma unroll
-            for (int r2 = 0; r2 < 2; ++r2) {
-                const int r = cw * kBWgKeys + warp * 16 + g + 8 * r2;
-                const bool in = n0 + r < seq.len_k;
-                fa4_bwd_store_row<kDp / 8, true, FA4_SM90_BWD_STG128 != 0>(gdK + (long long)r * p.dk.ss, dk, r2, p.scale,
-                                                                           t, in, kD);
-                fa4_bwd_store_row<kDvp / 8, false, FA4_SM90_BWD_STG128 != 0>(gdV + (long long)r * p.dv.ss, dv, r2, 1.f,
-                                                                            t, in, kDv);
-            }
+            fa4_bwd_store_dkv(p, dk, dv, b, hk, seq, n0, cw, warp, lane);
         };
 #if FA4_SM90_BWD_DQ_LAG
         /* dK, dV out first: the last step's dQ after the loop with dK and dV still live spilled
@@ -584,4 +594,191 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 #endif
     }
 }
+
+/* FA4_SM90_BWD_PERSIST 1 (session 35, opt-in: FA4JIT_SM90_BWD_PERSIST=1 adds it to the backward's
+ * build options): the 80-query program also holds fa4_sm90_bwd_main_persist, which path_sm90.c
+ * launches, where the program has it, for default-mode calls without the GQA split or the fused
+ * dQ conversion, over at least 4 waves of CTAs: a grid of one CTA an SM, each taking work items
+ * (key tile, kv head, batch: the linear index of the normal grid, fa4_bwd_cta's order) until none
+ * is left, its first blockIdx.x, the next ones from the counter p.bwd_next (zeroed by bwd_pre) plus
+ * gridDim.x, taken by the producer thread after its last stage of the item: the heaviest tiles of
+ * a causal call (the first of each group) start first, as the normal grid's do, and an SM that
+ * finishes early takes the next item, as the hardware's block scheduler did.
+ * What it saves: the normal grid's CTA pays, once each, the K / V load and the first Q / dO stages
+ * before its first wgmma and the dK / dV epilogue after its last (session 34: about 1.4% of plain
+ * f+b at S 4096, about twice that under causal). Here the consumers arrive on bar_kv_empty after
+ * the item's last step (every wgmma that reads K or V complete), so the producer loads the next
+ * item's K / V and first stages while they write dK / dV; the ring's stage and phase run on across
+ * items, and the dQ staging's bulk reads are waited for as between steps. The item's index goes
+ * to the consumers in shared memory, announced with its K / V on bar_kv; ~0u there says none is
+ * left. */
+#ifndef FA4_SM90_BWD_PERSIST
+#define FA4_SM90_BWD_PERSIST 0
+#endif
+#if FA4_SM90_BWD_PERSIST && FA4_SM90_BWD_BM == 80 && !FA4_SM90_BWD_GQA_PROG && !FA4_SM90_BWD_DQ_FUSED && \
+    !FA4_SM90_BWD_AUX_WIN
+/* work item l of the normal grid's linear order (blockIdx.x + tiles (blockIdx.y + units
+ * blockIdx.z)) as fa4_bwd_cta reads it; never tiles_slowest 1 (the launcher's rule) */
+__device__ __forceinline__ void fa4_bwd_item(const fa4_params &p, unsigned l, int &n_tile, int &hk, int &b)
+{
+    const unsigned tiles = (unsigned)((p.seqlen_k + kBN - 1) / kBN), units_h = (unsigned)p.hkv;
+    unsigned t, u;
+    if (p.tiles_slowest > 1) {
+        const unsigned g0 = (unsigned)p.tiles_slowest, units = units_h * (unsigned)p.batch;
+        const unsigned grp = l / (g0 * tiles), rem = l - grp * g0 * tiles;
+        const unsigned g = units - grp * g0 < g0 ? units - grp * g0 : g0;
+        t = rem / g;
+        u = grp * g0 + rem - t * g;
+    } else {
+        u = l / tiles;
+        t = l - u * tiles;
+    }
+    n_tile = (int)t;
+    hk = (int)(u % units_h);
+    b = (int)(u / units_h);
+}
+
+extern "C" __global__ void __launch_bounds__(kBThreads, 1)
+    fa4_sm90_bwd_main_persist(const fa4_params p, const fa4_aux aux, const __grid_constant__ fa4_tmap tm_q,
+                              const __grid_constant__ fa4_tmap tm_k, const __grid_constant__ fa4_tmap tm_v,
+                              const __grid_constant__ fa4_tmap tm_do, const __grid_constant__ fa4_tmap tm_lse2,
+                              const __grid_constant__ fa4_tmap tm_dpsum, const __grid_constant__ fa4_tmap tm_dq)
+{
+    const fa4_bwd_smem sm = {fa4_bwd_smem_base()};
+    fa4_pdl_launch();
+    const int tid = threadIdx.x;
+    const unsigned items =
+        (unsigned)((p.seqlen_k + kBN - 1) / kBN) * (unsigned)p.hkv * (unsigned)p.batch; /* < 2^31 (launcher) */
+    if (tid == 0) {
+        fa4_mbar_init(sm.bar_kv(), 1);
+        fa4_mbar_init(sm.bar_kv_empty(), 8); /* every consumer warp */
+#pragma unroll
+        for (int s = 0; s < kBStages; ++s) {
+            fa4_mbar_init(sm.bar_full(s), kBFullArrivals);
+            fa4_mbar_init(sm.bar_empty(s), kBEmptyArrivals);
+        }
+        fa4_mbar_init_fence();
+    }
+    __syncthreads();
+
+    const int wg = tid >> 7;
+    if (wg == 0) {
+        /* ------------------------------------------------------------------- producer */
+        fa4_regs_dec<kBProducerRegs>();
+        if (tid != 0)
+            return;
+        fa4_tma_prefetch(&tm_q);
+        fa4_tma_prefetch(&tm_k);
+        fa4_tma_prefetch(&tm_v);
+        fa4_tma_prefetch(&tm_do);
+        fa4_tma_prefetch(&tm_lse2);
+        fa4_tma_prefetch(&tm_dpsum);
+        /* (few live values: the producer has 24 registers; PDL's wait is repeated where an item
+         * is skipped, a no-op after the first) */
+        unsigned l = blockIdx.x;
+        int it = 0; /* steps issued: the ring's stage and phase */
+        for (unsigned j = 0;; ++j) {
+            int n_tile = 0, hk = 0, b = 0;
+            fa4_seq seq;
+            for (;;) { /* the next item with keys (past the sequence under varlen: none) */
+                if (l >= items)
+                    break;
+                fa4_bwd_item(p, l, n_tile, hk, b);
+                seq = fa4_seq_info(p, b);
+                if (n_tile * kBN < seq.len_k)
+                    break;
+                fa4_pdl_wait();
+                l = gridDim.x + (unsigned)atomicAdd(p.bwd_next, 1);
+            }
+            if (j > 0) /* the consumers are past the previous item's last step */
+                fa4_mbar_wait(sm.bar_kv_empty(), (j - 1u) & 1u);
+            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm.persist_item()), "r"(l < items ? l : ~0u) : "memory");
+            if (l >= items) {
+                fa4_mbar_arrive(sm.bar_kv()); /* (release: the ~0u above is seen after the wait) */
+                break;
+            }
+            const int qb = p.cu_seqlens_q ? 0 : b;
+            fa4_bwd_produce_kv(sm, &tm_k, &tm_v, (int)seq.row_k + n_tile * kBN, hk, p.cu_seqlens_k ? 0 : b);
+            if (j == 0)
+                fa4_pdl_wait();
+            const int qrow0 = (int)seq.row_q, wrow0 = (int)seq.ws_row;
+            fa4_bwd_walk(p, b, hk, n_tile, seq.len_q, [&](int h, int m0, int tw) {
+                fa4_bwd_produce_step<false, 0>(p, sm, &tm_q, &tm_do, &tm_lse2, &tm_dpsum, it % kBStages,
+                                               (unsigned)(it / kBStages) & 1u, it, h, m0, tw, qrow0, wrow0, qb);
+                ++it;
+            });
+            l = gridDim.x + (unsigned)atomicAdd(p.bwd_next, 1);
+        }
+    } else {
+        /* ------------------------------------------------------------------- consumers */
+        fa4_regs_inc<kBConsumerRegs>();
+        fa4_pdl_wait();
+        if ((tid & 127) == 0 && wg - 1 < kBDqWgs) /* no turn held (default mode: none taken) */
+            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(wg - 1)), "l"(0ull) : "memory");
+        int it = 0;
+        for (unsigned j = 0;; ++j) {
+            /* the thread's coordinates read again for each item: what ptxas derives from them is
+             * then computed per item, as the normal grid's CTA does once, instead of held in
+             * registers across the epilogue (it spilled 4 of them, plain D 128) */
+            unsigned tid_i;
+            asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid_i));
+            const int cw = FA4_SM90_DESC_ADD ? fa4_warp_uniform((int)(tid_i >> 7) - 1) : (int)(tid_i >> 7) - 1,
+                      warp = (int)(tid_i >> 5) & 3, lane = (int)tid_i & 31;
+            fa4_mbar_wait(sm.bar_kv(), j & 1u);
+            unsigned l;
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(l) : "r"(sm.persist_item()) : "memory");
+            l = fa4_warp_uniform(l); /* the item's fields in uniform registers, as blockIdx's are */
+            if (l == ~0u)
+                break;
+            int n_tile, hk, b;
+            fa4_bwd_item(p, l, n_tile, hk, b);
+            const fa4_seq seq = fa4_seq_info(p, b);
+            const int n0 = n_tile * kBN;
+            float dk[kDp / 8][4], dv[kDvp / 8][4];
+#pragma unroll
+            for (int i = 0; i < kDp / 8; ++i)
+                dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = 0.f;
+#pragma unroll
+            for (int i = 0; i < kDvp / 8; ++i)
+                dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
+            const fa4_bwd_consumer c = {p,    aux, sm,        b,         cw,     warp,           lane,
+                                        n0,   seq.len_q, seq.len_k, n_tile, (int)seq.ws_row, &tm_dq};
+            fa4_bwd_cursor w;
+            w.start(p, b, hk, n_tile, seq.len_q);
+            int hp = 0, m0p = 0;
+            fa4_bwd_aff aff;
+            aff.h = -1;
+#if FA4_SM90_BWD_TILE_RUN && !FA4_SM90_BWD_TSAT
+            aff.th = -1;
+            aff.tlo = aff.thi = 0;
+            aff.tfail = false;
+#endif
+#if FA4_SM90_BWD_TSAT
+            aff.sh = -1;
+#endif
+#if FA4_SM90_BWD_GDEF
+            aff.gidx = -1;
+            aff.gacc = 0.f;
+#endif
+            for (; w.next(p, b, hk, n_tile, seq.len_q); ++it) {
+                c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p, aff);
+                hp = w.h;
+                m0p = w.m0;
+            }
+            /* the item again, for the epilogue (the slot holds it until the arrivals below):
+             * its decoded fields then need no registers across the walk */
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(l) : "r"(sm.persist_item()) : "memory");
+            fa4_bwd_item(p, fa4_warp_uniform(l), n_tile, hk, b);
+            const fa4_seq seq_e = fa4_seq_info(p, b);
+            /* every wgmma of this warp's steps is complete (finish_step): K and V may go */
+            __syncwarp();
+            if (lane == 0)
+                fa4_mbar_arrive(sm.bar_kv_empty());
+            fa4_bwd_store_dkv(p, dk, dv, b, hk, seq_e, n_tile * kBN, cw, warp, lane);
+        }
+        if ((tid & 127) == 0 && wg - 1 < kBDqWgs)
+            fa4_bulk_wait<0>(); /* the last dQ reduce-adds are done before the CTA's shared memory goes */
+    }
+}
+#endif /* FA4_SM90_BWD_PERSIST */
 #endif /* head dims */
