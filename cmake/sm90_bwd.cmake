@@ -17,6 +17,9 @@
 #   sm90_bwd80_dq_fused, sm90_bwd80s_dq_fused  the 80-query main (causal) and its GQA program
 #                      (document) with -DFA4_SM90_BWD_DQ_FUSED_BUILD=1 (the opt-in fused dQ
 #                      conversion, FA4JIT_SM90_BWD_DQ_FUSED=1), no fallback.
+#   sm90_bwd80_persist_plain, sm90_bwd80_persist_causal  the 80-query program with
+#                      -DFA4_SM90_BWD_PERSIST=1 (the opt-in persistent main, FA4JIT_SM90_BWD_PERSIST):
+#                      its entry fa4_sm90_bwd_main_persist, spills held within a 64-byte frame.
 #   sm90_bwd_int_window  trainable mods at D 128 with -DFA4_SM90_BWD_AUX_INT_WINDOW=0 (the float
 #                      window of the default mode, kept for A/B since the integer one became the
 #                      default in session 18).
@@ -69,6 +72,15 @@ if(FA4JIT_BUILD_TESTS)
            -DFA4_SM90_BWD_GQA_PROG=1 -DFA4_SM90_BWD_DQ_FUSED_BUILD=1)
   set_tests_properties(sm90_bwd80_dq_fused sm90_bwd80s_dq_fused PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
+  # the opt-in persistent 80-query main (FA4JIT_SM90_BWD_PERSIST: FA4_SM90_BWD_PERSIST, its own
+  # entry function beside the normal one): clean but for its known spills (session 35: 40-byte
+  # frame, 52 / 60 bytes; its producer's 24 registers), held under 64 bytes
+  foreach(m plain causal)
+    add_test(NAME sm90_bwd80_persist_${m} COMMAND bwd_compile_check --main80 --mod ${m} --filter "d128 bf16"
+             --function fa4_sm90_bwd_main_persist --frame-tolerance 64 -DFA4_SM90_BWD_PERSIST=1)
+    set_tests_properties(sm90_bwd80_persist_${m} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                         ENVIRONMENT "CUDA_CACHE_DISABLE=1;FA4JIT_CACHE_MODE=off")
+  endforeach()
   add_test(NAME sm90_bwd_int_window COMMAND bwd_compile_check --filter "(trainable) d128 bf16"
            -DFA4_SM90_BWD_AUX_INT_WINDOW=0)
   set_tests_properties(sm90_bwd_fx sm90_bwd_int_window PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300

@@ -9,7 +9,8 @@
  * level 0 as the library keeps them), a stack frame without spills, serialized wgmma (C7520) or any other
  * ptxas warning. Prints one resource line per variant.
  * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked] [--no-fallback]
- *                          [--dv N] [--mod NAME] [--main80] [-DNAME=VALUE ...]
+ *                          [--dv N] [--mod NAME] [--main80] [--function NAME] [--frame-tolerance N]
+ *                          [-DNAME=VALUE ...]
  * --checked compiles checked builds (FA4_CHECKED=1, trapping aux reads); --dv N sets Dv (default D);
  * --no-fallback reports the first build as it is (no spill fallback levels).
  * --mod NAME checks that one mod (any file of the mods directory; "plain": none) instead of the
@@ -18,6 +19,9 @@
  * score_mod, and its spill fallback is a stub (the 64 main runs instead), so a spill fails here
  * and no fallback level is tried.
  * -D options are passed to NVRTC, for trying the kernel's knobs (e.g. -DFA4_SM90_BWD_STAGES=2).
+ * --function NAME reports that entry function of the program instead of fa4_sm90_bwd_main (e.g.
+ * fa4_sm90_bwd_main_persist with -DFA4_SM90_BWD_PERSIST=1); --frame-tolerance N then allows spills
+ * within a stack frame of N bytes (what a launcher that keeps such a build accepts).
  * Exit status: 0 all clean, 1 a variant failed, 77 skipped (no NVRTC).
  */
 #include <stdio.h>
@@ -109,7 +113,8 @@ int main(int argc, char **argv)
     int verbose = 0, failed = 0, ran = 0, ndefs = 0, checked = 0, dv_opt = 0, no_fallback = 0;
     const char *defs[8];
     const char *only_mod = NULL;
-    int main80 = 0;
+    int main80 = 0, frame_tol = -1;
+    const char *function = "fa4_sm90_bwd_main";
     variant one = {NULL, NULL};
     const variant *list = variants;
     size_t nvariants = sizeof variants / sizeof variants[0];
@@ -140,11 +145,15 @@ int main(int argc, char **argv)
             only_mod = argv[++i];
         else if (!strcmp(argv[i], "--main80"))
             main80 = 1;
+        else if (!strcmp(argv[i], "--function") && i + 1 < argc)
+            function = argv[++i];
+        else if (!strcmp(argv[i], "--frame-tolerance") && i + 1 < argc)
+            frame_tol = atoi(argv[++i]);
         else if (!strncmp(argv[i], "-D", 2) && ndefs < 8)
             defs[ndefs++] = argv[i];
         else {
             fprintf(stderr, "usage: %s [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked] [--no-fallback] [--dv N] "
-                    "[--mod NAME] [--main80] [-DNAME=VALUE ...]\n",
+                    "[--mod NAME] [--main80] [--function NAME] [--frame-tolerance N] [-DNAME=VALUE ...]\n",
                     argv[0]);
             return 2;
         }
@@ -213,7 +222,7 @@ int main(int argc, char **argv)
                 job.header_src = hsrc;
                 job.header_names = hname;
                 job.num_headers = nsrc + 1;
-                job.function = "fa4_sm90_bwd_main";
+                job.function = function;
                 job.opts[job.num_opts++] = "-std=c++17";
                 job.opts[job.num_opts++] = "-lineinfo";
                 job.opts[job.num_opts++] = "--ptxas-options=-v";
@@ -240,7 +249,8 @@ int main(int argc, char **argv)
                 /* path_sm90.c's frame_tolerance of bwd_main90 (level 0 kept up to this stack frame,
                  * the cubin's record, measured faster than its clean fallbacks; 192 bytes); none for
                  * the 80-query main */
-                const int tolerance = fa4__frame_tolerance(FA4_PATH_SM90, main80 ? "bwd_main90m80" : "bwd_main90");
+                const int tolerance = frame_tol >= 0 ? frame_tol
+                                                      : fa4__frame_tolerance(FA4_PATH_SM90, main80 ? "bwd_main90m80" : "bwd_main90");
                 const int base_opts = job.num_opts;
                 int fell_back = 0;
                 while (!no_fallback && fell_back < 2 && st == FA4_OK && job.info.registers >= 0 &&
