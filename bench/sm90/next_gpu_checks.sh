@@ -566,17 +566,19 @@ elif [ "$PART" = 32 ]; then
     # the hand-over of K / V, the ring's phases across items, the counter, varlen's skipped items),
     # its A/B against the default on plain and causal f+b, and bench/run.py's plain and causal with it
     # (checked against the peers, cuDNN beside it); then PART 31's run.py cases and A/B if time
-    echo "== 69. quick case 134, sm90 and sm80 paths ($(left) s left)"
-    case134_both 60
-    echo "== 70. persistent backward main: the suite's d128 cases, =2, at most 7 CTAs ($(left) s left)"
-    FA4JIT_SM90_BWD_PERSIST=2 FA4JIT_SM90_BWD_PERSIST_GRID=7 suite suite_persist "$(cap 150 330)" default \
+    # (order: the persistent main's checks first, as a short call gets them; END_S 400 fits steps
+    # 69-71)
+    echo "== 69. persistent backward main: the suite's d128 cases, =2, at most 7 CTAs ($(left) s left)"
+    FA4JIT_SM90_BWD_PERSIST=2 FA4JIT_SM90_BWD_PERSIST_GRID=7 suite suite_persist "$(cap 130 250)" default \
         --filter "d128 none|d128 causal|d128 document|d128 window|d128 prefix_lm"
-    echo "== 71. A/B: the persistent main against the default ($(left) s left)"
-    ab ab_persist "$(cap 140 200)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
+    echo "== 70. A/B: the persistent main against the default ($(left) s left)"
+    ab ab_persist "$(cap 130 110)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" \
         --variants "default,default@FA4JIT_SM90_BWD_PERSIST=1" --rounds 2 --bwd
-    echo "== 72. bench/run.py, plain and causal with the persistent main ($(left) s left)"
+    echo "== 71. bench/run.py, plain and causal with the persistent main ($(left) s left)"
     [ "$(left)" -gt 100 ] &&
         FA4JIT_SM90_BWD_PERSIST=1 run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096" run_persist
+    echo "== 72. quick case 134, sm90 and sm80 paths ($(left) s left)"
+    [ "$(left)" -gt 50 ] && case134_both 40
     echo "== 73. PART 31's A/B: the step table under bwd_pre, the epilogue first ($(left) s left)"
     [ "$(left)" -gt 60 ] && [ -d "$D/k_steps_early" ] && ab ab_steps "$(cap 60 3)" --cases "causal_seqlen:S=4096" \
         --variants "default,$D/k_steps_early,$D/k_epi_first" --rounds 1 --bwd
