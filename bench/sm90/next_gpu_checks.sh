@@ -21,8 +21,12 @@
 # bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/`): the suite's soft-cap cases
 # on HEAD, whose D 256 forward dropped the prescale after PART 20.
 # Session 34 ran PART 30 (bench/results/2026-12-07-h100-s34-*: racecheck classified, so PART 28 is
-# gone; the backward's 16-byte stores; RELT_GARR 1's cost). **PART 31 is pending** (set-up in its
-# comment below; END_S 250 for a short call, up to 560 for all of it). PART 29 (END_S=200; set-up
+# gone; the backward's 16-byte stores; RELT_GARR 1's cost). Session 35 ran PART 32
+# (bench/results/2026-12-07-h100-s35-*: the persistent backward main, case 134, PART 31's A/B of
+# STEPS_EARLY / EPI_FIRST). Of PART 31 (set-up in its comment below) what is still worth a call is
+# its step 68 (the D 256 backward's 16-byte stores, k_bwd256_stg) and the trainable cases of step
+# 66 (run.py with the peers); its step 65 (the suite on k_steps_early) is moot now that the knob
+# measured slower. PART 29 (END_S=200; set-up
 # `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py}
 # .devcarry/ && cp -r src/kernels .devcarry/k_shfl && sed -i 's/^#ifndef FA4_SM90_BWD_REL_SHFL$/#define
 # FA4_SM90_BWD_REL_SHFL 1\n&/' .devcarry/k_shfl/sm90/bwd_consumer.cuh`): REL_SHFL for the fixed tables,

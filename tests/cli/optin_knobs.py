@@ -40,9 +40,10 @@ bf16, so that the A/B switch stays buildable. The passes (PASSES below):
 15. FA4_SM90_BWD_STG128 1 -> 0 (bwd_common.cuh: dK and dV in 4-byte stores instead of 16-byte ones
     after a quad transpose; default since session 34): rel_bias's backward main at D 128;
 16. FA4_SM90_BWD_STEPS_EARLY 0 -> 1 (bwd_steps80.cuh: the default mode's 80-query step table built
-    while bwd_pre runs; opt-in, not yet run on a GPU): causal's 80-query backward program at D 128;
+    while bwd_pre runs; opt-in, measured slower in session 35): causal's 80-query backward program
+    at D 128;
 17. FA4_SM90_BWD_EPI_FIRST 0 -> 1 (bwd_main.cu: dK / dV out before the last dQ wait in default-mode
-    calls; opt-in, not yet run on a GPU): the same build;
+    calls; opt-in, measured slower in session 35): the same build;
 18. FA4_SM90_BWD256_STG128 0 -> 1 (bwd_common.cuh: the D 256 backward's dK / dV in 16-byte stores;
     opt-in, not yet run on a GPU): causal's backward main at D 256.
 Fails unless every build has 168 registers and no spill, serialized wgmma or spill fallback (a

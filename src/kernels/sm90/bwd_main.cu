@@ -350,7 +350,8 @@ __device__ __forceinline__ void fa4_bwd_store_dkv(const fa4_params &p, const flo
 
 /* FA4_SM90_BWD_EPI_FIRST 1 (session 34, opt-in): where no turn or split epilogue follows the walk
  * (default mode, not the GQA split), the dK / dV epilogue runs before the wait for the last dQ
- * reduce-adds instead of after it. 0: after (the order since session 3). */
+ * reduce-adds instead of after it. 0: after (the order since session 3). Measured slower (session
+ * 35, H100, causal B8 H16 S4096 f+b, one round: 525.5 -> 519.8 TFLOP/s), so it stays off. */
 #ifndef FA4_SM90_BWD_EPI_FIRST
 #define FA4_SM90_BWD_EPI_FIRST 0
 #endif
@@ -596,10 +597,12 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
 }
 
 /* FA4_SM90_BWD_PERSIST 1 (session 35, opt-in: FA4JIT_SM90_BWD_PERSIST=1 adds it to the backward's
- * build options): the 80-query program also holds fa4_sm90_bwd_main_persist, which path_sm90.c
- * launches, where the program has it, for default-mode calls without the GQA split or the fused
- * dQ conversion, over at least 4 waves of CTAs: a grid of one CTA an SM, each taking work items
- * (key tile, kv head, batch: the linear index of the normal grid, fa4_bwd_cta's order) until none
+ * build options; correct on the GPU suite, but no faster: H100 B8 H16 S4096 f+b plain 598.0 ->
+ * 596.9, causal 519.5 -> 519.5, notes/sm90-bwd.md session 35): the 80-query program also holds
+ * fa4_sm90_bwd_main_persist, which path_sm90.c launches, where the program has it, for
+ * default-mode calls without the GQA split or the fused dQ conversion, over at least 4 waves of
+ * CTAs: a grid of one CTA an SM, each taking work items (key tile, kv head, batch: the linear
+ * index of the normal grid, fa4_bwd_cta's order) until none
  * is left, its first blockIdx.x, the next ones from the counter p.bwd_next (zeroed by bwd_pre) plus
  * gridDim.x, taken by the producer thread after its last stage of the item: the heaviest tiles of
  * a causal call (the first of each group) start first, as the normal grid's do, and an SM that

@@ -18,10 +18,9 @@
 #define FA4_SM90_BWD_STEPS80_CUH
 
 /* FA4_SM90_BWD_STEPS_EARLY 1 (session 34, opt-in): in default-mode calls the table is built while
- * bwd_pre runs and the wait comes last (below); 0: the wait first, as before. Built and compiled,
- * not yet run on a GPU (session 34's device calls after the first failed to start): it stays off
- * until the block-mask cases pass with it and an A/B shows the gain (next_gpu_checks.sh PART 31
- * has both, with the knob on in the carried build). */
+ * bwd_pre runs and the wait comes last (below); 0: the wait first, as before. Measured slower
+ * (session 35, H100, causal B8 H16 S4096 f+b, one round: 525.5 -> 518.5 TFLOP/s), so it stays off
+ * (bench/results/2026-12-07-h100-s35-steps-epi.md). */
 #ifndef FA4_SM90_BWD_STEPS_EARLY
 #define FA4_SM90_BWD_STEPS_EARLY 0
 #endif
