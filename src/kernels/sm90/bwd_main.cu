@@ -328,6 +328,40 @@ __device__ __forceinline__ void fa4_bwd_cta(const fa4_params &p, int &n_tile, in
 
 #include "sm90/bwd_producer.cuh"
 
+/* score_mod's affine / tile-run state (bwd_consumer.cuh fa4_bwd_aff) before a walk: nothing known */
+__device__ __forceinline__ void fa4_bwd_aff_reset(fa4_bwd_aff &aff)
+{
+    aff.h = -1;
+#if FA4_SM90_BWD_TILE_RUN && !FA4_SM90_BWD_TSAT
+    aff.th = -1;
+    aff.tlo = aff.thi = 0;
+    aff.tfail = false;
+#endif
+#if FA4_SM90_BWD_TSAT
+    aff.sh = -1;
+#endif
+#if FA4_SM90_BWD_GDEF
+    aff.gidx = -1;
+    aff.gacc = 0.f;
+#endif
+}
+
+/* A consumer warp's walk over key tile n_tile's query tiles (the cursor's steps, the ring's stage
+ * and phase from the running step count it); hp / m0p end as the last step's head and first row. */
+__device__ __forceinline__ void fa4_bwd_consume_walk(const fa4_bwd_consumer &c, const fa4_params &p, int b, int hk,
+                                                     int n_tile, int len_q, float (&dk)[kDp / 8][4],
+                                                     float (&dv)[kDvp / 8][4], int &it, int &hp, int &m0p,
+                                                     fa4_bwd_aff &aff)
+{
+    fa4_bwd_cursor w;
+    w.start(p, b, hk, n_tile, len_q);
+    for (; w.next(p, b, hk, n_tile, len_q); ++it) {
+        c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p, aff);
+        hp = w.h;
+        m0p = w.m0;
+    }
+}
+
 /* dK (scaled) and dV of the CTA's keys inside the sequence, from the consumer warp's accumulators
  * (the epilogue of calls without the GQA split) */
 __device__ __forceinline__ void fa4_bwd_store_dkv(const fa4_params &p, const float (&dk)[kDp / 8][4],
@@ -454,28 +488,10 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         fa4_bwd_consumers_sync();
 #endif
         fa4_mbar_wait(sm.bar_kv(), 0u); /* also when the walk is empty: no TMA outlives the CTA */
-        fa4_bwd_cursor w;
-        w.start(p, b, hk, n_tile, seq.len_q);
         int it = 0, hp = 0, m0p = 0;
         fa4_bwd_aff aff; /* score_mod's affine form, per head (bwd_consumer.cuh) */
-        aff.h = -1;
-#if FA4_SM90_BWD_TILE_RUN && !FA4_SM90_BWD_TSAT
-        aff.th = -1;
-        aff.tlo = aff.thi = 0;
-        aff.tfail = false;
-#endif
-#if FA4_SM90_BWD_TSAT
-        aff.sh = -1;
-#endif
-#if FA4_SM90_BWD_GDEF
-        aff.gidx = -1;
-        aff.gacc = 0.f;
-#endif
-        for (; w.next(p, b, hk, n_tile, seq.len_q); ++it) {
-            c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p, aff);
-            hp = w.h;
-            m0p = w.m0;
-        }
+        fa4_bwd_aff_reset(aff);
+        fa4_bwd_consume_walk(c, p, b, hk, n_tile, seq.len_q, dk, dv, it, hp, m0p, aff);
 #if FA4_SM90_BWD_GDEF
         c.tile_grad_flush(aff); /* FA4_SM90_BWD_GDEFER: the last entry's sum (before the windows' flush) */
 #endif
@@ -746,28 +762,10 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
                 dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
             const fa4_bwd_consumer c = {p,    aux, sm,        b,         cw,     warp,           lane,
                                         n0,   seq.len_q, seq.len_k, n_tile, (int)seq.ws_row, &tm_dq};
-            fa4_bwd_cursor w;
-            w.start(p, b, hk, n_tile, seq.len_q);
             int hp = 0, m0p = 0;
             fa4_bwd_aff aff;
-            aff.h = -1;
-#if FA4_SM90_BWD_TILE_RUN && !FA4_SM90_BWD_TSAT
-            aff.th = -1;
-            aff.tlo = aff.thi = 0;
-            aff.tfail = false;
-#endif
-#if FA4_SM90_BWD_TSAT
-            aff.sh = -1;
-#endif
-#if FA4_SM90_BWD_GDEF
-            aff.gidx = -1;
-            aff.gacc = 0.f;
-#endif
-            for (; w.next(p, b, hk, n_tile, seq.len_q); ++it) {
-                c.step(dk, dv, it % kBStages, (unsigned)(it / kBStages) & 1u, it, w.h, w.m0, w.full, hp, m0p, aff);
-                hp = w.h;
-                m0p = w.m0;
-            }
+            fa4_bwd_aff_reset(aff);
+            fa4_bwd_consume_walk(c, p, b, hk, n_tile, seq.len_q, dk, dv, it, hp, m0p, aff);
             /* the item again, for the epilogue (the slot holds it until the arrivals below):
              * its decoded fields then need no registers across the walk */
             asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(l) : "r"(sm.persist_item()) : "memory");
