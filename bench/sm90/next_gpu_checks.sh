@@ -26,7 +26,8 @@
 # STEPS_EARLY / EPI_FIRST). Of PART 31 (set-up in its comment below) what is still worth a call is
 # its step 68 (the D 256 backward's 16-byte stores, k_bwd256_stg) and the trainable cases of step
 # 66 (run.py with the peers); its step 65 (the suite on k_steps_early) is moot now that the knob
-# measured slower. PART 29 (END_S=200; set-up
+# measured slower. **PART 33 is pending** (for session 36: the variants beside the peers, then
+# PART 31's step 68 and PART 29, set-up in its comment). PART 29 (END_S=200; set-up
 # `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py}
 # .devcarry/ && cp -r src/kernels .devcarry/k_shfl && sed -i 's/^#ifndef FA4_SM90_BWD_REL_SHFL$/#define
 # FA4_SM90_BWD_REL_SHFL 1\n&/' .devcarry/k_shfl/sm90/bwd_consumer.cuh`): REL_SHFL for the fixed tables,
@@ -587,6 +588,32 @@ elif [ "$PART" = 32 ]; then
     [ "$(left)" -gt 60 ] && [ -d "$D/k_steps_early" ] && ab ab_steps "$(cap 60 3)" --cases "causal_seqlen:S=4096" \
         --variants "default,$D/k_steps_early,$D/k_epi_first" --rounds 1 --bwd
     tar_out part32
+elif [ "$PART" = 33 ]; then
+    # for session 36 (END_S 560; set-up: `bash scripts/device_carry.sh && cp
+    # bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ && cp -r src/kernels
+    # .devcarry/k_bwd256_stg && sed -i 's/^#define FA4_SM90_BWD256_STG128 0$/#define
+    # FA4_SM90_BWD256_STG128 1/' .devcarry/k_bwd256_stg/sm90/bwd_common.cuh && cp -r src/kernels
+    # .devcarry/k_shfl && sed -i 's/^#ifndef FA4_SM90_BWD_REL_SHFL$/#define FA4_SM90_BWD_REL_SHFL 1\n&/'
+    # .devcarry/k_shfl/sm90/bwd_consumer.cuh`): the variants' standing beside the peers (the
+    # trainable and fixed relative mods, ALiBi, soft-cap: issue 8's 10% and issue 9's 15% of plain,
+    # last measured with peers in session 33), then the two knobs that are built but unmeasured:
+    # the D 256 backward's 16-byte stores (PART 31's step 68) and REL_SHFL for the fixed tables
+    # (PART 29)
+    echo "== 74. bench/run.py, the score_mod variants and plain ($(left) s left)"
+    run_cases "plain_seqlen:S=4096,mods:T5_bias_(trainable),mods:rel._bias_(trainable),mods:T5_bias_(fixed),mods:ALiBi,mods:softcap_tanh" \
+        run_mods
+    echo "== 75. the D 256 backward's 16-byte stores: d256 cases, A/B ($(left) s left)"
+    if [ "$(left)" -gt 120 ] && [ -d "$D/k_bwd256_stg" ]; then
+        suite suite_d256 "$(cap 60 60)" k_bwd256_stg --quick --filter "d256"
+        ab ab_d256 "$(cap 60 3)" --cases "headdim:D=256" --variants "default,$D/k_bwd256_stg" --rounds 2 --bwd
+    fi
+    echo "== 76. REL_SHFL for the fixed tables: t5 cases, A/B ($(left) s left)"
+    if [ "$(left)" -gt 120 ] && [ -d "$D/k_shfl" ]; then
+        suite suite_shfl "$(cap 60 60)" k_shfl --filter "t5"
+        ab ab_shfl "$(cap 100 3)" --cases "mods:T5_bias_(fixed),mods:rel._bias_(fixed)" \
+            --variants "default,$D/k_shfl" --rounds 2 --bwd
+    fi
+    tar_out part33
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
