@@ -819,10 +819,12 @@ static size_t bwd_next_offset(fa4_kernel *k, const fa4__problem *p, const fa4__b
     return (end + 255) & ~(size_t)255;
 }
 
-static int bwd_next_used(fa4_kernel *k, const fa4__problem *p)
+/* The persistent main where this problem's workspace has its counter, else NULL. */
+static CUfunction bwd_next_fn(fa4_kernel *k, const fa4__problem *p)
 {
-    return !p->deterministic && bwd_persist_env() && pad64(p->head_dim) == 128 && pad64(p->head_dim_v) == 128 &&
-           bwd_persist_fn(k) != NULL;
+    return !p->deterministic && bwd_persist_env() && pad64(p->head_dim) == 128 && pad64(p->head_dim_v) == 128
+               ? bwd_persist_fn(k)
+               : NULL;
 }
 
 static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_t *bytes)
@@ -832,7 +834,7 @@ static fa4_status sm90_bwd_workspace(fa4_kernel *k, const fa4__problem *p, size_
     *bytes = bwd_ws_bytes_base(k, p, &w);
     if (bwd_cnt_bytes(p, &w))
         *bytes = bwd_cnt_offset(k, p, &w) + bwd_cnt_bytes(p, &w);
-    if (bwd_next_used(k, p))
+    if (bwd_next_fn(k, p))
         *bytes = bwd_next_offset(k, p, &w) + sizeof(int);
     return FA4_OK;
 }
@@ -1130,14 +1132,11 @@ static fa4_status sm90_launch_bwd(fa4_kernel *k, const fa4__problem *p)
      * key-tiles-first order, tiles_slowest 1, which the persistent order does not follow); its
      * counter is zeroed by bwd_pre, so only where bwd_pre runs */
     CUfunction f_persist = NULL;
-    if (bm == BWD80_M && !split && !fused && !p->deterministic && pdl && ctx->sm_count > 0 &&
-        strcmp(main_prog, "bwd_main90m80") == 0 && bwd_next_used(k, p)) {
-        const int64_t ctas = cdiv(p->seqlen_k, bn) * (int64_t)p->hkv * p->batch;
-        if ((ctas >= 4 * (int64_t)ctx->sm_count || bwd_persist_env() == 2) && ctas < INT32_MAX && !bwd_slowest_env()) {
-            f_persist = bwd_persist_fn(k);
-            pr.bwd_next = (int *)((uint8_t *)p->workspace + bwd_next_offset(k, p, &w));
-        }
-    }
+    const int64_t ctas_all = cdiv(p->seqlen_k, bn) * (int64_t)p->hkv * p->batch;
+    if (bm == BWD80_M && !split && !fused && pdl && ctx->sm_count > 0 && strcmp(main_prog, "bwd_main90m80") == 0 &&
+        (ctas_all >= 4 * (int64_t)ctx->sm_count || bwd_persist_env() == 2) && ctas_all < INT32_MAX &&
+        !bwd_slowest_env() && (f_persist = bwd_next_fn(k, p)) != NULL)
+        pr.bwd_next = (int *)((uint8_t *)p->workspace + bwd_next_offset(k, p, &w));
     st = fa4__sm80_bwd_pre(k, &pr, p, 0);
     if (st != FA4_OK)
         return st;

@@ -732,21 +732,14 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
         /* ------------------------------------------------------------------- consumers */
         fa4_regs_inc<kBConsumerRegs>();
         fa4_pdl_wait();
-        if ((tid & 127) == 0 && wg - 1 < kBDqWgs) /* no turn held (default mode: none taken) */
-            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(wg - 1)), "l"(0ull) : "memory");
+        const int cw = FA4_SM90_DESC_ADD ? fa4_warp_uniform(wg - 1) : wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+        if (warp == 0 && lane == 0 && cw < kBDqWgs) /* no turn held (default mode: none taken) */
+            asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(sm.dq_pending(cw)), "l"(0ull) : "memory");
         int it = 0;
         for (unsigned j = 0;; ++j) {
-            /* the thread's coordinates read again for each item: what ptxas derives from them is
-             * then computed per item, as the normal grid's CTA does once, instead of held in
-             * registers across the epilogue (it spilled 4 of them, plain D 128) */
-            unsigned tid_i;
-            asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid_i));
-            const int cw = FA4_SM90_DESC_ADD ? fa4_warp_uniform((int)(tid_i >> 7) - 1) : (int)(tid_i >> 7) - 1,
-                      warp = (int)(tid_i >> 5) & 3, lane = (int)tid_i & 31;
             fa4_mbar_wait(sm.bar_kv(), j & 1u);
             unsigned l;
             asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(l) : "r"(sm.persist_item()) : "memory");
-            l = fa4_warp_uniform(l); /* the item's fields in uniform registers, as blockIdx's are */
             if (l == ~0u)
                 break;
             int n_tile, hk, b;
@@ -766,18 +759,14 @@ extern "C" __global__ void __launch_bounds__(kBThreads, 1)
             fa4_bwd_aff aff;
             fa4_bwd_aff_reset(aff);
             fa4_bwd_consume_walk(c, p, b, hk, n_tile, seq.len_q, dk, dv, it, hp, m0p, aff);
-            /* the item again, for the epilogue (the slot holds it until the arrivals below):
-             * its decoded fields then need no registers across the walk */
-            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(l) : "r"(sm.persist_item()) : "memory");
-            fa4_bwd_item(p, fa4_warp_uniform(l), n_tile, hk, b);
-            const fa4_seq seq_e = fa4_seq_info(p, b);
-            /* every wgmma of this warp's steps is complete (finish_step): K and V may go */
+            /* every wgmma of this warp's steps is complete (finish_step): K and V may go (the item's
+             * slot is read above, before this warp's arrival) */
             __syncwarp();
             if (lane == 0)
                 fa4_mbar_arrive(sm.bar_kv_empty());
-            fa4_bwd_store_dkv(p, dk, dv, b, hk, seq_e, n_tile * kBN, cw, warp, lane);
+            fa4_bwd_store_dkv(p, dk, dv, b, hk, seq, n0, cw, warp, lane);
         }
-        if ((tid & 127) == 0 && wg - 1 < kBDqWgs)
+        if (warp == 0 && lane == 0 && cw < kBDqWgs)
             fa4_bulk_wait<0>(); /* the last dQ reduce-adds are done before the CTA's shared memory goes */
     }
 }
