@@ -614,6 +614,26 @@ elif [ "$PART" = 33 ]; then
             --variants "default,$D/k_shfl" --rounds 2 --bwd
     fi
     tar_out part33
+elif [ "$PART" = 34 ]; then
+    echo "== 77. persistent main (HEAD form): d128 cases, =2, 7 CTAs ($(left) s left)"
+    FA4JIT_SM90_BWD_PERSIST=2 FA4JIT_SM90_BWD_PERSIST_GRID=7 suite suite_persist "$(cap 150 200)" default \
+        --filter "d128 none|d128 causal|d128 document|d128 window|d128 prefix_lm"
+    echo "== 78. run.py D 64 / D 256 with peers ($(left) s left)"
+    run_cases "headdim:D=64,headdim:D=256" run_hd
+    tar_out part34
+elif [ "$PART" = 35 ]; then
+    # session 36 (END_S about 520; set-up: `bash scripts/device_carry.sh && cp
+    # bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ && rm -rf /tmp/kp && mkdir
+    # /tmp/kp && git archive 9641b27 src/kernels | tar -x -C /tmp/kp && cp -r /tmp/kp/src/kernels
+    # .devcarry/k_prev`): the full suite on the carried build (fa4_wg_thread0 in the backward's
+    # issuer tests, the D 256 backward's 16-byte stores by default), then its A/B against 9641b27's
+    # kernels on the cases whose cubins changed
+    echo "== 79. the full sm90 suite ($(left) s left)"
+    suite suite "$(cap 280 200)" default
+    echo "== 80. A/B against 9641b27's kernels ($(left) s left)"
+    ab ab_s36 "$(cap 240 3)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:T5_bias_(fixed),mods:T5_bias_(trainable),mods:softcap_tanh,headdim:D=256" \
+        --variants "default,$D/k_prev" --rounds 2 --bwd
+    tar_out part35
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -36,7 +36,8 @@ bf16, so that the A/B switch stays buildable. The passes (PASSES below):
     committed one by one instead of through the warp's scratch; default since session 33; it also
     turns REL_SHFL's default off): rel_bias's and t5_bias's trainable backward main at D 128;
 14. FA4_SM90_BWD_REL_SHFL 0 -> 1 (g shared by shuffles from 4 evaluations a step; default only
-    where g is costly, t5_bias): rel_bias's trainable backward main at D 128;
+    where g is costly and the table trainable, t5_bias): rel_bias's backward main at D 128,
+    trainable;
 15. FA4_SM90_BWD_STG128 1 -> 0 (bwd_common.cuh: dK and dV in 4-byte stores instead of 16-byte ones
     after a quad transpose; default since session 34): rel_bias's backward main at D 128;
 16. FA4_SM90_BWD_STEPS_EARLY 0 -> 1 (bwd_steps80.cuh: the default mode's 80-query step table built
@@ -44,8 +45,8 @@ bf16, so that the A/B switch stays buildable. The passes (PASSES below):
     at D 128;
 17. FA4_SM90_BWD_EPI_FIRST 0 -> 1 (bwd_main.cu: dK / dV out before the last dQ wait in default-mode
     calls; opt-in, measured slower in session 35): the same build;
-18. FA4_SM90_BWD256_STG128 0 -> 1 (bwd_common.cuh: the D 256 backward's dK / dV in 16-byte stores;
-    opt-in, not yet run on a GPU): causal's backward main at D 256.
+18. FA4_SM90_BWD256_STG128 1 -> 0 (bwd_common.cuh: the D 256 backward's dK / dV in 4-byte stores
+    instead of 16-byte ones; default since session 36): causal's backward main at D 256.
 Fails unless every build has 168 registers and no spill, serialized wgmma or spill fallback (a
 backward main may keep a stack frame within path_sm90.c's frame tolerance, 192 bytes, as the
 library does), in cubins that differ from the default build's (the knobs reach the code).
@@ -89,7 +90,7 @@ PASSES = [(KNOBS, BUILDS, MODS),
           ([("bwd_common.cuh", "FA4_SM90_BWD_STG128", "1", "0")], BWD128[:1], ["rel_bias"]),
           ([("bwd_steps80.cuh", "FA4_SM90_BWD_STEPS_EARLY", "0", "1")], BWD80, ["causal"]),
           ([("bwd_main.cu", "FA4_SM90_BWD_EPI_FIRST", "0", "1")], BWD80, ["causal"]),
-          ([("bwd_common.cuh", "FA4_SM90_BWD256_STG128", "0", "1")], [(256, "bwd", ["bwd_main90"], ())], ["causal"])]
+          ([("bwd_common.cuh", "FA4_SM90_BWD256_STG128", "1", "0")], [(256, "bwd", ["bwd_main90"], ())], ["causal"])]
 
 
 def kernels_dir():

@@ -14,6 +14,17 @@ __device__ __forceinline__ unsigned fa4_bwd_smem_base(void)
     return (fa4_smem_addr(fa4_smem) + 1023u) & ~1023u;
 }
 
+/* Whether the calling thread is thread 0 of its warpgroup, from %tid.x read again at the call
+ * (volatile: ptxas neither hoists nor keeps it): the walk's per-step issuer tests kept a flag live
+ * across the whole walk, which spilled where a mod takes registers (ALiBi and fixed T5 at D 128:
+ * 4 / 4 and 8 / 16 bytes of spill stores / loads, NVRTC 13; none with this). */
+__device__ __forceinline__ bool fa4_wg_thread0(void)
+{
+    unsigned t;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+    return (t & 127u) == 0u;
+}
+
 /* Spin until the turn counter reaches `turn` (acquire). The turn comes unless something else
  * went wrong (a CTA that faulted): trap after 10 s rather than hang. */
 __device__ __forceinline__ void fa4_bwd_wait_turn(const int *ctr, int turn)
@@ -91,11 +102,13 @@ __device__ __forceinline__ void fa4_bwd_post_dq_turn(const Smem &sm, int cw, uns
 #ifndef FA4_SM90_BWD_STG128
 #define FA4_SM90_BWD_STG128 1
 #endif
-/* FA4_SM90_BWD256_STG128 1 (session 34, opt-in, not yet run on a GPU): the same 16-byte stores in the
- * D 256 backward's epilogue (bwd256.cuh; each warpgroup's 128 columns, groups past the head dim in
- * 4-byte stores). 0: 4-byte stores. */
+/* FA4_SM90_BWD256_STG128 1: the same 16-byte stores in the D 256 backward's epilogue (bwd256.cuh;
+ * each warpgroup's 128 columns, groups past the head dim in 4-byte stores). 0: 4-byte stores. H100
+ * 2026-12-07, B8 H16 S4096 D256 bf16, f+b TFLOP/s, median of 2 rounds, 0 -> 1: 439.6 -> 441.9 (each
+ * round higher); the quick suite's 26 d256 cases pass on it
+ * (bench/results/2026-12-07-h100-s36-ab-d256stg.md). */
 #ifndef FA4_SM90_BWD256_STG128
-#define FA4_SM90_BWD256_STG128 0
+#define FA4_SM90_BWD256_STG128 1
 #endif
 /* one row half r2 of a consumer thread's accumulator (NB 8-column blocks from the row's column 0,
  * of which the first ncols columns are real: a compile-time constant at D <= 128, the warpgroup's

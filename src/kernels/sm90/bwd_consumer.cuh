@@ -272,7 +272,10 @@ static_assert(kBAuxScrEntries >= kBM + 15, "the band scratch holds a step's offs
 /* Default 1 where g is costly (FA4_SCORE_MOD_REL_HEAVY, emit_rel.c: t5_bias's log) and the table is
  * trainable, with the band scratch above (its owners then take the sites from the slots): H100
  * 2026-12-07, B8 H16 S4096 D128, f+b TFLOP/s, 0 / 1: trainable T5 452.2 / 479.2, trainable rel. bias
- * 515.4 / 509.1, fixed rel. bias 540.8 / 535.0 (notes/sm90-bwd.md, session 33). */
+ * 515.4 / 509.1, fixed rel. bias 540.8 / 535.0 (notes/sm90-bwd.md, session 33). Fixed tables stay
+ * at 0: fixed T5 511.4 / 516.5 (+1.0%), but its bwd_main90 spilled 48 / 44 bytes with it against 8 /
+ * 16 without (9641b27); fixed rel. bias 543.0 / 539.8
+ * (bench/results/2026-12-07-h100-s36-ab-relshfl.md). */
 #ifndef FA4_SM90_BWD_REL_SHFL
 #if FA4_SM90_BWD_REL_SCR && defined(FA4_SCORE_MOD_REL_HEAVY) && FA4_SCORE_MOD_REL_HEAVY
 #define FA4_SM90_BWD_REL_SHFL 1
@@ -1836,7 +1839,7 @@ struct fa4_bwd_consumer {
         (void)it;
         const int g = lane >> 2, t = lane & 3;
         const unsigned buf = sm.dqs(cw);
-        const bool issuer = warp == 0 && lane == 0;
+        const bool issuer = fa4_wg_thread0();
         if (issuer)
             fa4_bulk_wait_read<0>(); /* the previous step's reduce has read the buffer */
         fa4_bwd_wg_sync(cw);
@@ -1949,7 +1952,7 @@ struct fa4_bwd_consumer {
 #endif
         if (lane == 0)
             fa4_mbar_arrive(sm.bar_empty(s));
-        if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
+        if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && fa4_wg_thread0() && cw < kBDqWgs)
             release_dq_turn();
     }
 
@@ -2004,7 +2007,7 @@ struct fa4_bwd_consumer {
             asm volatile("bar.arrive %0, 256;\n" ::"r"(6 - cw) : "memory"); /* the other's turn */
 #endif
 #if FA4_SM90_BWD_DQ_PASS == 1
-            if (p.dq_sem && warp == 0 && lane == 0 && cw < kBDqWgs)
+            if (p.dq_sem && fa4_wg_thread0() && cw < kBDqWgs)
                 dq_turn_window(h, m0, s); /* the previous step's turn */
 #endif
 #if !FA4_BWD_WALK80
@@ -2211,7 +2214,7 @@ struct fa4_bwd_consumer {
             fa4_wgmma_wait<0>();
             fa4_reg_fence(dq);
             write_dq(dq, h, m0, s, it);
-            if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && warp == 0 && lane == 0)
+            if (FA4_SM90_BWD_DQ_PASS == 0 && p.dq_sem && fa4_wg_thread0())
                 release_dq_turn();
         } else {
             fa4_wgmma_wait<0>();
