@@ -634,6 +634,12 @@ elif [ "$PART" = 35 ]; then
     ab ab_s36 "$(cap 240 3)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:T5_bias_(fixed),mods:T5_bias_(trainable),mods:softcap_tanh,headdim:D=256" \
         --variants "default,$D/k_prev" --rounds 2 --bwd
     tar_out part35
+elif [ "$PART" = 36 ]; then
+    # session 36, warm after PART 35 (END_S about 200): plain and causal beside cuDNN and
+    # FlexAttention on the carried build
+    echo "== 81. bench/run.py plain and causal with the peers ($(left) s left)"
+    run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096" run_pc
+    tar_out part36
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is
