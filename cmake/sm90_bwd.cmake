@@ -26,8 +26,10 @@
 #   sm90_all_mods_resources  every shipped mod and plain attention through the library and the
 #                      fa4jit command (all programs, the spill fallback included; --gqa, so the
 #                      GQA program bwd_main90m80s too, which plain attention must have), bf16 D 128:
-#                      fails on any spill, stack frame or serialized wgmma, or a forward kept at
-#                      its slow last spill fallback level (-DFA4_SM90_OVERLAP=0).
+#                      fails on any spill, stack frame or serialized wgmma (but for the bwd_main90
+#                      frames listed in its KNOWN_SPILL_FRAME: head_scale, softcap, softcap_causal,
+#                      none allowed to grow), or a forward kept at its slow last spill fallback
+#                      level (-DFA4_SM90_OVERLAP=0).
 #   sm90_all_mods_resources_d256  the same at D 256: the forward's overlapped loop, whose registers are
 #                      tightest there (its spill fallback levels: path_sm90.c), and the bwd256
 #                      backward (sm90/bwd256.cuh).

@@ -15,6 +15,13 @@ import sys
 # path_sm90.c's frame_tolerance: the stack frame (where spills live) a program keeps at its first
 # level, where that build measured faster than its clean fallbacks (bwd_main90); 0 for the others
 TOLERANCE = {"bwd_main90": 192, "bwd_main90fx": 192}
+# Within that tolerance, the shipped mods whose bwd_main90 still spills (NVRTC 13, bf16), with the
+# stack frame each has now: (mod file, head dim) -> bytes. Every other shipped mod's bwd_main90
+# must build without a spill (alibi's and t5_bias's did spill until session 36's fa4_wg_thread0),
+# and a listed one must not grow: a kernel change that spills somewhere new, or more, fails here
+# instead of passing under the 192-byte tolerance. Lower an entry (or drop it) when a change
+# takes spills away.
+KNOWN_SPILL_FRAME = {("head_scale.mod", 128): 8, ("softcap.mod", 128): 64, ("softcap_causal.mod", 128): 48}
 # The sm90 forward's last spill fallback level, -DFA4_SM90_OVERLAP=0, is its slow loop (no overlap
 # of softmax and tensor cores): a shipped mod that lands there is a failure (session 24 found
 # causal_sliding_window's D 128 forward there, unnoticed, after a kernel change), but for the builds
@@ -72,6 +79,8 @@ def main():
                 issues.append("no resource report")
             spilled = max(p["spill_stores"], 0) + max(p["spill_loads"], 0)
             tolerated = TOLERANCE.get(p["name"], 0)
+            if p["name"] == "bwd_main90":
+                tolerated = min(tolerated, KNOWN_SPILL_FRAME.get((name, m.get("head_dim") or 128), 0))
             if spilled and p["stack_frame"] > tolerated:
                 issues.append(f"spills {p['spill_stores']}/{p['spill_loads']}, stack {p['stack_frame']}")
             if p["stack_frame"] and not spilled:
@@ -81,8 +90,8 @@ def main():
             line = (f"{os.path.basename(str(m['mod']))} {p['name']}: {p['registers']} registers, "
                     f"{p['compile_ms']:.0f} ms")
             if spilled and not issues:
-                line += (f" (spills {p['spill_stores']}/{p['spill_loads']}, stack {p['stack_frame']}: within the "
-                         f"{tolerated}-byte frame tolerance)")
+                line += (f" (spills {p['spill_stores']}/{p['spill_loads']}, stack {p['stack_frame']}: within its "
+                         f"{tolerated}-byte frame allowance)")
             if issues:
                 print("FAIL", line, "; ".join(issues))
                 bad += 1
