@@ -640,6 +640,22 @@ elif [ "$PART" = 36 ]; then
     echo "== 81. bench/run.py plain and causal with the peers ($(left) s left)"
     run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096" run_pc
     tar_out part36
+elif [ "$PART" = 37 ]; then
+    # session 36 (END_S about 400; set-up: `bash scripts/device_carry.sh && cp
+    # bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py} .devcarry/ && cp -r src/kernels
+    # .devcarry/k_v2 && sed -i 's/^#define FA4_SM90_BWD_TID_REMAT 0$/#define FA4_SM90_BWD_TID_REMAT 2/'
+    # .devcarry/k_v2/sm90/bwd_common.cuh`): plain and causal at S 8192 and 16384 beside the peers
+    # (the targets say S >= 4096; measured at 4096 only so far), then FA4_SM90_BWD_TID_REMAT 2 (the
+    # dS stores' lane and warp read again each step): its plain / causal cases and A/B
+    echo "== 82. bench/run.py plain and causal at S 8192 / 16384 with the peers ($(left) s left)"
+    run_cases "plain_seqlen:S=8192,plain_seqlen:S=16384,causal_seqlen:S=8192,causal_seqlen:S=16384" run_long
+    echo "== 83. FA4_SM90_BWD_TID_REMAT 2: d128 none / causal cases, A/B ($(left) s left)"
+    if [ "$(left)" -gt 100 ] && [ -d "$D/k_v2" ]; then
+        suite suite_v2 "$(cap 60 60)" k_v2 --quick --filter "d128 none|d128 causal"
+        ab ab_v2 "$(cap 90 3)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" --variants "default,$D/k_v2" \
+            --rounds 2 --bwd
+    fi
+    tar_out part37
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
     # forward) and FA4_SM90_FWD_TILE_RUN 8 / FA4_SM90_BWD_SPLIT_ADD 2 as defaults; k_prev is

@@ -18,12 +18,22 @@ __device__ __forceinline__ unsigned fa4_bwd_smem_base(void)
  * (volatile: ptxas neither hoists nor keeps it): the walk's per-step issuer tests kept a flag live
  * across the whole walk, which spilled where a mod takes registers (ALiBi and fixed T5 at D 128:
  * 4 / 4 and 8 / 16 bytes of spill stores / loads, NVRTC 13; none with this). */
-__device__ __forceinline__ bool fa4_wg_thread0(void)
+__device__ __forceinline__ unsigned fa4_tid_fresh(void)
 {
     unsigned t;
     asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
-    return (t & 127u) == 0u;
+    return t;
 }
+__device__ __forceinline__ bool fa4_wg_thread0(void)
+{
+    return (fa4_tid_fresh() & 127u) == 0u;
+}
+/* FA4_SM90_BWD_TID_REMAT (bit mask, A/B): the thread's lane and warp read again from %tid.x
+ * (fa4_tid_fresh) in the dQ staging stores (1) and the dS stores (2) of each step, so that the
+ * per-thread address terms they derive are not kept live across the walk. */
+#ifndef FA4_SM90_BWD_TID_REMAT
+#define FA4_SM90_BWD_TID_REMAT 0
+#endif
 
 /* Spin until the turn counter reaches `turn` (acquire). The turn comes unless something else
  * went wrong (a CTA that faulted): trap after 10 s rather than hang. */
