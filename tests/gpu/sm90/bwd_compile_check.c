@@ -6,8 +6,9 @@
  * (sm90/bwd256.cuh's kernel there), bf16 and fp16, with no mod, alibi (score_mod), causal
  * (mask_mod), softcap_causal (both), rel_bias and t5_bias with trainable tables, and fails on spills whose
  * stack frame is over the library's tolerance for bwd_main90 (192 bytes, path_sm90.c; kept at
- * level 0 as the library keeps them), a stack frame without spills, serialized wgmma (C7520) or any other
- * ptxas warning. Prints one resource line per variant.
+ * level 0 as the library keeps them; for the default bf16 builds, over the frame listed in
+ * known_frames below, 0 for those not listed), a stack frame without spills, serialized wgmma
+ * (C7520) or any other ptxas warning. Prints one resource line per variant.
  * Usage: bwd_compile_check [--mods DIR] [--filter SUBSTR] [--cubin-dir DIR] [--verbose] [--checked] [--no-fallback]
  *                          [--dv N] [--mod NAME] [--main80] [--function NAME] [--frame-tolerance N]
  *                          [-DNAME=VALUE ...]
@@ -45,6 +46,25 @@ static const variant variants[] = {
     {NULL, NULL}, {"alibi", NULL}, {"causal", NULL}, {"softcap_causal", NULL}, {"rel_bias", "bias"},
     {"t5_bias", "bias"},
 };
+
+/* The default builds (bf16, no -D option, the 64-query main's entry) that still spill within the
+ * library's tolerance, with the stack frame each has now (NVRTC 13): their spills may not grow,
+ * and every other default bf16 build must have none. alibi's and fixed t5_bias's went in session
+ * 36 (bwd_common.cuh fa4_wg_thread0). Lower or drop an entry when a change takes spills away. */
+typedef struct known_frame {
+    const char *mod;
+    int d;
+    int frame;
+} known_frame;
+static const known_frame known_frames[] = {{"softcap_causal", 128, 48}, {"t5_bias", 128, 24}};
+
+static int known_frame_of(const char *mod, int d)
+{
+    for (size_t i = 0; i < sizeof known_frames / sizeof known_frames[0]; i++)
+        if (mod && !strcmp(known_frames[i].mod, mod) && known_frames[i].d == d)
+            return known_frames[i].frame;
+    return 0;
+}
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -275,8 +295,12 @@ int main(int argc, char **argv)
                     const fa4_program_info *in = &job.info;
                     /* -1: NVRTC served the cubin from the CUDA compute cache, no report */
                     const int spilled = in->spill_stores + in->spill_loads;
+                    /* default bf16 builds: no more than the frame listed in known_frames */
+                    const int allowed = bf && frame_tol < 0 && !main80 && ndefs == 0 && !checked && dv_opt <= 0 && !fell_back
+                                            ? (known_frame_of(v->mod, d) < tolerance ? known_frame_of(v->mod, d) : tolerance)
+                                            : tolerance;
                     /* a stack frame only with the tolerated spills (a local array otherwise) */
-                    const int bad = in->registers < 0 || job.cubin_frame < 0 || (spilled > 0 && job.cubin_frame > tolerance) ||
+                    const int bad = in->registers < 0 || job.cubin_frame < 0 || (spilled > 0 && job.cubin_frame > allowed) ||
                                     (in->stack_frame != 0 && spilled == 0) ||
                                     in->wgmma_serialized != 0 || log_has_warning(job.log);
                     printf("%s %-32s regs %3d  spill st/ld %d/%d  stack %d  smem static %d  wgmma serialized %d  "
