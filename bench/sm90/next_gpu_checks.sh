@@ -26,8 +26,9 @@
 # STEPS_EARLY / EPI_FIRST). Of PART 31 (set-up in its comment below) what is still worth a call is
 # its step 68 (the D 256 backward's 16-byte stores, k_bwd256_stg) and the trainable cases of step
 # 66 (run.py with the peers); its step 65 (the suite on k_steps_early) is moot now that the knob
-# measured slower. **PART 33 is pending** (for session 36: the variants beside the peers, then
-# PART 31's step 68 and PART 29, set-up in its comment). PART 29 (END_S=200; set-up
+# measured slower. Session 36 ran PARTS 33, 34, 35 and 36 (bench/results/2026-12-07-h100-s36-*).
+# **PART 37 is pending** (set-up in its comment, plus k_bfold for its last step: the long
+# sequences beside the peers, FA4_SM90_BWD_TID_REMAT 2, RELT_BFOLD on the current T5 forward). PART 29 (END_S=200; set-up
 # `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py}
 # .devcarry/ && cp -r src/kernels .devcarry/k_shfl && sed -i 's/^#ifndef FA4_SM90_BWD_REL_SHFL$/#define
 # FA4_SM90_BWD_REL_SHFL 1\n&/' .devcarry/k_shfl/sm90/bwd_consumer.cuh`): REL_SHFL for the fixed tables,
@@ -654,6 +655,16 @@ elif [ "$PART" = 37 ]; then
         suite suite_v2 "$(cap 60 60)" k_v2 --quick --filter "d128 none|d128 causal"
         ab ab_v2 "$(cap 90 3)" --cases "plain_seqlen:S=4096,causal_seqlen:S=4096" --variants "default,$D/k_v2" \
             --rounds 2 --bwd
+    fi
+    # RELT_BFOLD (T5's region tiles folded into the softmax, no FFMA a score) was measured once,
+    # in session 29, before RB_UNIFORM took the R2UR out of T5's loop; T5's forward is at 0.89-0.90
+    # of plain (issue 8: 0.9). Set-up: `cp -r src/kernels .devcarry/k_bfold && sed -i
+    # 's/^#define FA4_SM90_RELT_BFOLD 0/#define FA4_SM90_RELT_BFOLD 1/' .devcarry/k_bfold/sm90/softmax.cuh`
+    echo "== 84. RELT_BFOLD on the current T5 forward: t5 cases, A/B ($(left) s left)"
+    if [ "$(left)" -gt 100 ] && [ -d "$D/k_bfold" ]; then
+        suite suite_bfold "$(cap 60 50)" k_bfold --quick --filter "t5"
+        ab ab_bfold "$(cap 60 3)" --cases "plain_seqlen:S=4096,mods:T5_bias_(fixed)" --variants "default,$D/k_bfold" \
+            --rounds 2
     fi
     tar_out part37
 elif [ "$PART" = 4 ]; then
