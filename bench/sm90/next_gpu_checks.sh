@@ -657,8 +657,9 @@ elif [ "$PART" = 37 ]; then
             --rounds 2 --bwd
     fi
     # RELT_BFOLD (T5's region tiles folded into the softmax, no FFMA a score) was measured once,
-    # in session 29, before RB_UNIFORM took the R2UR out of T5's loop; T5's forward is at 0.89-0.90
-    # of plain (issue 8: 0.9). Set-up: `cp -r src/kernels .devcarry/k_bfold && sed -i
+    # in session 29, before RB_UNIFORM took the R2UR out of T5's loop and before its own box test
+    # was made uniform (session 36: region loop 954 -> 917 instructions against the default, R2UR
+    # 6); T5's forward is at 0.89-0.90 of plain (issue 8: 0.9). Set-up: `cp -r src/kernels .devcarry/k_bfold && sed -i
     # 's/^#define FA4_SM90_RELT_BFOLD 0/#define FA4_SM90_RELT_BFOLD 1/' .devcarry/k_bfold/sm90/softmax.cuh`
     echo "== 84. RELT_BFOLD on the current T5 forward: t5 cases, A/B ($(left) s left)"
     if [ "$(left)" -gt 100 ] && [ -d "$D/k_bfold" ]; then

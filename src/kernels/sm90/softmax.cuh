@@ -94,7 +94,9 @@
 #ifndef FA4_SM90_RELT_BOUNDS
 #define FA4_SM90_RELT_BOUNDS 1
 #endif
-/* FA4_SM90_RELT_BFOLD 1 (session 28, opt-in, not GPU-run): RELT_BOUNDS's region tiles folded into
+/* FA4_SM90_RELT_BFOLD 1 (session 28, opt-in; session 29 measured it even with the default, 572.4
+ * against 573.8 trainable T5 fwd, before RB_UNIFORM and before its own box test was made uniform in
+ * session 36; to be measured again, next_gpu_checks PART 37): RELT_BOUNDS's region tiles folded into
  * the softmax (kmul, roff) instead of an FFMA a score, bit-equal across the two schedules because
  * both take RELT_FOLD's check as well: the static schedule (no bounds) folds a tile whose table is
  * one value; the dynamic one folds a region tile whose 64 rows and kN keys all lie inside the
@@ -414,8 +416,12 @@ __device__ __forceinline__ bool fa4_sm90_rel_fill(unsigned tab, int cw, const fa
 {
     (void)c0, (void)rn0, (void)rcarry, (void)rb, (void)len_q, (void)len_k;
 #if FA4_SM90_RBFOLD
-    /* folded (RFOLD's consumption): only boxes inside the sequence, and scale > 0, as the check's */
-    if (rb && p.scale > 0.f && q0 + 63 < len_q && n0 + kN <= len_k && fa4_sm90_rel_bound(rb, p, b, h, q0, n0, c0))
+    /* folded (RFOLD's consumption): only boxes inside the sequence, and scale > 0, as the check's.
+     * The box test is broadcast from lane 0 (RB_UNIFORM's way; q0 is the warpgroup's first row, so
+     * the same in every lane): tested per lane, the branch left ptxas's uniform datapath and the
+     * region tiles' loop took 48 R2UR against 6 (t5_bias D 128: 953 -> 917 instructions). */
+    if (rb && p.scale > 0.f && fa4_sm90_rb_same(q0 + 63 < len_q && n0 + kN <= len_k) &&
+        fa4_sm90_rel_bound(rb, p, b, h, q0, n0, c0))
         return true;
 #elif FA4_SM90_RBOUND
     if (rb && fa4_sm90_rel_bound(rb, p, b, h, q0, n0, c0)) {
