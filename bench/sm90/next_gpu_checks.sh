@@ -667,6 +667,16 @@ elif [ "$PART" = 37 ]; then
         ab ab_bfold "$(cap 60 3)" --cases "plain_seqlen:S=4096,mods:T5_bias_(fixed)" --variants "default,$D/k_bfold" \
             --rounds 2
     fi
+    # session 36's fa4_wg_thread0 changed who issues the dQ reduce and passes the deterministic
+    # turns: memcheck on one ALiBi case (the 64-query main) and one deterministic causal case
+    echo "== 85. memcheck on the issuer change ($(left) s left)"
+    for f in "d128 alibi" "determin"; do
+        [ "$(left)" -gt 40 ] || break
+        FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 60 5)" compute-sanitizer --tool memcheck --print-limit 10 \
+            "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$O/memcheck_${f// /_}.log" 2>&1
+        echo "memcheck [$f] rc=$? $(grep -E 'ERROR SUMMARY|^TOTAL' "$O/memcheck_${f// /_}.log" | tr '
+' ' ')"
+    done
     tar_out part37
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
