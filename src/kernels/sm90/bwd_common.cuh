@@ -15,15 +15,9 @@ __device__ __forceinline__ unsigned fa4_bwd_smem_base(void)
 }
 
 /* Whether the calling thread is thread 0 of its warpgroup, from %tid.x read again at the call
- * (volatile: ptxas neither hoists nor keeps it): the walk's per-step issuer tests kept a flag live
- * across the whole walk, which spilled where a mod takes registers (ALiBi and fixed T5 at D 128:
- * 4 / 4 and 8 / 16 bytes of spill stores / loads, NVRTC 13; none with this). */
-__device__ __forceinline__ unsigned fa4_tid_fresh(void)
-{
-    unsigned t;
-    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
-    return t;
-}
+ * (fa4_tid_fresh, ptx90.cuh): the walk's per-step issuer tests kept a flag live across the whole
+ * walk, which spilled where a mod takes registers (ALiBi and fixed T5 at D 128: 4 / 4 and 8 / 16
+ * bytes of spill stores / loads, NVRTC 13; none with this). */
 __device__ __forceinline__ bool fa4_wg_thread0(void)
 {
     return (fa4_tid_fresh() & 127u) == 0u;

@@ -319,8 +319,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                 m0 = m_tile * mt;
                 {
                     /* the thread's row read again: a value kept from before the loop spilled */
-                    unsigned t;
-                    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+                    const unsigned t = fa4_tid_fresh();
                     row0 = m0 + (int)(t >> 7) * 64 - 64 + (int)((t >> 5) & 3u) * 16 + (int)((t & 31u) >> 2);
                 }
 #else

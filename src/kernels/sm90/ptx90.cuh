@@ -210,6 +210,14 @@ __device__ __forceinline__ unsigned long long fa4_desc_sw128_at(unsigned base, u
  * Every lane of the warp must call it. */
 __device__ __forceinline__ unsigned fa4_warp_uniform(unsigned x) { return __shfl_sync(0xffffffffu, x, 0); }
 __device__ __forceinline__ int fa4_warp_uniform(int x) { return __shfl_sync(0xffffffffu, x, 0); }
+/* %tid.x read again at the call (volatile: ptxas neither hoists it nor keeps it live), for a
+ * per-thread value that would otherwise stay in a register across a long loop (and spill there). */
+__device__ __forceinline__ unsigned fa4_tid_fresh(void)
+{
+    unsigned t;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+    return t;
+}
 
 /* Descriptor of a block of 256 bytes without swizzle whose two 128-byte core matrices sit 128 bytes
  * apart (strides of 128 both ways): the 16 x 8 B operand of a m64n8k16 wgmma, read whole whatever

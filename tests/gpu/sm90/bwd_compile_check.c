@@ -296,8 +296,9 @@ int main(int argc, char **argv)
                     /* -1: NVRTC served the cubin from the CUDA compute cache, no report */
                     const int spilled = in->spill_stores + in->spill_loads;
                     /* default bf16 builds: no more than the frame listed in known_frames */
+                    const int known = known_frame_of(v->mod, d);
                     const int allowed = bf && frame_tol < 0 && !main80 && ndefs == 0 && !checked && dv_opt <= 0 && !fell_back
-                                            ? (known_frame_of(v->mod, d) < tolerance ? known_frame_of(v->mod, d) : tolerance)
+                                            ? (known < tolerance ? known : tolerance)
                                             : tolerance;
                     /* a stack frame only with the tolerated spills (a local array otherwise) */
                     const int bad = in->registers < 0 || job.cubin_frame < 0 || (spilled > 0 && job.cubin_frame > allowed) ||
