@@ -47,9 +47,19 @@ static uint64_t rd_le(const uint8_t *p, int n)
     return v;
 }
 
-int fa4__cubin_resources(const uint8_t *cubin, size_t size, const char *function, int *frame, int *regs)
+/* A cubin's symbol named function: its index, st_info and the .nv.info section. 0 when the ELF
+ * could be read (sym -1: no such symbol), -1 when it is not an ELF64 LE object or is malformed. */
+typedef struct {
+    int64_t sym;
+    unsigned info_type; /* st_info & 0xf: 2 STT_FUNC */
+    uint64_t info_off, info_size;
+    int have_info;
+} cubin_symbol;
+
+static int cubin_find_symbol(const uint8_t *cubin, size_t size, const char *function, cubin_symbol *out)
 {
-    *frame = *regs = -1;
+    memset(out, 0, sizeof *out);
+    out->sym = -1;
     /* ELF64, little endian */
     if (!cubin || !function || size < 64 || memcmp(cubin, "\x7f" "ELF", 4) || cubin[4] != 2 || cubin[5] != 1)
         return -1;
@@ -61,8 +71,8 @@ int fa4__cubin_resources(const uint8_t *cubin, size_t size, const char *function
     const uint64_t stroff = rd_le(FA4_SH(shstrndx) + 24, 8), strsize = rd_le(FA4_SH(shstrndx) + 32, 8);
     if (stroff > size || strsize > size - stroff)
         return -1;
-    uint64_t info_off = 0, info_size = 0, sym_off = 0, sym_size = 0, sym_ent = 0, symstr = 0;
-    int have_info = 0, have_sym = 0;
+    uint64_t sym_off = 0, sym_size = 0, sym_ent = 0, symstr = 0;
+    int have_sym = 0;
     for (uint64_t i = 0; i < shnum; i++) {
         const uint8_t *h = FA4_SH(i);
         const uint64_t name = rd_le(h, 4), type = rd_le(h + 4, 4), off = rd_le(h + 24, 8), sz = rd_le(h + 32, 8);
@@ -75,34 +85,49 @@ int fa4__cubin_resources(const uint8_t *cubin, size_t size, const char *function
             const uint64_t link = rd_le(h + 40, 4);
             sym_off = off, sym_size = sz, sym_ent = rd_le(h + 56, 8), symstr = link, have_sym = link < shnum;
         } else if (!strcmp(nm, ".nv.info")) {
-            info_off = off, info_size = sz, have_info = 1;
+            out->info_off = off, out->info_size = sz, out->have_info = 1;
         }
     }
-    if (!have_info || !have_sym || sym_ent < 24)
+    if (!have_sym || sym_ent < 24)
         return -1;
     const uint64_t sstr_off = rd_le(FA4_SH(symstr) + 24, 8), sstr_size = rd_le(FA4_SH(symstr) + 32, 8);
 #undef FA4_SH
     if (sstr_off > size || sstr_size > size - sstr_off)
         return -1;
     const size_t flen = strlen(function);
-    int64_t sym = -1;
     for (uint64_t j = 0; j * sym_ent + 24 <= sym_size; j++) {
-        const uint64_t name = rd_le(cubin + sym_off + j * sym_ent, 4);
-        if (name < sstr_size && sstr_size - name > flen &&
-            !memcmp(cubin + sstr_off + name, function, flen + 1)) {
-            sym = (int64_t)j;
+        const uint8_t *e = cubin + sym_off + j * sym_ent;
+        const uint64_t name = rd_le(e, 4);
+        if (name < sstr_size && sstr_size - name > flen && !memcmp(cubin + sstr_off + name, function, flen + 1)) {
+            out->sym = (int64_t)j;
+            out->info_type = e[4] & 0xf;
             break;
         }
     }
-    if (sym < 0)
+    return 0;
+}
+
+int fa4__cubin_has_function(const uint8_t *cubin, size_t size, const char *function)
+{
+    cubin_symbol s;
+    if (cubin_find_symbol(cubin, size, function, &s) != 0)
+        return -1;
+    return s.sym >= 0 && s.info_type == 2 /* STT_FUNC */;
+}
+
+int fa4__cubin_resources(const uint8_t *cubin, size_t size, const char *function, int *frame, int *regs)
+{
+    *frame = *regs = -1;
+    cubin_symbol s;
+    if (cubin_find_symbol(cubin, size, function, &s) != 0 || !s.have_info || s.sym < 0)
         return -1;
     /* records: format byte, attribute byte, a 16-bit value or (format 4, EIFMT_SVAL) size */
-    for (uint64_t o = 0; o + 4 <= info_size;) {
-        const uint8_t *r = cubin + info_off + o;
+    for (uint64_t o = 0; o + 4 <= s.info_size;) {
+        const uint8_t *r = cubin + s.info_off + o;
         const uint64_t len = r[0] == 4 ? rd_le(r + 2, 2) : 0;
-        if (len > info_size - o - 4)
+        if (len > s.info_size - o - 4)
             break;
-        if (r[0] == 4 && len == 8 && (int64_t)rd_le(r + 4, 4) == sym) {
+        if (r[0] == 4 && len == 8 && (int64_t)rd_le(r + 4, 4) == s.sym) {
             if (r[1] == 0x11)
                 *frame = (int)rd_le(r + 8, 4);
             else if (r[1] == 0x2f)

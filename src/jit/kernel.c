@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "compiler.h"
 #include "internal.h"
 #include "spec.h"
 
@@ -257,6 +258,9 @@ CUfunction fa4__kernel_function(fa4_kernel *k, const char *program, const char *
     for (int i = 0; i < k->num_programs; i++) {
         if (strcmp(k->programs[i].name, program) != 0 || !k->programs[i].module)
             continue;
+        /* absent from the cubin: no driver call (a failing one is an API error to the sanitizers) */
+        if (fa4__cubin_has_function(k->programs[i].cubin, k->programs[i].cubin_size, function) == 0)
+            return NULL;
         CUfunction f = NULL;
         if (k->ctx->cu->moduleGetFunction(&f, k->programs[i].module, function) != CUDA_SUCCESS)
             return NULL;

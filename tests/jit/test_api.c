@@ -234,6 +234,14 @@ static void compile_and_guard(const char *arch, const char *source, int head_dim
         assert_int_equal(regs, p->registers);
         assert_true(frame >= 0 && frame <= p->stack_frame && (frame == 0) == (p->stack_frame == 0));
         assert_int_equal(fa4__cubin_resources(buf, n, "no_such_function", &frame, &regs), -1);
+        /* what fa4__kernel_function asks before the driver: the entry is there, others are not
+         * (a prefix of the entry's name is not the entry), a truncated cubin is not readable */
+        assert_int_equal(fa4__cubin_has_function(buf, n, k->programs[i].function), 1);
+        assert_int_equal(fa4__cubin_has_function(buf, n, "no_such_function"), 0);
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%.*s", (int)strlen(k->programs[i].function) - 1, k->programs[i].function);
+        assert_int_equal(fa4__cubin_has_function(buf, n, prefix), 0);
+        assert_int_equal(fa4__cubin_has_function(buf, 40, k->programs[i].function), -1);
         assert_int_equal(fa4__cubin_resources(buf, 40, k->programs[i].function, &frame, &regs), -1);
         assert_int_equal(frame, -1);
         free(buf);
