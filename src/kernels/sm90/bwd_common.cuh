@@ -22,12 +22,6 @@ __device__ __forceinline__ bool fa4_wg_thread0(void)
 {
     return (fa4_tid_fresh() & 127u) == 0u;
 }
-/* FA4_SM90_BWD_TID_REMAT (bit mask, A/B): the thread's lane and warp read again from %tid.x
- * (fa4_tid_fresh) in the dQ staging stores (1) and the dS stores (2) of each step, so that the
- * per-thread address terms they derive are not kept live across the walk. */
-#ifndef FA4_SM90_BWD_TID_REMAT
-#define FA4_SM90_BWD_TID_REMAT 0
-#endif
 
 /* Spin until the turn counter reaches `turn` (acquire). The turn comes unless something else
  * went wrong (a CTA that faulted): trap after 10 s rather than hang. */

@@ -1580,10 +1580,6 @@ struct fa4_bwd_consumer {
     /* dS^T fragment -> dS[query][key] in buffer buf (128-byte swizzle, panel = key / 64). */
     __device__ __forceinline__ void store_ds(const unsigned (&pds)[kBM / 16][4], int buf) const
     {
-#if FA4_SM90_BWD_TID_REMAT & 2
-        const unsigned tx = fa4_tid_fresh();
-        const int lane = (int)(tx & 31u), warp = (int)((tx >> 5) & 3u);
-#endif
         const int i = lane >> 3, j = lane & 7;
         const int kin = warp * 16 + (i & 1) * 8; /* key within this warpgroup's panel */
         const unsigned panel = sm.ds(buf) + cw * kBM * kPanelBytes;
@@ -1841,10 +1837,6 @@ struct fa4_bwd_consumer {
                                                  int it) const
     {
         (void)it;
-#if FA4_SM90_BWD_TID_REMAT & 1
-        const unsigned tx = fa4_tid_fresh();
-        const int lane = (int)(tx & 31u), warp = (int)((tx >> 5) & 3u);
-#endif
         const int g = lane >> 2, t = lane & 3;
         const unsigned buf = sm.dqs(cw);
         const bool issuer = fa4_wg_thread0();

@@ -96,7 +96,10 @@
 #endif
 /* FA4_SM90_RELT_BFOLD 1 (session 28, opt-in; session 29 measured it even with the default, 572.4
  * against 573.8 trainable T5 fwd, before RB_UNIFORM and before its own box test was made uniform in
- * session 36; to be measured again, next_gpu_checks PART 37): RELT_BOUNDS's region tiles folded into
+ * session 36; measured again after both, H100 2026-12-08, B8 H16 S4096 D128 bf16, fixed T5 fwd,
+ * median of 2 rounds: 610.2 default -> 600.2, plain 687.2 / 688.0, so it stays off although its
+ * region loop is 917 instructions against 954; bench/results/2026-12-08-h100-s37-ab-bfold.md):
+ * RELT_BOUNDS's region tiles folded into
  * the softmax (kmul, roff) instead of an FFMA a score, bit-equal across the two schedules because
  * both take RELT_FOLD's check as well: the static schedule (no bounds) folds a tile whose table is
  * one value; the dynamic one folds a region tile whose 64 rows and kN keys all lie inside the
