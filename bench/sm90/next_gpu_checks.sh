@@ -679,23 +679,38 @@ elif [ "$PART" = 37 ]; then
     done
     tar_out part37
 elif [ "$PART" = 38 ]; then
-    # session 37 (END_S about 300; set-up `bash scripts/device_carry.sh && cp
+    # session 37 (END_S about 420; set-up `bash scripts/device_carry.sh && cp
     # bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py,ncu_sass_ops.py} .devcarry/`): memcheck
     # after fa4__kernel_function's symbol check (PART 37's ALiBi case: 7 API errors, every one a
-    # cuModuleGetFunction of a kernel the build lacks), then the ncu source counters of the
-    # trainable and fixed T5 backward mains (session 32: the tile steps' commits cost 3% by
-    # removal, unexplained) and the quick suite's t5 / alibi / determin cases on the carried build
+    # cuModuleGetFunction of a kernel the build lacks). On an H200 (the GPU issues 8 and 9 name, never
+    # lent before) the headline and the variants beside the peers first; on an H100 the ncu source
+    # counters of the trainable and fixed T5 backward mains and of the T5 and ALiBi forwards
+    # (session 32: the tile steps' commits cost 3% by removal, unexplained)
+    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+    memcheck38() {
+        local f
+        for f in "$@"; do
+            [ "$(left)" -gt 40 ] || break
+            FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 60 5)" compute-sanitizer --tool memcheck --print-limit 10 \
+                "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$O/memcheck_${f// /_}.log" 2>&1
+            echo "memcheck [$f] rc=$? $(grep -E 'ERROR SUMMARY|^TOTAL' "$O/memcheck_${f// /_}.log" | tr '\n' ' ')"
+        done
+    }
     echo "== 86. memcheck with the symbol check ($(left) s left)"
-    for f in "d128 alibi" "t5" "softcap" "determin"; do
-        [ "$(left)" -gt 60 ] || break
-        FA4JIT_CACHE_DIR=/tmp/nx-def timeout "$(cap 60 5)" compute-sanitizer --tool memcheck --print-limit 10 \
-            "$D/test_gpu_sm80" --quick --no-bench --filter "$f" --max-cases 1 >"$O/memcheck_${f// /_}.log" 2>&1
-        echo "memcheck [$f] rc=$? $(grep -E 'ERROR SUMMARY|^TOTAL' "$O/memcheck_${f// /_}.log" | tr '
-' ' ')"
-    done
-    ncu_each 87 'fa4_sm90_bwd_main$' 70 "t5trbwd:T5 bias trainable" "t5bwd:T5 bias (score_mod)"
-    echo "== 88. quick suite: t5, alibi, determin ($(left) s left)"
-    [ "$(left)" -gt 60 ] && suite suite_q "$(cap 120 10)" default --quick --filter "t5|alibi|determin"
+    memcheck38 "d128 alibi" "t5"
+    case "$gpu" in
+    *H200*)
+        echo "== 87. H200: bench/run.py headline and variants with the peers ($(left) s left)"
+        run_cases "plain_seqlen:S=4096,causal_seqlen:S=4096,mods:ALiBi,mods:softcap_tanh,mods:T5_bias_(trainable),mods:T5_bias_(fixed),headdim:D=64,headdim:D=256" \
+            run_h200
+        ;;
+    *)
+        ncu_each 87 'fa4_sm90_bwd_main$' 70 "t5trbwd:T5 bias trainable" "t5bwd:T5 bias (score_mod)"
+        ncu_each 87 'fa4_sm90_fwd$' 60 "t5fwd:T5 bias (score_mod)" "alibifwd:ALiBi (score_mod)"
+        ;;
+    esac
+    echo "== 88. memcheck, more cases ($(left) s left)"
+    memcheck38 "softcap" "determin"
     tar_out part38
 elif [ "$PART" = 4 ]; then
     # session 26: the negative-scale fix (mainloop.cuh, a not-taken branch in every mod-free
