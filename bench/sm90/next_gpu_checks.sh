@@ -27,8 +27,9 @@
 # its step 68 (the D 256 backward's 16-byte stores, k_bwd256_stg) and the trainable cases of step
 # 66 (run.py with the peers); its step 65 (the suite on k_steps_early) is moot now that the knob
 # measured slower. Session 36 ran PARTS 33, 34, 35 and 36 (bench/results/2026-12-07-h100-s36-*).
-# **PART 37 is pending** (set-up in its comment, plus k_bfold for its last step: the long
-# sequences beside the peers, FA4_SM90_BWD_TID_REMAT 2, RELT_BFOLD on the current T5 forward). PART 29 (END_S=200; set-up
+# Session 37 ran PART 37 (bench/results/2026-12-08-h100-s37-*); **PART 38 is pending** (set-up in
+# its comment: memcheck after the library's symbol check, then the H200 peers run or, on an H100,
+# the quick suite and the ncu of the T5 mains). PART 29 (END_S=200; set-up
 # `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py}
 # .devcarry/ && cp -r src/kernels .devcarry/k_shfl && sed -i 's/^#ifndef FA4_SM90_BWD_REL_SHFL$/#define
 # FA4_SM90_BWD_REL_SHFL 1\n&/' .devcarry/k_shfl/sm90/bwd_consumer.cuh`): REL_SHFL for the fixed tables,
@@ -679,12 +680,12 @@ elif [ "$PART" = 37 ]; then
     done
     tar_out part37
 elif [ "$PART" = 38 ]; then
-    # session 37 (END_S about 420; set-up `bash scripts/device_carry.sh && cp
+    # session 37 (END_S about 560; set-up `bash scripts/device_carry.sh && cp
     # bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py,ncu_sass_ops.py} .devcarry/`): memcheck
     # after fa4__kernel_function's symbol check (PART 37's ALiBi case: 7 API errors, every one a
-    # cuModuleGetFunction of a kernel the build lacks). On an H200 (the GPU issues 8 and 9 name, never
-    # lent before) the headline and the variants beside the peers first; on an H100 the ncu source
-    # counters of the trainable and fixed T5 backward mains and of the T5 and ALiBi forwards
+    # cuModuleGetFunction of a kernel the build lacks). On an H200 (the GPU issues 8 and 9 name, not
+    # lent since session 14) the headline and the variants beside the peers first; on an H100 the quick suite,
+    # then the ncu source counters of the trainable and fixed T5 backward mains and of the T5 and ALiBi forwards
     # (session 32: the tile steps' commits cost 3% by removal, unexplained)
     gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
     memcheck38() {
@@ -705,6 +706,8 @@ elif [ "$PART" = 38 ]; then
             run_h200
         ;;
     *)
+        echo "== 87. the quick sm90 suite on the carried build (every launch through the symbol check) ($(left) s left)"
+        suite suite_quick "$(cap 160 260)" default --quick
         ncu_each 87 'fa4_sm90_bwd_main$' 70 "t5trbwd:T5 bias trainable" "t5bwd:T5 bias (score_mod)"
         ncu_each 87 'fa4_sm90_fwd$' 60 "t5fwd:T5 bias (score_mod)" "alibifwd:ALiBi (score_mod)"
         ;;
