@@ -33,7 +33,7 @@
 # `bash scripts/device_carry.sh && cp bench/sm90/{next_gpu_checks.sh,device_env.sh,fa4_ab.py}
 # .devcarry/ && cp -r src/kernels .devcarry/k_shfl && sed -i 's/^#ifndef FA4_SM90_BWD_REL_SHFL$/#define
 # FA4_SM90_BWD_REL_SHFL 1\n&/' .devcarry/k_shfl/sm90/bwd_consumer.cuh`): REL_SHFL for the fixed tables,
-# A/B, also pending.
+# A/B (ran in session 36 as PART 33's step 76: -s36-ab-relshfl.md).
 # Session 33 ran PARTS 24-27 (bench/results/2026-12-07-h100-s33-*).
 # Session 31 ran PART 17 (bench/results/2026-12-07-h100-s31-*: GDEFER, the 2-stage ring, RELT_ALL).
 # Session 30 ran PARTS 10, 11, 8 (again, for its suite and run.py), 12, 13, 14 and 15
