@@ -47,21 +47,20 @@ static uint64_t rd_le(const uint8_t *p, int n)
     return v;
 }
 
-/* A cubin's symbol named function: its index, st_info and the .nv.info section. 0 when the ELF
- * could be read (sym -1: no such symbol), -1 when it is not an ELF64 LE object or is malformed. */
+/* A cubin's symbol table, string table and .nv.info section (offsets into the cubin, each checked
+ * to lie inside it). 0 when the ELF could be read, -1 when it is not an ELF64 LE object or is
+ * malformed. */
 typedef struct {
-    int64_t sym;
-    unsigned info_type; /* st_info & 0xf: 2 STT_FUNC */
+    uint64_t sym_off, sym_size, sym_ent, sstr_off, sstr_size;
     uint64_t info_off, info_size;
     int have_info;
-} cubin_symbol;
+} cubin_tables;
 
-static int cubin_find_symbol(const uint8_t *cubin, size_t size, const char *function, cubin_symbol *out)
+static int cubin_read_tables(const uint8_t *cubin, size_t size, cubin_tables *t)
 {
-    memset(out, 0, sizeof *out);
-    out->sym = -1;
+    memset(t, 0, sizeof *t);
     /* ELF64, little endian */
-    if (!cubin || !function || size < 64 || memcmp(cubin, "\x7f" "ELF", 4) || cubin[4] != 2 || cubin[5] != 1)
+    if (!cubin || size < 64 || memcmp(cubin, "\x7f" "ELF", 4) || cubin[4] != 2 || cubin[5] != 1)
         return -1;
     const uint64_t shoff = rd_le(cubin + 0x28, 8);
     const uint64_t shentsize = rd_le(cubin + 0x3a, 2), shnum = rd_le(cubin + 0x3c, 2), shstrndx = rd_le(cubin + 0x3e, 2);
@@ -71,7 +70,7 @@ static int cubin_find_symbol(const uint8_t *cubin, size_t size, const char *func
     const uint64_t stroff = rd_le(FA4_SH(shstrndx) + 24, 8), strsize = rd_le(FA4_SH(shstrndx) + 32, 8);
     if (stroff > size || strsize > size - stroff)
         return -1;
-    uint64_t sym_off = 0, sym_size = 0, sym_ent = 0, symstr = 0;
+    uint64_t symstr = 0;
     int have_sym = 0;
     for (uint64_t i = 0; i < shnum; i++) {
         const uint8_t *h = FA4_SH(i);
@@ -83,43 +82,75 @@ static int cubin_find_symbol(const uint8_t *cubin, size_t size, const char *func
             continue;
         if (type == 2 /* SHT_SYMTAB */) {
             const uint64_t link = rd_le(h + 40, 4);
-            sym_off = off, sym_size = sz, sym_ent = rd_le(h + 56, 8), symstr = link, have_sym = link < shnum;
+            t->sym_off = off, t->sym_size = sz, t->sym_ent = rd_le(h + 56, 8), symstr = link, have_sym = link < shnum;
         } else if (!strcmp(nm, ".nv.info")) {
-            out->info_off = off, out->info_size = sz, out->have_info = 1;
+            t->info_off = off, t->info_size = sz, t->have_info = 1;
         }
     }
-    if (!have_sym || sym_ent < 24)
+    if (!have_sym || t->sym_ent < 24)
         return -1;
-    const uint64_t sstr_off = rd_le(FA4_SH(symstr) + 24, 8), sstr_size = rd_le(FA4_SH(symstr) + 32, 8);
+    t->sstr_off = rd_le(FA4_SH(symstr) + 24, 8), t->sstr_size = rd_le(FA4_SH(symstr) + 32, 8);
 #undef FA4_SH
-    if (sstr_off > size || sstr_size > size - sstr_off)
+    if (t->sstr_off > size || t->sstr_size > size - t->sstr_off)
         return -1;
+    return 0;
+}
+
+/* The index of the symbol named function in t's table, -1 where there is none; *st_info its
+ * st_info byte */
+static int64_t cubin_find_symbol(const uint8_t *cubin, const cubin_tables *t, const char *function, unsigned *st_info)
+{
     const size_t flen = strlen(function);
-    for (uint64_t j = 0; j * sym_ent + 24 <= sym_size; j++) {
-        const uint8_t *e = cubin + sym_off + j * sym_ent;
+    for (uint64_t j = 0; j * t->sym_ent + 24 <= t->sym_size; j++) {
+        const uint8_t *e = cubin + t->sym_off + j * t->sym_ent;
         const uint64_t name = rd_le(e, 4);
-        if (name < sstr_size && sstr_size - name > flen && !memcmp(cubin + sstr_off + name, function, flen + 1)) {
-            out->sym = (int64_t)j;
-            out->info_type = e[4] & 0xf;
-            break;
+        if (name < t->sstr_size && t->sstr_size - name > flen && !memcmp(cubin + t->sstr_off + name, function, flen + 1)) {
+            *st_info = e[4];
+            return (int64_t)j;
         }
     }
-    return 0;
+    return -1;
 }
 
 int fa4__cubin_has_function(const uint8_t *cubin, size_t size, const char *function)
 {
-    cubin_symbol s;
-    if (cubin_find_symbol(cubin, size, function, &s) != 0)
+    cubin_tables t;
+    unsigned info = 0;
+    if (!function || cubin_read_tables(cubin, size, &t) != 0)
         return -1;
-    return s.sym >= 0 && s.info_type == 2 /* STT_FUNC */;
+    return cubin_find_symbol(cubin, &t, function, &info) >= 0 && (info & 0xf) == 2 /* STT_FUNC */;
+}
+
+int fa4__cubin_functions(const uint8_t *cubin, size_t size, const char **names, int cap)
+{
+    cubin_tables t;
+    if (cubin_read_tables(cubin, size, &t) != 0)
+        return -1;
+    int n = 0;
+    for (uint64_t j = 0; j * t.sym_ent + 24 <= t.sym_size; j++) {
+        const uint8_t *e = cubin + t.sym_off + j * t.sym_ent;
+        const uint64_t name = rd_le(e, 4);
+        if ((e[4] & 0xf) != 2 /* STT_FUNC */ || name >= t.sstr_size)
+            continue;
+        const char *nm = (const char *)cubin + t.sstr_off + name;
+        if (!memchr(nm, '\0', t.sstr_size - name))
+            return -1;
+        if (n < cap)
+            names[n] = nm;
+        n++;
+    }
+    return n;
 }
 
 int fa4__cubin_resources(const uint8_t *cubin, size_t size, const char *function, int *frame, int *regs)
 {
     *frame = *regs = -1;
-    cubin_symbol s;
-    if (cubin_find_symbol(cubin, size, function, &s) != 0 || !s.have_info || s.sym < 0)
+    cubin_tables s;
+    unsigned info = 0;
+    if (!function || cubin_read_tables(cubin, size, &s) != 0 || !s.have_info)
+        return -1;
+    const int64_t sym = cubin_find_symbol(cubin, &s, function, &info);
+    if (sym < 0)
         return -1;
     /* records: format byte, attribute byte, a 16-bit value or (format 4, EIFMT_SVAL) size */
     for (uint64_t o = 0; o + 4 <= s.info_size;) {
@@ -127,7 +158,7 @@ int fa4__cubin_resources(const uint8_t *cubin, size_t size, const char *function
         const uint64_t len = r[0] == 4 ? rd_le(r + 2, 2) : 0;
         if (len > s.info_size - o - 4)
             break;
-        if (r[0] == 4 && len == 8 && (int64_t)rd_le(r + 4, 4) == s.sym) {
+        if (r[0] == 4 && len == 8 && (int64_t)rd_le(r + 4, 4) == sym) {
             if (r[1] == 0x11)
                 *frame = (int)rd_le(r + 8, 4);
             else if (r[1] == 0x2f)

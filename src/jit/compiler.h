@@ -41,10 +41,13 @@ typedef struct fa4__nvrtc_job {
 fa4_status fa4__nvrtc_run(fa4__nvrtc_job *jobs, int n);
 void fa4__nvrtc_job_release(fa4__nvrtc_job *job);
 
-/* Whether a cubin (ELF64) defines a function symbol of this name: 1 yes, 0 no, -1 not readable.
- * fa4__kernel_function asks it first, so that a lookup of a kernel a build does not have makes no
- * failing driver call (compute-sanitizer reports those as API errors). */
+/* Whether a cubin (ELF64) defines a function symbol of this name: 1 yes, 0 no, -1 not readable. */
 int fa4__cubin_has_function(const uint8_t *cubin, size_t size, const char *function);
+/* The names of a cubin's function symbols (pointers into the cubin): the first cap into names,
+ * the count returned (it may exceed cap), -1 where the cubin is not readable. fa4__kernel_load
+ * keeps them, so that fa4__kernel_function's lookup of a kernel a build does not have makes no
+ * failing driver call (compute-sanitizer reports those as API errors). */
+int fa4__cubin_functions(const uint8_t *cubin, size_t size, const char **names, int cap);
 /* The stack frame and register count of `function` from a cubin's .nv.info section (ELF64,
  * EIATTR_FRAME_SIZE 0x11, EIATTR_REGCOUNT 0x2f: {symbol index, value}); 0 on success, -1 where
  * the cubin is not such an ELF or does not record them (exposed for tests). */

@@ -64,6 +64,7 @@ fa4_status fa4__ctx_push(fa4_ctx *ctx);
 void fa4__ctx_pop(fa4_ctx *ctx);
 
 /* --------------------------------------------------------------------------------------- kernel */
+#define FA4__PROGRAM_FNS 16
 typedef struct fa4__program {
     char name[32];               /* "fwd", "bwd_pre", "bwd_main", "bwd_post", "block_mask" */
     char function[64];           /* its main __global__ function (resource queries) */
@@ -71,6 +72,10 @@ typedef struct fa4__program {
     size_t cubin_size;
     char *source;                /* generated main source (misses only), for --dump-source */
     CUmodule module;             /* NULL when not loaded (deviceless, or other arch) */
+    /* its function symbols (names in cubin), set by fa4__kernel_load; num_fns -1 (not readable)
+     * or over FA4__PROGRAM_FNS: fa4__kernel_function reads the cubin instead */
+    const char *fns[FA4__PROGRAM_FNS];
+    int num_fns;
     fa4_program_info info;
 } fa4__program;
 

@@ -19,6 +19,7 @@ void fa4__kernel_free_programs(fa4_kernel *k)
         free(k->programs[i].source);
         k->programs[i].cubin = NULL;
         k->programs[i].source = NULL;
+        k->programs[i].num_fns = -1; /* (its names were in the cubin) */
     }
 }
 
@@ -148,6 +149,8 @@ fa4_status fa4__kernel_load(fa4_ctx *ctx, fa4_kernel *k)
             return fa4__cu_error(ctx, FA4_ERR_MODULE_LOAD, cr, what);
         }
         query_resources(ctx, &k->programs[i]);
+        k->programs[i].num_fns = fa4__cubin_functions(k->programs[i].cubin, k->programs[i].cubin_size,
+                                                      k->programs[i].fns, FA4__PROGRAM_FNS);
     }
     return FA4_OK;
 }
@@ -259,7 +262,15 @@ CUfunction fa4__kernel_function(fa4_kernel *k, const char *program, const char *
         if (strcmp(k->programs[i].name, program) != 0 || !k->programs[i].module)
             continue;
         /* absent from the cubin: no driver call (a failing one is an API error to the sanitizers) */
-        if (fa4__cubin_has_function(k->programs[i].cubin, k->programs[i].cubin_size, function) == 0)
+        const fa4__program *pr = &k->programs[i];
+        int has = 0;
+        if (pr->num_fns >= 0 && pr->num_fns <= FA4__PROGRAM_FNS) {
+            for (int j = 0; j < pr->num_fns && !has; j++)
+                has = strcmp(pr->fns[j], function) == 0;
+        } else {
+            has = fa4__cubin_has_function(pr->cubin, pr->cubin_size, function) != 0; /* -1: ask the driver */
+        }
+        if (!has)
             return NULL;
         CUfunction f = NULL;
         if (k->ctx->cu->moduleGetFunction(&f, k->programs[i].module, function) != CUDA_SUCCESS)

@@ -242,6 +242,17 @@ static void compile_and_guard(const char *arch, const char *source, int head_dim
         snprintf(prefix, sizeof prefix, "%.*s", (int)strlen(k->programs[i].function) - 1, k->programs[i].function);
         assert_int_equal(fa4__cubin_has_function(buf, n, prefix), 0);
         assert_int_equal(fa4__cubin_has_function(buf, 40, k->programs[i].function), -1);
+        /* the function names fa4__kernel_load keeps: the entry among them, none absent above */
+        const char *fns[16];
+        const int nf = fa4__cubin_functions(buf, n, fns, 16);
+        assert_true(nf >= 1 && nf <= 16);
+        int entry = 0;
+        for (int j = 0; j < nf; j++) {
+            entry |= !strcmp(fns[j], k->programs[i].function);
+            assert_int_equal(fa4__cubin_has_function(buf, n, fns[j]), 1);
+        }
+        assert_true(entry);
+        assert_int_equal(fa4__cubin_functions(buf, 40, fns, 16), -1);
         assert_int_equal(fa4__cubin_resources(buf, 40, k->programs[i].function, &frame, &regs), -1);
         assert_int_equal(frame, -1);
         free(buf);
